@@ -1,0 +1,28 @@
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import type { Principal } from '../auth/principal.js';
+import type { Config } from '../config.js';
+import type { DefinitionCache } from '../engine/definitions.js';
+import type { Logger } from '../logger.js';
+import type { Dispatcher } from '../temporal/dispatch.js';
+
+/** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
+export interface AppDeps {
+  config: Pick<Config, 'permissionModel' | 'maxBodyBytes' | 'temporal'>;
+  pool: pg.Pool;
+  temporal: Client;
+  dispatcher: Dispatcher;
+  definitions: DefinitionCache;
+  logger: Logger;
+  /** sha256 of ADMIN_API_KEY, when set. */
+  adminApiKeyHash?: string | undefined;
+}
+
+export interface AppEnv {
+  Variables: {
+    deps: AppDeps;
+    requestId: string;
+    logger: Logger;
+    principal: Principal;
+  };
+}

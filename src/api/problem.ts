@@ -1,0 +1,88 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ZodError } from 'zod';
+import { DomainError, type FieldError, pointer } from '../errors.js';
+import type { AppEnv } from './context.js';
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/** Problem types are relative URIs naming the kind of problem; `about:blank` for the generic ones. */
+const TYPES: Record<number, string> = {
+  400: '/problems/bad-request',
+  401: '/problems/unauthorized',
+  403: '/problems/forbidden',
+  404: '/problems/not-found',
+  409: '/problems/conflict',
+  413: '/problems/payload-too-large',
+  415: '/problems/unsupported-media-type',
+  500: '/problems/internal',
+  503: '/problems/unavailable',
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+  traceId?: string;
+}
+
+/** Writes an RFC 9457 problem response. */
+export function problem(
+  c: Context<AppEnv>,
+  status: ContentfulStatusCode,
+  detail: string,
+  errors?: FieldError[],
+  headers?: Record<string, string>,
+): Response {
+  const body: Problem = { type: TYPES[status] ?? 'about:blank', title: TITLES[status] ?? 'Error', status, detail };
+  if (errors && errors.length) body.errors = errors;
+  const traceId = c.get('requestId');
+  if (traceId) body.traceId = traceId;
+  return c.body(JSON.stringify(body), status, { 'content-type': 'application/problem+json', ...headers });
+}
+
+/** Zod issues as JSON-pointer field errors; an unknown property is named by its own path. */
+export function zodFieldErrors(error: ZodError, prefix: (string | number)[] = []): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of error.issues) {
+    const base = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ path: pointer([...base, key]), message: `Unknown property "${key}"` });
+    } else if (issue.code === 'invalid_union' && 'errors' in issue && issue.errors.length > 0) {
+      out.push({ path: pointer(base), message: issue.message });
+    } else {
+      out.push({ path: pointer(base), message: issue.message });
+    }
+  }
+  return out;
+}
+
+/** The one `onError`: domain errors and HTTP exceptions to their status, anything else a generic 500. */
+export function handleError(err: Error, c: Context<AppEnv>): Response {
+  if (err instanceof DomainError) {
+    const headers: Record<string, string> = err.status === 401 ? { 'www-authenticate': WWW_AUTHENTICATE } : {};
+    return problem(c, err.status, err.message, err.errors, headers);
+  }
+  if (err instanceof HTTPException) {
+    const status = err.status as ContentfulStatusCode;
+    return problem(c, status, err.message || TITLES[status] || 'Error');
+  }
+  c.get('logger')?.error({ err }, 'unhandled error');
+  return problem(c, 500, 'An unexpected error occurred. Quote the traceId when reporting it.');
+}
+
+export const WWW_AUTHENTICATE = 'Bearer realm="workflow-alterations", ApiKey realm="workflow-alterations"';

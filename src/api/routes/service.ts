@@ -1,0 +1,70 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { getAbsoluteFSPath } from 'swagger-ui-dist';
+import type { AppEnv } from '../context.js';
+import { jsonContent } from '../schemas.js';
+import { secureRoute } from '../secure-route.js';
+
+const CheckSchema = z.enum(['ok', 'unavailable']);
+const HealthSchema = z
+  .object({ status: z.enum(['ok', 'unavailable']), checks: z.object({ postgres: CheckSchema, temporal: CheckSchema }) })
+  .openapi('Health');
+
+const health = secureRoute('public', {
+  method: 'get',
+  path: '/health',
+  tags: ['Service'],
+  summary: 'Readiness: Postgres and Temporal are reachable',
+  responses: {
+    200: jsonContent(HealthSchema, 'Both dependencies answer'),
+    503: jsonContent(HealthSchema, 'A dependency is down: its check says "unavailable"'),
+  },
+});
+
+/** Resolves false instead of hanging when a dependency does not answer in time. */
+async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([check().then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const SWAGGER_ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png']);
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Workflow alterations API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', deepLinking: true });</script>
+</body></html>`;
+
+export function serviceRoutes() {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openapi(health, async (c) => {
+    const { pool, temporal } = c.get('deps');
+    const [pg, tp] = await Promise.all([
+      probe(() => pool.query('SELECT 1')),
+      probe(() => temporal.connection.workflowService.getSystemInfo({})),
+    ]);
+    const checks = { postgres: pg ? ('ok' as const) : ('unavailable' as const), temporal: tp ? ('ok' as const) : ('unavailable' as const) };
+    const ok = pg && tp;
+    return c.json({ status: ok ? ('ok' as const) : ('unavailable' as const), checks }, ok ? 200 : 503);
+  });
+  // The reference page is served from the swagger-ui-dist package: it works offline.
+  app.get('/docs', (c) => c.html(DOCS_HTML));
+  app.get('/docs/assets/:file', async (c) => {
+    const file = c.req.param('file');
+    if (!SWAGGER_ASSETS.has(file)) return c.notFound();
+    const body = await readFile(path.join(getAbsoluteFSPath(), file));
+    const type = file.endsWith('.css') ? 'text/css' : file.endsWith('.png') ? 'image/png' : 'text/javascript';
+    return c.body(body, 200, { 'content-type': type, 'cache-control': 'public, max-age=86400' });
+  });
+  return app;
+}

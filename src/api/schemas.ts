@@ -1,0 +1,43 @@
+import { z } from '@hono/zod-openapi';
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    traceId: z.string().optional(),
+  })
+  .openapi('Problem');
+
+const PROBLEM_TEXT: Record<number, string> = {
+  400: 'Invalid request: `errors` names each offending field by JSON pointer',
+  401: 'No, unknown or expired credentials',
+  403: 'The permission named in `detail` is missing',
+  404: 'Unknown id, or a resource of another tenant',
+  409: 'Conflict',
+  413: 'Body larger than MAX_BODY_BYTES',
+  415: 'Body is not application/json',
+};
+
+/** OpenAPI entries for the problem responses a route can give. */
+export function problems(...codes: (400 | 401 | 403 | 404 | 409 | 413 | 415)[]) {
+  const out: Record<number, { description: string; content: { 'application/problem+json': { schema: typeof ProblemSchema } } }> = {};
+  for (const code of codes) {
+    out[code] = { description: PROBLEM_TEXT[code]!, content: { 'application/problem+json': { schema: ProblemSchema } } };
+  }
+  return out;
+}
+
+/** The usual problems of an authenticated route with a JSON body. */
+export const BODY_ROUTE_PROBLEMS = problems(400, 401, 403, 413, 415);
+
+export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({
+  body: { required: true, content: { 'application/json': { schema } }, ...(description ? { description } : {}) },
+});
+
+export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});

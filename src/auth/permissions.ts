@@ -1,0 +1,55 @@
+/**
+ * The permission models. structured (default): `{resource}:{verb}` with the wildcards `*`, `*:{verb}` and
+ * `{resource}:*`. legacy: the 3.8.0 strings, matched exactly, plus `*`.
+ */
+export type PermissionModel = 'structured' | 'legacy';
+
+/** What a route requires: nothing, any signed-in principal, or a permission per model. */
+export type PermissionSpec =
+  | 'public'
+  | { structured: string | 'signed-in'; legacy: string | 'signed-in' };
+
+function splitPermission(p: string): [resource: string, verb: string] | undefined {
+  const i = p.lastIndexOf(':');
+  if (i <= 0 || i === p.length - 1) return undefined;
+  return [p.slice(0, i), p.slice(i + 1)];
+}
+
+/** Does one grant satisfy the required permission in the structured model? */
+export function structuredGrantSatisfies(grant: string, required: string): boolean {
+  if (grant === '*' || grant === '*:*' || grant === required) return true;
+  const g = splitPermission(grant);
+  const r = splitPermission(required);
+  if (!g || !r) return false;
+  if (g[0] === '*' && g[1] === r[1]) return true;
+  if (g[1] === '*' && g[0] === r[0]) return true;
+  return false;
+}
+
+export function grantsSatisfy(model: PermissionModel, grants: readonly string[], required: string): boolean {
+  if (model === 'legacy') return grants.some((g) => g === '*' || g === required);
+  return grants.some((g) => structuredGrantSatisfies(g, required));
+}
+
+/** The permission a spec requires under a model, or undefined for public / signed-in. */
+export function requiredPermission(spec: PermissionSpec, model: PermissionModel): string | undefined {
+  if (spec === 'public') return undefined;
+  const p = spec[model];
+  return p === 'signed-in' ? undefined : p;
+}
+
+/** Legacy grants that the structured model no longer honours, with their replacement (null: removed). */
+export const LEGACY_REPLACEMENTS: Readonly<Record<string, string | null>> = {
+  'read:alterations': 'alterations:view',
+  'run:alterations': 'alterations:execute',
+  'manage:user-tasks': 'user-tasks:supervise',
+  'exec:csharp-expressions': null,
+  'exec:python-expressions': null,
+  'read:workflow-definitions': 'workflows/definitions:view',
+  'write:workflow-definitions': 'workflows/definitions:create',
+  'exec:workflow-definitions': 'workflows/instances:execute',
+  'read:workflow-instances': 'workflows/instances:view',
+  'connections:read': 'connections:view',
+  'connections:write': 'connections:create',
+  'connections/descriptor:read': null,
+};

@@ -1,0 +1,87 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Empty strings in the environment read as "unset", so `FOO= npm start` behaves like no FOO at all. */
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const port = (fallback: number) =>
+  z.coerce.number().int().min(0).max(65535).default(fallback);
+
+const ConfigSchema = z.object({
+  PORT: port(3000),
+  DATA_DIR: z.string().default('.data'),
+  DATABASE_URL: optional,
+  TEMPORAL_ADDRESS: optional,
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('workflow-alterations'),
+  TEMPORAL_CLI_PATH: optional,
+  TEMPORAL_UI_PORT: port(8233),
+  ADMIN_API_KEY: optional,
+  ADMIN_PASSWORD: optional,
+  AUTH_SIGNING_KEY: optional,
+  ACCESS_TOKEN_LIFETIME: z.coerce.number().int().positive().default(900),
+  PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
+  CONNECTIONS_ENCRYPTION_KEY: optional,
+  MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** The service configuration: read from the environment once, at start, and passed down explicitly. */
+export interface Config {
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  temporal: {
+    address: string | undefined;
+    namespace: string;
+    taskQueue: string;
+    cliPath: string | undefined;
+    uiPort: number;
+  };
+  adminApiKey: string | undefined;
+  adminPassword: string | undefined;
+  authSigningKey: string | undefined;
+  accessTokenLifetimeSeconds: number;
+  permissionModel: 'structured' | 'legacy';
+  connectionsEncryptionKey: string | undefined;
+  maxBodyBytes: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+/**
+ * Validates the environment once. A bad value stops the process at start with a message naming the
+ * variable, instead of failing later in some request.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new ConfigError(`Invalid configuration in the environment: ${problems}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    dataDir: path.resolve(e.DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      cliPath: e.TEMPORAL_CLI_PATH,
+      uiPort: e.TEMPORAL_UI_PORT,
+    },
+    adminApiKey: e.ADMIN_API_KEY,
+    adminPassword: e.ADMIN_PASSWORD,
+    authSigningKey: e.AUTH_SIGNING_KEY,
+    accessTokenLifetimeSeconds: e.ACCESS_TOKEN_LIFETIME,
+    permissionModel: e.PERMISSION_MODEL,
+    connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * The registry of built-in activity types: what inputs each takes and which outcomes (ports) it has.
+ * Validation, the activity descriptor catalog and the executor all read this one table.
+ */
+
+export interface InputDescriptor {
+  name: string;
+  typeName: string;
+  displayName: string;
+  description: string;
+  uiHint: string;
+  isRequired: boolean;
+  isSensitive: boolean;
+  defaultValue: unknown;
+  order: number;
+  /** A connection input (`ConnectionProperties<T>`): resolved by name when the activity runs. */
+  connectionType?: string;
+  /** The recorded input value is masked as "****" in activity records. */
+  noLog?: boolean;
+}
+
+export interface ActivityType {
+  typeName: string;
+  namespace: string;
+  displayName: string;
+  description: string;
+  inputs: InputDescriptor[];
+  outcomes: string[];
+}
+
+function input(
+  name: string,
+  order: number,
+  props: Partial<InputDescriptor> & Pick<InputDescriptor, 'typeName' | 'description'>,
+): InputDescriptor {
+  return {
+    name,
+    displayName: name.charAt(0).toUpperCase() + name.slice(1),
+    uiHint: 'singleline',
+    isRequired: true,
+    isSensitive: false,
+    defaultValue: null,
+    order,
+    ...props,
+  };
+}
+
+export const HTTP_CONNECTION_TYPE = 'Elsa.Connections.Http.HttpConnectionConfiguration';
+
+export const BUILTIN_ACTIVITIES: readonly ActivityType[] = [
+  {
+    typeName: 'Elsa.WriteLine',
+    namespace: 'Elsa',
+    displayName: 'Write Line',
+    description: 'Appends a line of text to the instance journal.',
+    inputs: [input('text', 0, { typeName: 'String', description: 'The text to write.' })],
+    outcomes: ['Done'],
+  },
+  {
+    typeName: 'Elsa.SetVariable',
+    namespace: 'Elsa',
+    displayName: 'Set Variable',
+    description: 'Sets a workflow variable, converted to its type.',
+    inputs: [
+      input('variable', 0, { typeName: 'String', description: 'The id of the variable to set.', uiHint: 'variable-picker' }),
+      input('value', 1, { typeName: 'Object', description: 'The value to assign.', uiHint: 'multiline' }),
+    ],
+    outcomes: ['Done'],
+  },
+  {
+    typeName: 'Elsa.Event',
+    namespace: 'Elsa',
+    displayName: 'Event',
+    description: 'Suspends the instance until the named event is triggered.',
+    inputs: [input('eventName', 0, { typeName: 'String', description: 'The name of the event to wait for.' })],
+    outcomes: ['Done'],
+  },
+  {
+    typeName: 'Elsa.Fault',
+    namespace: 'Elsa',
+    displayName: 'Fault',
+    description: 'Faults the instance: an incident is recorded and the instance stops until retried.',
+    inputs: [input('message', 0, { typeName: 'String', description: 'The fault message.' })],
+    outcomes: [],
+  },
+  {
+    typeName: 'Elsa.Finish',
+    namespace: 'Elsa',
+    displayName: 'Finish',
+    description: 'Finishes the instance, discarding any other scheduled work and bookmarks.',
+    inputs: [],
+    outcomes: [],
+  },
+];
+
+const byType = new Map(BUILTIN_ACTIVITIES.map((a) => [a.typeName, a]));
+
+export function findActivityType(typeName: string): ActivityType | undefined {
+  return byType.get(typeName);
+}
+
+/** The port every activity is entered through. */
+export const IN_PORT = 'In';

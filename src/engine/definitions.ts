@@ -1,0 +1,150 @@
+import type pg from 'pg';
+import { ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Queryable } from '../db/pool.js';
+import { withTransaction } from '../db/pool.js';
+import type { Flowchart, VariableDefinition, WorkflowDefinitionRequest } from './definition-schema.js';
+import { validateDefinition } from './flowchart.js';
+
+/** One published version of a workflow definition. Immutable once stored. */
+export interface DefinitionVersion {
+  id: string;
+  tenantId: string;
+  definitionId: string;
+  version: number;
+  isLatest: boolean;
+  isPublished: boolean;
+  name: string | null;
+  description: string | null;
+  variables: VariableDefinition[];
+  root: Flowchart;
+  options: { usableAsActivity: boolean };
+  createdAt: Date;
+}
+
+interface DefinitionRow {
+  id: string;
+  tenant_id: string;
+  definition_id: string;
+  version: number;
+  is_latest: boolean;
+  is_published: boolean;
+  name: string | null;
+  description: string | null;
+  variables: VariableDefinition[];
+  root: Flowchart;
+  options: { usableAsActivity: boolean };
+  created_at: Date;
+}
+
+const COLUMNS =
+  'id, tenant_id, definition_id, version, is_latest, is_published, name, description, variables, root, options, created_at';
+
+function fromRow(r: DefinitionRow): DefinitionVersion {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    definitionId: r.definition_id,
+    version: r.version,
+    isLatest: r.is_latest,
+    isPublished: r.is_published,
+    name: r.name,
+    description: r.description,
+    variables: r.variables,
+    root: r.root,
+    options: r.options,
+    createdAt: r.created_at,
+  };
+}
+
+/**
+ * Validates and publishes the next version of a definition (1, 2, 3, … per definitionId and tenant); the
+ * new version becomes the latest. Concurrent publishes of one definition take turns on an advisory lock,
+ * and the unique (tenant, definition, version) constraint backs that up.
+ */
+export async function publishDefinition(
+  pool: pg.Pool,
+  tenantId: string,
+  req: WorkflowDefinitionRequest,
+): Promise<DefinitionVersion> {
+  const errors = validateDefinition(req);
+  if (errors.length > 0) throw new ValidationError('The workflow definition is not valid', errors);
+  const definitionId = req.definitionId ?? newId();
+  return withTransaction(pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`definition:${tenantId}:${definitionId}`]);
+    const { rows } = await client.query<{ version: number }>(
+      `UPDATE workflow_definitions SET is_latest = false
+        WHERE tenant_id = $1 AND definition_id = $2 AND is_latest
+        RETURNING version`,
+      [tenantId, definitionId],
+    );
+    const { rows: max } = await client.query<{ v: number | null }>(
+      'SELECT max(version) AS v FROM workflow_definitions WHERE tenant_id = $1 AND definition_id = $2',
+      [tenantId, definitionId],
+    );
+    const version = Math.max(rows[0]?.version ?? 0, max[0]?.v ?? 0) + 1;
+    const inserted = await client.query<DefinitionRow>(
+      `INSERT INTO workflow_definitions
+         (id, tenant_id, definition_id, version, is_latest, is_published, name, description, variables, root, options, usable_as_activity)
+       VALUES ($1, $2, $3, $4, true, true, $5, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10)
+       RETURNING ${COLUMNS}`,
+      [
+        newId(),
+        tenantId,
+        definitionId,
+        version,
+        req.name ?? null,
+        req.description ?? null,
+        JSON.stringify(req.variables),
+        JSON.stringify(req.root),
+        JSON.stringify(req.options),
+        req.options.usableAsActivity,
+      ],
+    );
+    return fromRow(inserted.rows[0]!);
+  });
+}
+
+/** The latest version, or the given one, of a definition in the tenant. */
+export async function findDefinition(
+  db: Queryable,
+  tenantId: string,
+  definitionId: string,
+  version?: number,
+): Promise<DefinitionVersion | undefined> {
+  const { rows } = await db.query<DefinitionRow>(
+    `SELECT ${COLUMNS} FROM workflow_definitions
+      WHERE tenant_id = $1 AND definition_id = $2 AND ($3::int IS NULL AND is_latest OR version = $3::int)`,
+    [tenantId, definitionId, version ?? null],
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/**
+ * Definition versions never change once stored, so a process may keep them; the cache is bounded so a
+ * long-running worker does not grow without limit.
+ */
+export class DefinitionCache {
+  private readonly entries = new Map<string, DefinitionVersion>();
+  constructor(private readonly max = 1000) {}
+
+  async byVersionId(db: Queryable, id: string): Promise<DefinitionVersion | undefined> {
+    const hit = this.entries.get(id);
+    if (hit) return hit;
+    const { rows } = await db.query<DefinitionRow>(`SELECT ${COLUMNS} FROM workflow_definitions WHERE id = $1`, [id]);
+    if (!rows[0]) return undefined;
+    const def = fromRow(rows[0]);
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(id, def);
+    return def;
+  }
+}
+
+/** The latest version of every definition in the tenant, by definition id. */
+export async function listLatestDefinitions(db: Queryable, tenantId: string): Promise<DefinitionVersion[]> {
+  const { rows } = await db.query<DefinitionRow>(
+    `SELECT ${COLUMNS} FROM workflow_definitions WHERE tenant_id = $1 AND is_latest ORDER BY definition_id`,
+    [tenantId],
+  );
+  return rows.map(fromRow);
+}

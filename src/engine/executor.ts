@@ -1,0 +1,149 @@
+import type pg from 'pg';
+import { withTransaction } from '../db/pool.js';
+import type { Logger } from '../logger.js';
+import { findActivityType } from './activity-types.js';
+import type { DefinitionCache, DefinitionVersion } from './definitions.js';
+import { findActivity, nodeIdOf, successors } from './flowchart.js';
+import { evaluateInputs, recordedInputs } from './inputs.js';
+import { type InstanceState, lockInstance, saveInstance } from './instance-state.js';
+import { convertValue, isVariableType } from './values.js';
+
+export interface EngineDeps {
+  pool: pg.Pool;
+  definitions: DefinitionCache;
+  logger: Logger;
+  clock?: () => Date;
+}
+
+export interface StepResult {
+  /** true while the instance has scheduled work it can run now. */
+  hasMoreWork: boolean;
+  /** The activity that ran in this step, if any. */
+  executedActivityId?: string;
+}
+
+/**
+ * Settles the sub-status after a change: executing while work is scheduled, suspended on bookmarks,
+ * finished when neither is left. A faulted or finished instance keeps its state.
+ */
+export function settle(s: InstanceState, now: Date): void {
+  if (s.status === 'Finished' || s.subStatus === 'Faulted') return;
+  if (s.scheduled.length > 0) {
+    s.subStatus = s.subStatus === 'Pending' ? 'Pending' : 'Executing';
+  } else if (s.bookmarks.length > 0) {
+    s.subStatus = 'Suspended';
+  } else {
+    s.status = 'Finished';
+    s.subStatus = 'Finished';
+    s.finishedAt = now;
+  }
+}
+
+/** Adds the flowchart successors of an activity's outcome to the schedule, once each. */
+export function scheduleSuccessors(s: InstanceState, def: DefinitionVersion, activityId: string, outcome: string): void {
+  for (const next of successors(def.root, activityId, outcome)) {
+    if (!s.scheduled.includes(next)) s.scheduled.push(next);
+  }
+}
+
+export function recordIncident(s: InstanceState, activityId: string, activityType: string, message: string, now: Date): void {
+  s.incidents.push({ activityId, activityType, message, timestamp: now.toISOString() });
+  s.subStatus = 'Faulted';
+}
+
+/**
+ * Executes the next scheduled activity of one instance, in one transaction: lock the row, run the
+ * activity, write the activity record, journal and new state, schedule successors. A retried call after
+ * a crash finds the committed state and runs the *next* step, so no step's effect is recorded twice.
+ */
+export async function runStep(deps: EngineDeps, instanceId: string): Promise<StepResult> {
+  const clock = deps.clock ?? (() => new Date());
+  return withTransaction(deps.pool, async (client) => {
+    const s = await lockInstance(client, instanceId);
+    if (!s || s.status === 'Finished' || s.subStatus === 'Faulted') return { hasMoreWork: false };
+    const now = clock();
+    s.updatedAt = now;
+    const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
+    if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
+
+    const activityId = s.scheduled.shift();
+    if (activityId === undefined) {
+      settle(s, now);
+      await saveInstance(client, s);
+      return { hasMoreWork: false };
+    }
+    if (s.subStatus === 'Pending') s.subStatus = 'Executing';
+
+    const activity = findActivity(def.root, activityId);
+    const type = activity ? findActivityType(activity.type) : undefined;
+    if (!activity || !type) {
+      const message = activity
+        ? `Activity type ${activity.type} is not available on this worker`
+        : `Activity ${activityId} does not exist in version ${def.version} of ${def.definitionId}`;
+      recordIncident(s, activityId, activity?.type ?? 'unknown', message, now);
+      await saveInstance(client, s);
+      return { hasMoreWork: false, executedActivityId: activityId };
+    }
+
+    const inputs = evaluateInputs(type, activity, def, s.variables);
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
+      [s.id, s.tenantId, activity.id, nodeIdOf(def.root, activity), activity.type, activity.name ?? null,
+        JSON.stringify(recordedInputs(type, inputs)), now],
+    );
+    const recordId = rows[0]!.id;
+    const finishRecord = (status: 'Completed' | 'Faulted') =>
+      client.query('UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1', [recordId, status, now]);
+    const fault = async (message: string) => {
+      recordIncident(s, activity.id, activity.type, message, now);
+      await finishRecord('Faulted');
+    };
+    const complete = async (outcome: string) => {
+      await finishRecord('Completed');
+      scheduleSuccessors(s, def, activity.id, outcome);
+    };
+
+    switch (activity.type) {
+      case 'Elsa.WriteLine':
+        await client.query('INSERT INTO journal_entries (instance_id, activity_id, message, timestamp) VALUES ($1, $2, $3, $4)', [
+          s.id, activity.id, inputs.text === null || inputs.text === undefined ? '' : String(inputs.text), now,
+        ]);
+        await complete('Done');
+        break;
+      case 'Elsa.SetVariable': {
+        const variableId = String(inputs.variable);
+        const variable = def.variables.find((v) => v.id === variableId);
+        const converted = variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, inputs.value) : undefined;
+        if (!variable) await fault(`Variable with ID ${variableId} not found`);
+        else if (!converted?.ok) await fault(`Value is not a valid ${variable.typeName} for variable ${variableId}`);
+        else {
+          s.variables[variableId] = converted.value;
+          await complete('Done');
+        }
+        break;
+      }
+      case 'Elsa.Event':
+        // The record stays Running until the event is triggered; the bookmark suspends the instance.
+        s.bookmarks.push({ activityId: activity.id, eventName: String(inputs.eventName) });
+        break;
+      case 'Elsa.Fault':
+        await fault(inputs.message === null || inputs.message === undefined ? 'Faulted' : String(inputs.message));
+        break;
+      case 'Elsa.Finish':
+        await finishRecord('Completed');
+        s.scheduled = [];
+        s.bookmarks = [];
+        s.status = 'Finished';
+        s.subStatus = 'Finished';
+        s.finishedAt = now;
+        break;
+      default:
+        await fault(`Activity type ${activity.type} has no executor`);
+    }
+    settle(s, now);
+    await saveInstance(client, s);
+    if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
+    return { hasMoreWork: s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0, executedActivityId: activity.id };
+  });
+}

@@ -1,0 +1,117 @@
+import type { Queryable } from '../db/pool.js';
+
+export type InstanceStatus = 'Running' | 'Finished';
+export type InstanceSubStatus = 'Pending' | 'Executing' | 'Suspended' | 'Finished' | 'Cancelled' | 'Faulted';
+export const INSTANCE_STATUSES = ['Running', 'Finished'] as const;
+export const INSTANCE_SUB_STATUSES = ['Pending', 'Executing', 'Suspended', 'Finished', 'Cancelled', 'Faulted'] as const;
+
+export interface Bookmark {
+  activityId: string;
+  eventName: string;
+}
+
+export interface Incident {
+  activityId: string;
+  activityType: string;
+  message: string;
+  timestamp: string;
+}
+
+/** The mutable part of a workflow instance: what execution and alterations read and write. */
+export interface InstanceState {
+  id: string;
+  tenantId: string;
+  definitionId: string;
+  definitionVersionId: string;
+  version: number;
+  name: string | null;
+  correlationId: string | null;
+  status: InstanceStatus;
+  subStatus: InstanceSubStatus;
+  isSystem: boolean;
+  variables: Record<string, unknown>;
+  scheduled: string[];
+  bookmarks: Bookmark[];
+  incidents: Incident[];
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface InstanceRow {
+  id: string;
+  tenant_id: string;
+  definition_id: string;
+  definition_version_id: string;
+  version: number;
+  name: string | null;
+  correlation_id: string | null;
+  status: InstanceStatus;
+  sub_status: InstanceSubStatus;
+  is_system: boolean;
+  variables: Record<string, unknown>;
+  scheduled: string[];
+  bookmarks: Bookmark[];
+  incidents: Incident[];
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+export const INSTANCE_COLUMNS =
+  'id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status, is_system, variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at';
+
+export function instanceFromRow(r: InstanceRow): InstanceState {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    definitionId: r.definition_id,
+    definitionVersionId: r.definition_version_id,
+    version: r.version,
+    name: r.name,
+    correlationId: r.correlation_id,
+    status: r.status,
+    subStatus: r.sub_status,
+    isSystem: r.is_system,
+    variables: r.variables,
+    scheduled: r.scheduled,
+    bookmarks: r.bookmarks,
+    incidents: r.incidents,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+/** Reads and row-locks one instance (inside a transaction); undefined when it does not exist. */
+export async function lockInstance(client: Queryable, id: string, tenantId?: string): Promise<InstanceState | undefined> {
+  const { rows } = await client.query<InstanceRow>(
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
+      WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
+    [id, tenantId ?? null],
+  );
+  return rows[0] ? instanceFromRow(rows[0]) : undefined;
+}
+
+/** Writes back the mutable state of an instance. */
+export async function saveInstance(client: Queryable, s: InstanceState): Promise<void> {
+  await client.query(
+    `UPDATE workflow_instances SET
+        definition_version_id = $2, version = $3, status = $4, sub_status = $5, variables = $6::jsonb,
+        scheduled = $7::jsonb, bookmarks = $8::jsonb, incidents = $9::jsonb, updated_at = $10, finished_at = $11
+      WHERE id = $1`,
+    [
+      s.id,
+      s.definitionVersionId,
+      s.version,
+      s.status,
+      s.subStatus,
+      JSON.stringify(s.variables),
+      JSON.stringify(s.scheduled),
+      JSON.stringify(s.bookmarks),
+      JSON.stringify(s.incidents),
+      s.updatedAt,
+      s.finishedAt,
+    ],
+  );
+}

@@ -1,0 +1,173 @@
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import { NotFoundError, pointer, ValidationError, type FieldError } from '../errors.js';
+import { newId } from '../ids.js';
+import { findDefinition, type DefinitionCache } from './definitions.js';
+import { startActivityId } from './flowchart.js';
+import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from './instance-state.js';
+import { convertValue, isVariableType } from './values.js';
+
+export interface CreateInstanceRequest {
+  definitionId: string;
+  version?: number | undefined;
+  name?: string | undefined;
+  correlationId?: string | undefined;
+  variables?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Stores a new instance of a definition (Running/Pending, its start activity scheduled). Variables
+ * start at the definition's defaults; given values are converted to the variable's type.
+ */
+export async function createInstance(
+  db: Queryable,
+  tenantId: string,
+  req: CreateInstanceRequest,
+  now = new Date(),
+): Promise<string> {
+  const def = await findDefinition(db, tenantId, req.definitionId, req.version);
+  if (!def) {
+    const which = req.version === undefined ? '' : ` with version ${req.version}`;
+    throw new ValidationError(`Workflow definition ${req.definitionId}${which} not found`, [
+      { path: req.version === undefined ? '/definitionId' : '/version', message: `Workflow definition ${req.definitionId}${which} not found` },
+    ]);
+  }
+  const variables: Record<string, unknown> = {};
+  for (const v of def.variables) {
+    if (v.value !== undefined && isVariableType(v.typeName)) {
+      const c = convertValue(v.typeName, v.value);
+      variables[v.id] = c.ok ? c.value : null;
+    }
+  }
+  const errors: FieldError[] = [];
+  for (const [id, value] of Object.entries(req.variables ?? {})) {
+    const v = def.variables.find((d) => d.id === id);
+    if (!v || !isVariableType(v.typeName)) {
+      errors.push({ path: pointer(['variables', id]), message: `Variable with ID ${id} not found in ${def.definitionId} version ${def.version}` });
+      continue;
+    }
+    const c = convertValue(v.typeName, value);
+    if (!c.ok) errors.push({ path: pointer(['variables', id]), message: `Value is not a valid ${v.typeName} for variable ${id}` });
+    else variables[id] = c.value;
+  }
+  if (errors.length) throw new ValidationError('The instance variables are not valid', errors);
+
+  const id = newId();
+  const start = startActivityId(def.root);
+  await db.query(
+    `INSERT INTO workflow_instances
+       (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
+        variables, scheduled, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'Running', 'Pending', $8::jsonb, $9::jsonb, $10, $10)`,
+    [id, tenantId, def.definitionId, def.id, def.version, req.name ?? null, req.correlationId ?? null,
+      JSON.stringify(variables), JSON.stringify(start ? [start] : []), now],
+  );
+  return id;
+}
+
+export interface InstanceView {
+  id: string;
+  definitionId: string;
+  definitionVersionId: string;
+  version: number;
+  name: string | null;
+  correlationId: string | null;
+  status: string;
+  subStatus: string;
+  isSystem: boolean;
+  incidentCount: number;
+  incidents: { activityId: string; activityType: string; message: string; timestamp: string }[];
+  variables: { id: string; name: string; typeName: string; value: unknown }[];
+  scheduledActivityIds: string[];
+  bookmarks: { activityId: string; eventName: string }[];
+  activityRecords: {
+    activityId: string;
+    nodeId: string;
+    activityType: string;
+    name: string | null;
+    status: string;
+    inputs: Record<string, unknown>;
+    startedAt: string;
+    completedAt: string | null;
+  }[];
+  journal: { activityId: string; message: string; timestamp: string }[];
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+/** The full read model of one instance in the tenant; 404 when it is absent or another tenant's. */
+export async function getInstanceView(
+  db: Queryable,
+  definitions: DefinitionCache,
+  tenantId: string,
+  id: string,
+): Promise<InstanceView> {
+  const { rows } = await db.query<InstanceRow>(
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1 AND tenant_id = $2`,
+    [id, tenantId],
+  );
+  if (!rows[0]) throw new NotFoundError(`Workflow instance ${id} not found`);
+  const s = instanceFromRow(rows[0]);
+  const def = await definitions.byVersionId(db, s.definitionVersionId);
+  const [records, journal] = await Promise.all([
+    db.query<{ activity_id: string; node_id: string; activity_type: string; name: string | null; status: string;
+      inputs: Record<string, unknown>; started_at: Date; completed_at: Date | null }>(
+      `SELECT activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at
+         FROM activity_records WHERE instance_id = $1 ORDER BY id`,
+      [id],
+    ),
+    db.query<{ activity_id: string; message: string; timestamp: Date }>(
+      'SELECT activity_id, message, timestamp FROM journal_entries WHERE instance_id = $1 ORDER BY id',
+      [id],
+    ),
+  ]);
+  const declared = def?.variables ?? [];
+  const variables: InstanceView['variables'] = declared.map((v) => ({ id: v.id, name: v.name ?? v.id, typeName: v.typeName, value: s.variables[v.id] ?? null }));
+  // Values kept for variables that the current version no longer declares (after a migration) stay visible.
+  for (const [vid, value] of Object.entries(s.variables)) {
+    if (!declared.some((v) => v.id === vid)) variables.push({ id: vid, name: vid, typeName: 'Object', value });
+  }
+  return {
+    id: s.id,
+    definitionId: s.definitionId,
+    definitionVersionId: s.definitionVersionId,
+    version: s.version,
+    name: s.name,
+    correlationId: s.correlationId,
+    status: s.status,
+    subStatus: s.subStatus,
+    isSystem: s.isSystem,
+    incidentCount: s.incidents.length,
+    incidents: s.incidents,
+    variables,
+    scheduledActivityIds: s.scheduled,
+    bookmarks: s.bookmarks,
+    activityRecords: records.rows.map((r) => ({
+      activityId: r.activity_id,
+      nodeId: r.node_id,
+      activityType: r.activity_type,
+      name: r.name,
+      status: r.status,
+      inputs: r.inputs,
+      startedAt: r.started_at.toISOString(),
+      completedAt: r.completed_at?.toISOString() ?? null,
+    })),
+    journal: journal.rows.map((j) => ({ activityId: j.activity_id, message: j.message, timestamp: j.timestamp.toISOString() })),
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+    finishedAt: s.finishedAt?.toISOString() ?? null,
+  };
+}
+
+/** Ids of instances in the tenant that have scheduled work (used after bulk changes to dispatch them). */
+export async function instancesWithScheduledWork(db: Queryable, ids: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM workflow_instances
+      WHERE id = ANY($1::text[]) AND status = 'Running' AND sub_status <> 'Faulted' AND jsonb_array_length(scheduled) > 0`,
+    [ids],
+  );
+  return rows.map((r) => r.id);
+}
+
+export type { pg };

@@ -1,0 +1,47 @@
+/** A problem at one place of a request body, named by a JSON pointer. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** Domain errors: thrown by src/ code, mapped to problem+json in one place (src/api/problem.ts). */
+export class DomainError extends Error {
+  constructor(
+    message: string,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415,
+    readonly errors?: FieldError[],
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationError extends DomainError {
+  constructor(message: string, errors: FieldError[] = []) {
+    super(message, 400, errors);
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(message: string) {
+    super(message, 404);
+  }
+}
+
+export class ConflictError extends DomainError {
+  constructor(message: string) {
+    super(message, 409);
+  }
+}
+
+export class ForbiddenError extends DomainError {
+  constructor(message: string) {
+    super(message, 403);
+  }
+}
+
+/** Builds a JSON pointer from path segments (RFC 6901 escaping). */
+export function pointer(segments: readonly (string | number)[]): string {
+  if (segments.length === 0) return '';
+  return '/' + segments.map((s) => String(s).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+}

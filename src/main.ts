@@ -1,0 +1,147 @@
+import path from 'node:path';
+import { serve } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createApp } from './api/app.js';
+import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
+import { ConfigError, loadConfig } from './config.js';
+import { migrate } from './db/migrate.js';
+import { createPool } from './db/pool.js';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded/postgres.js';
+import { DefinitionCache } from './engine/definitions.js';
+import { createLogger } from './logger.js';
+import { startDevServer } from './temporal/devserver.js';
+import { temporalDispatcher } from './temporal/dispatch.js';
+import { createWorker } from './temporal/worker.js';
+
+type Role = 'all' | 'api' | 'worker';
+
+function roleFromArgs(argv: string[]): Role {
+  if (argv.includes('--api')) return 'api';
+  if (argv.includes('--worker')) return 'worker';
+  return 'all';
+}
+
+/**
+ * `npm start`: configuration, embedded Postgres and Temporal when none is configured, migrations, then
+ * the worker and the API in one process (`--api` / `--worker` run one role, the production shape).
+ */
+async function main(): Promise<void> {
+  const role = roleFromArgs(process.argv.slice(2));
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const stops: (() => Promise<unknown>)[] = [];
+
+  let databaseUrl = config.databaseUrl;
+  let embeddedPg: EmbeddedPostgresHandle | undefined;
+  if (!databaseUrl) {
+    const port = Number(process.env.EMBEDDED_POSTGRES_PORT ?? 54329);
+    embeddedPg = await startEmbeddedPostgres({
+      dataDir: path.join(config.dataDir, 'postgres'),
+      port,
+      database: 'workflow_alterations',
+      logger,
+    });
+    databaseUrl = embeddedPg.url;
+    stops.unshift(() => embeddedPg!.stop());
+    logger.info({ port }, 'embedded Postgres started');
+  }
+  const pool = createPool(databaseUrl, 20);
+  stops.unshift(() => pool.end());
+  await migrate(pool, logger);
+
+  let devServer: TestWorkflowEnvironment | undefined;
+  let connection: Connection;
+  let nativeConnection: NativeConnection;
+  if (config.temporal.address) {
+    connection = await Connection.connect({ address: config.temporal.address });
+    nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
+    stops.unshift(() => connection.close(), () => nativeConnection.close());
+  } else {
+    devServer = await startDevServer({
+      cliPath: config.temporal.cliPath,
+      dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
+      namespace: config.temporal.namespace,
+      port: Number(process.env.TEMPORAL_DEV_SERVER_PORT ?? 7233),
+      uiPort: config.temporal.uiPort,
+    });
+    connection = devServer.connection;
+    nativeConnection = devServer.nativeConnection;
+    stops.unshift(() => devServer!.teardown());
+  }
+  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const definitions = new DefinitionCache();
+
+  let generatedKey: string | undefined;
+  if (!config.adminApiKey) generatedKey = await ensureBootstrapApiKey(pool);
+
+  let worker: Worker | undefined;
+  let workerRun: Promise<void> | undefined;
+  if (role !== 'api') {
+    worker = await createWorker({
+      connection: nativeConnection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      deps: { pool, definitions, logger },
+    });
+    workerRun = worker.run();
+    workerRun.catch((err: unknown) => {
+      logger.fatal({ err }, 'worker stopped with an error');
+      process.exitCode = 1;
+    });
+  }
+
+  let server: ReturnType<typeof serve> | undefined;
+  if (role !== 'worker') {
+    const app = createApp({
+      config,
+      pool,
+      temporal,
+      dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue),
+      definitions,
+      logger,
+      adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
+    });
+    server = serve({ fetch: app.fetch, port: config.port });
+  }
+
+  const base = `http://localhost:${config.port}`;
+  const lines = [''];
+  if (server) lines.push(`  API:          ${base}`, `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`);
+  if (devServer && config.temporal.uiPort > 0) lines.push(`  Temporal UI:  http://localhost:${config.temporal.uiPort}`);
+  if (devServer) lines.push(`  Temporal:     ${devServer.address} (embedded dev server, data in ${config.dataDir})`);
+  if (embeddedPg) lines.push(`  Postgres:     embedded, data in ${path.join(config.dataDir, 'postgres')}`);
+  if (worker) lines.push(`  Worker:       task queue "${config.temporal.taskQueue}"`);
+  if (generatedKey) {
+    lines.push(
+      '',
+      '  A bootstrap admin API key was generated. It is shown this once and only its hash is stored:',
+      `      Authorization: ApiKey ${generatedKey}`,
+    );
+  }
+  lines.push('', '  Ctrl-C stops everything.', '');
+  process.stdout.write(lines.join('\n') + '\n');
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+    if (worker) {
+      worker.shutdown();
+      await workerRun?.catch(() => undefined);
+    }
+    for (const stop of stops) await stop().catch((err: unknown) => logger.warn({ err }, 'error while stopping'));
+    process.exit(process.exitCode ?? 0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof ConfigError ? err.message : err instanceof Error ? `${err.message}${err.cause ? `\n  cause: ${String((err.cause as Error).message ?? err.cause)}` : ''}` : String(err);
+  process.stderr.write(`Startup failed: ${message}\n`);
+  process.exit(1);
+});

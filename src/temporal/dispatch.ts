@@ -1,0 +1,35 @@
+import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
+import { instanceWorkflowId, WORK_AVAILABLE_SIGNAL, WORKFLOW_TYPES } from './names.js';
+
+/** Hands instances with scheduled work to a worker. */
+export interface Dispatcher {
+  dispatch(instanceIds: readonly string[]): Promise<void>;
+}
+
+const DISPATCH_CONCURRENCY = 16;
+
+/**
+ * Dispatch through Temporal: signal-with-start of `workflow-instance-{id}`. A running execution gets a
+ * signal and picks the new work up; a finished one is started again. Either way one execution per
+ * instance runs at a time, because the workflow id is derived from the instance id.
+ */
+export function temporalDispatcher(client: Client, taskQueue: string): Dispatcher {
+  return {
+    async dispatch(instanceIds) {
+      const queue = [...new Set(instanceIds)];
+      const workers = Array.from({ length: Math.min(DISPATCH_CONCURRENCY, queue.length) }, async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          await client.workflow.signalWithStart(WORKFLOW_TYPES.instanceExecution, {
+            workflowId: instanceWorkflowId(id),
+            taskQueue,
+            args: [{ instanceId: id }],
+            signal: WORK_AVAILABLE_SIGNAL,
+            signalArgs: [],
+            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          });
+        }
+      });
+      await Promise.all(workers);
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import type { EngineDeps } from '../engine/executor.js';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+
+export interface WorkerSetup {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: EngineDeps;
+  /** A pre-built workflow bundle (tests build one for all files); else the workflows are bundled now. */
+  workflowBundlePath?: string | undefined;
+  /** Extra worker options (tests shorten the shutdown grace time). */
+  options?: Partial<WorkerOptions>;
+}
+
+/** Creates the worker that runs both the workflows and the activities of this service. */
+export async function createWorker(setup: WorkerSetup): Promise<Worker> {
+  return Worker.create({
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(setup.deps),
+    maxConcurrentActivityTaskExecutions: 50,
+    shutdownGraceTime: '10 seconds',
+    ...setup.options,
+  });
+}

@@ -1,0 +1,1 @@
+export { instanceExecution, workAvailable } from './instance-execution.js';
