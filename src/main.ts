@@ -13,6 +13,7 @@ import { DefinitionCache } from './engine/definitions.js';
 import { createLogger } from './logger.js';
 import { startDevServer } from './temporal/devserver.js';
 import { temporalDispatcher } from './temporal/dispatch.js';
+import { installTemporalRuntime } from './temporal/runtime.js';
 import { createWorker } from './temporal/worker.js';
 
 type Role = 'all' | 'api' | 'worker';
@@ -31,6 +32,7 @@ async function main(): Promise<void> {
   const role = roleFromArgs(process.argv.slice(2));
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  installTemporalRuntime(logger);
   const stops: (() => Promise<unknown>)[] = [];
 
   let databaseUrl = config.databaseUrl;

@@ -1,0 +1,26 @@
+import { DefaultLogger, type LogLevel, Runtime } from '@temporalio/worker';
+import type { Logger } from '../logger.js';
+
+const LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+let installed = false;
+
+/**
+ * Routes the Temporal SDK's own logs (worker, core) into our structured logger, at WARN and above so that
+ * bundler chatter does not drown the service's lines. Installed once per process, before any worker.
+ */
+export function installTemporalRuntime(logger: Logger): void {
+  if (installed) return;
+  installed = true;
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry) => {
+      logger[LEVELS[entry.level]]({ temporal: entry.meta }, entry.message);
+    }),
+  });
+}

@@ -1,0 +1,92 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool } from '../../src/db/pool.js';
+import { ensureDatabase, startEmbeddedPostgres } from '../../src/embedded/postgres.js';
+import { startDevServer } from '../../src/temporal/devserver.js';
+import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Maintenance-database URL of the test Postgres server (CREATE DATABASE rights). */
+    pgAdminUrl: string;
+    /** Migrated template every test file clones its own database from. */
+    templateDatabase: string;
+    temporalAddress: string;
+    workflowBundlePath: string;
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/**
+ * Starts what every test file shares: one real Postgres (DATABASE_URL's server, or an embedded one) with a
+ * migrated template database, one real Temporal (TEMPORAL_ADDRESS, or a dev server), and one workflow
+ * bundle, so each file only clones a database and starts a worker on its own task queue.
+ */
+export default async function setup(project: TestProject) {
+  const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-test-'));
+  // mkdtemp makes the folder private; as root, Postgres runs as the `postgres` user and must enter it.
+  await chmod(work, 0o755);
+  const stops: (() => Promise<unknown>)[] = [];
+
+  let adminUrl: string;
+  if (process.env.DATABASE_URL) {
+    const url = new URL(process.env.DATABASE_URL);
+    url.pathname = '/postgres';
+    adminUrl = url.toString();
+  } else {
+    const pg = await startEmbeddedPostgres({
+      dataDir: path.join(work, 'postgres'),
+      port: await freePort(),
+      database: 'postgres',
+      persistent: false,
+    });
+    adminUrl = pg.adminUrl;
+    stops.push(() => pg.stop());
+  }
+  const templateDatabase = `wfa_template_${process.pid}`;
+  await ensureDatabase(adminUrl, templateDatabase);
+  const templateUrl = new URL(adminUrl);
+  templateUrl.pathname = `/${templateDatabase}`;
+  const pool = createPool(templateUrl.toString(), 2);
+  await migrate(pool);
+  await pool.end();
+
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  if (!temporalAddress) {
+    const env = await startDevServer({ cliPath: process.env.TEMPORAL_CLI_PATH, namespace: 'default' });
+    temporalAddress = env.address;
+    stops.unshift(() => env.teardown());
+  }
+
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const workflowBundlePath = path.join(work, 'workflow-bundle.js');
+  await writeFile(workflowBundlePath, code);
+
+  project.provide('pgAdminUrl', adminUrl);
+  project.provide('templateDatabase', templateDatabase);
+  project.provide('temporalAddress', temporalAddress);
+  project.provide('workflowBundlePath', workflowBundlePath);
+
+  return async () => {
+    for (const stop of stops) await stop().catch(() => undefined);
+    await rm(work, { recursive: true, force: true }).catch(() => undefined);
+  };
+}
+
+const noop = () => undefined;
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };

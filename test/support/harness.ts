@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createApp } from '../../src/api/app.js';
+import { createApiKey } from '../../src/auth/api-keys.js';
+import { createPool } from '../../src/db/pool.js';
+import { ensureDatabase } from '../../src/embedded/postgres.js';
+import { DefinitionCache } from '../../src/engine/definitions.js';
+import { createLogger } from '../../src/logger.js';
+import { temporalDispatcher } from '../../src/temporal/dispatch.js';
+import { installTemporalRuntime } from '../../src/temporal/runtime.js';
+import { createWorker } from '../../src/temporal/worker.js';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Raw body text (for malformed JSON); sent as is. */
+  rawBody?: string;
+  /** API key to send; null sends no credentials. Defaults to the harness admin key. */
+  key?: string | null;
+  headers?: Record<string, string>;
+}
+
+/**
+ * One test file's world: its own database cloned from the migrated template, its own Temporal task
+ * queue with a real worker, the HTTP app in process, an admin API key, and the log lines written.
+ */
+export interface Harness {
+  pool: pg.Pool;
+  databaseUrl: string;
+  client: Client;
+  taskQueue: string;
+  definitions: DefinitionCache;
+  adminKey: string;
+  logs: Record<string, unknown>[];
+  app: ReturnType<typeof createApp>;
+  request<T = any>(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse<T>>;
+  /** Creates an API key with these grants in a tenant (null: default). */
+  keyWith(permissions: string[], tenantId?: string | null): Promise<string>;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function createHarness(opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy' } = {}): Promise<Harness> {
+  const suffix = randomBytes(5).toString('hex');
+  const adminUrl = inject('pgAdminUrl');
+  const database = `wfa_test_${suffix}`;
+  await ensureDatabase(adminUrl, database, inject('templateDatabase'));
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  const databaseUrl = url.toString();
+  const pool = createPool(databaseUrl, 10);
+
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const logger = createLogger('debug', sink);
+  installTemporalRuntime(createLogger('warn'));
+
+  const address = inject('temporalAddress');
+  const connection = await Connection.connect({ address });
+  const nativeConnection = await NativeConnection.connect({ address });
+  const client = new Client({ connection, namespace: 'default' });
+  const taskQueue = `test-${suffix}`;
+  const definitions = new DefinitionCache();
+  const permissionModel = opts.permissionModel ?? 'structured';
+
+  const app = createApp({
+    config: { permissionModel, maxBodyBytes: 64 * 1024, temporal: { address, namespace: 'default', taskQueue, cliPath: undefined, uiPort: 0 } },
+    pool,
+    temporal: client,
+    dispatcher: temporalDispatcher(client, taskQueue),
+    definitions,
+    logger,
+  });
+  const admin = await createApiKey(pool, { name: 'test admin', permissions: ['*'], tenantKey: '' });
+
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  const startWorker = async () => {
+    if (worker) throw new Error('worker already running');
+    worker = await createWorker({
+      connection: nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      deps: { pool, definitions: new DefinitionCache(), logger },
+      workflowBundlePath: inject('workflowBundlePath'),
+      options: { shutdownGraceTime: '2 seconds' },
+    });
+    running = worker.run();
+  };
+  const stopWorker = async () => {
+    if (!worker) return;
+    worker.shutdown();
+    await running;
+    worker = undefined;
+    running = undefined;
+  };
+  if (opts.worker !== false) await startWorker();
+
+  const harness: Harness = {
+    pool,
+    databaseUrl,
+    client,
+    taskQueue,
+    definitions,
+    adminKey: admin.key,
+    logs,
+    app,
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const key = o.key === undefined ? admin.key : o.key;
+      if (key !== null) headers.authorization = `ApiKey ${key}`;
+      let body: string | undefined;
+      if (o.rawBody !== undefined) body = o.rawBody;
+      else if (o.body !== undefined) body = JSON.stringify(o.body);
+      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+        headers['content-type'] = 'application/json';
+      }
+      if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+      const res = await app.request(path, { method, headers, ...(body !== undefined ? { body } : {}) });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: res.status, headers: res.headers, body: parsed as any };
+    },
+    async keyWith(permissions, tenantId = null) {
+      const created = await createApiKey(pool, { name: `test ${permissions.join(',')}`, permissions, tenantKey: tenantId ?? '' });
+      return created.key;
+    },
+    startWorker,
+    stopWorker,
+    async close() {
+      await stopWorker();
+      await pool.end();
+      await connection.close();
+      await nativeConnection.close();
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    },
+  };
+  return harness;
+}
+
+/** Polls until `check` returns a value that is not undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`, { cause: last });
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
