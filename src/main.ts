@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   const definitions = new DefinitionCache();
 
   let generatedKey: string | undefined;
-  if (!config.adminApiKey) generatedKey = await ensureBootstrapApiKey(pool);
+  if (!config.adminApiKey && role !== 'worker') generatedKey = await ensureBootstrapApiKey(pool);
 
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;

@@ -1,4 +1,5 @@
-import { Client, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { Client} from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { instanceWorkflowId, WORK_AVAILABLE_SIGNAL, WORKFLOW_TYPES } from './names.js';
 
 /** Hands instances with scheduled work to a worker. */

@@ -21,7 +21,7 @@ export const connect = (source: string, target: string, port = 'Done') => ({
 });
 
 /** A flowchart whose activities run one after another in the given order. */
-export function chain(definitionId: string, activities: { id: string }[], extra: Record<string, unknown> = {}) {
+export function chain(definitionId: string, activities: ({ id: string } & Record<string, unknown>)[], extra: Record<string, unknown> = {}) {
   const connections = activities.slice(1).map((a, i) => connect(activities[i]!.id, a.id));
   return { definitionId, root: { type: 'Elsa.Flowchart', id: 'flow1', activities, connections }, ...extra };
 }
