@@ -130,16 +130,33 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+    if (server) {
+      const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
+      (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      await closed;
+    }
     if (worker) {
-      worker.shutdown();
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await workerRun?.catch(() => undefined);
     }
-    for (const stop of stops) await stop().catch((err: unknown) => logger.warn({ err }, 'error while stopping'));
+    // On Ctrl-C the terminal signals Postgres and the dev server too; a child that is already gone must
+    // not hold up the exit, so every stop gets a deadline.
+    for (const stop of stops) {
+      await withDeadline(stop(), 10_000).catch((err: unknown) => logger.warn({ err }, 'error while stopping'));
+    }
+    logger.info('stopped');
     process.exit(process.exitCode ?? 0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 main().catch((err: unknown) => {

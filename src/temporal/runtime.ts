@@ -19,6 +19,8 @@ export function installTemporalRuntime(logger: Logger): void {
   if (installed) return;
   installed = true;
   Runtime.install({
+    // The service decides when its worker stops (src/main.ts), so the SDK installs no signal handlers.
+    shutdownSignals: [],
     logger: new DefaultLogger('WARN', (entry) => {
       logger[LEVELS[entry.level]]({ temporal: entry.meta }, entry.message);
     }),
