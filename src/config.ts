@@ -26,6 +26,9 @@ const ConfigSchema = z.object({
   PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
   CONNECTIONS_ENCRYPTION_KEY: optional,
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
+  ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(2),
+  ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -48,6 +51,8 @@ export interface Config {
   permissionModel: 'structured' | 'legacy';
   connectionsEncryptionKey: string | undefined;
   maxBodyBytes: number;
+  /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
+  alterations: { batchSize: number; window: number; batchesPerRun: number };
   logLevel: string;
 }
 
@@ -82,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     permissionModel: e.PERMISSION_MODEL,
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    alterations: { batchSize: e.ALTERATION_BATCH_SIZE, window: e.ALTERATION_BATCH_WINDOW, batchesPerRun: e.ALTERATION_BATCHES_PER_RUN },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -3,6 +3,7 @@ import { serve } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { pendingPlanIds } from './alterations/plans.js';
 import { createApp } from './api/app.js';
 import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -13,6 +14,7 @@ import { DefinitionCache } from './engine/definitions.js';
 import { createLogger } from './logger.js';
 import { startDevServer } from './temporal/devserver.js';
 import { temporalDispatcher } from './temporal/dispatch.js';
+import { startPlanWorkflow } from './temporal/plans.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
 import { createWorker } from './temporal/worker.js';
 
@@ -85,13 +87,18 @@ async function main(): Promise<void> {
       connection: nativeConnection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool, definitions, logger },
+      deps: { pool, definitions, logger, dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue) },
     });
     workerRun = worker.run();
     workerRun.catch((err: unknown) => {
       logger.fatal({ err }, 'worker stopped with an error');
       process.exitCode = 1;
     });
+    // Plans stored while no workflow could be started (an API stopped in between) are started now.
+    const processing = { taskQueue: config.temporal.taskQueue, ...config.alterations };
+    for (const planId of await pendingPlanIds(pool)) {
+      await startPlanWorkflow(temporal, processing, planId).catch((err: unknown) => logger.warn({ err, planId }, 'could not start a pending plan'));
+    }
   }
 
   let server: ReturnType<typeof serve> | undefined;

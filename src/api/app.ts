@@ -3,6 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { newId } from '../ids.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
+import { alterationRoutes } from './routes/alterations.js';
 import { definitionRoutes } from './routes/definitions.js';
 import { identityRoutes } from './routes/identity.js';
 import { instanceRoutes } from './routes/instances.js';
@@ -68,6 +69,7 @@ export function createApp(deps: AppDeps) {
   app.route('/', identityRoutes());
   app.route('/', definitionRoutes());
   app.route('/', instanceRoutes());
+  app.route('/', alterationRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', {
     type: 'apiKey',

@@ -8,7 +8,7 @@ import type { Dispatcher } from '../temporal/dispatch.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
 export interface AppDeps {
-  config: Pick<Config, 'permissionModel' | 'maxBodyBytes' | 'temporal'>;
+  config: Pick<Config, 'permissionModel' | 'maxBodyBytes' | 'temporal' | 'alterations'>;
   pool: pg.Pool;
   temporal: Client;
   dispatcher: Dispatcher;

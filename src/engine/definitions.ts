@@ -126,6 +126,7 @@ export async function findDefinition(
  */
 export class DefinitionCache {
   private readonly entries = new Map<string, DefinitionVersion>();
+  private readonly versionIds = new Map<string, string>();
   constructor(private readonly max = 1000) {}
 
   async byVersionId(db: Queryable, id: string): Promise<DefinitionVersion | undefined> {
@@ -134,9 +135,30 @@ export class DefinitionCache {
     const { rows } = await db.query<DefinitionRow>(`SELECT ${COLUMNS} FROM workflow_definitions WHERE id = $1`, [id]);
     if (!rows[0]) return undefined;
     const def = fromRow(rows[0]);
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(id, def);
+    this.remember(def);
     return def;
+  }
+
+  /** A given version of a definition in the tenant (a miss is not cached: it may be published later). */
+  async byVersion(db: Queryable, tenantId: string, definitionId: string, version: number): Promise<DefinitionVersion | undefined> {
+    const key = `${tenantId}\u0000${definitionId}\u0000${version}`;
+    const id = this.versionIds.get(key);
+    if (id !== undefined) {
+      const hit = this.entries.get(id);
+      if (hit) return hit;
+    }
+    const def = await findDefinition(db, tenantId, definitionId, version);
+    if (def) {
+      this.remember(def);
+      if (this.versionIds.size >= this.max) this.versionIds.delete(this.versionIds.keys().next().value!);
+      this.versionIds.set(key, def.id);
+    }
+    return def;
+  }
+
+  private remember(def: DefinitionVersion): void {
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(def.id, def);
   }
 }
 

@@ -1,8 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { NativeConnection} from '@temporalio/worker';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivities } from '../../activities/index.js';
-import type { EngineDeps } from '../engine/executor.js';
+import { type ActivityDeps, createActivities } from '../../activities/index.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -10,7 +9,7 @@ export interface WorkerSetup {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  deps: EngineDeps;
+  deps: ActivityDeps;
   /** A pre-built workflow bundle (tests build one for all files); else the workflows are bundled now. */
   workflowBundlePath?: string | undefined;
   /** Extra worker options (tests shorten the shutdown grace time). */

@@ -50,7 +50,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function createHarness(opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy' } = {}): Promise<Harness> {
+export async function createHarness(
+  opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy'; alterations?: { batchSize: number; window: number; batchesPerRun: number } } = {},
+): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
   const adminUrl = inject('pgAdminUrl');
   const database = `wfa_test_${suffix}`;
@@ -79,7 +81,7 @@ export async function createHarness(opts: { worker?: boolean; permissionModel?: 
   const permissionModel = opts.permissionModel ?? 'structured';
 
   const app = createApp({
-    config: { permissionModel, maxBodyBytes: 64 * 1024, temporal: { address, namespace: 'default', taskQueue, cliPath: undefined, uiPort: 0 } },
+    config: { permissionModel, maxBodyBytes: 64 * 1024, temporal: { address, namespace: 'default', taskQueue, cliPath: undefined, uiPort: 0 }, alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 } },
     pool,
     temporal: client,
     dispatcher: temporalDispatcher(client, taskQueue),
@@ -96,7 +98,7 @@ export async function createHarness(opts: { worker?: boolean; permissionModel?: 
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      deps: { pool, definitions: new DefinitionCache(), logger },
+      deps: { pool, definitions: new DefinitionCache(), logger, dispatcher: temporalDispatcher(client, taskQueue) },
       workflowBundlePath: inject('workflowBundlePath'),
       options: { shutdownGraceTime: '2 seconds' },
     });

@@ -1,0 +1,176 @@
+import type { Queryable } from '../db/pool.js';
+import type { DefinitionCache, DefinitionVersion } from '../engine/definitions.js';
+import { findActivity } from '../engine/flowchart.js';
+import {
+  INSTANCE_COLUMNS,
+  instanceFromRow,
+  type InstanceRow,
+  type InstanceState,
+} from '../engine/instance-state.js';
+import { convertValue, isVariableType } from '../engine/values.js';
+import { type Alteration, type AlterationType, LOG_LEVEL, type LogEntry } from './model.js';
+
+export interface ApplyContext {
+  db: Queryable;
+  definitions: DefinitionCache;
+  now: Date;
+}
+
+/** What applying a list of alterations to one instance did. */
+export interface ApplyOutcome {
+  /** true only when every alteration succeeded. */
+  ok: boolean;
+  /** One entry per alteration attempted. */
+  log: LogEntry[];
+  /** The altered state when ok; the instance is left exactly as it was otherwise. */
+  state?: InstanceState;
+  /** The instance was cancelled: its running activity records are to be marked Canceled. */
+  cancelled: boolean;
+}
+
+type Handler<T extends Alteration> = (s: InstanceState, alteration: T, ctx: ApplyContext) => Promise<string | undefined>;
+
+async function currentDefinition(s: InstanceState, ctx: ApplyContext): Promise<DefinitionVersion> {
+  const def = await ctx.definitions.byVersionId(ctx.db, s.definitionVersionId);
+  if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
+  return def;
+}
+
+/** Each handler changes the in-memory state and returns undefined, or returns why it failed. */
+const handlers: { [K in AlterationType]: Handler<Extract<Alteration, { type: K }>> } = {
+  async ModifyVariable(s, a, ctx) {
+    const def = await currentDefinition(s, ctx);
+    const variable = def.variables.find((v) => v.id === a.variableId);
+    if (!variable || !isVariableType(variable.typeName)) return `Variable with ID ${a.variableId} not found`;
+    const converted = convertValue(variable.typeName, a.value);
+    if (!converted.ok) return `Value is not a valid ${variable.typeName} for variable ${a.variableId}`;
+    s.variables[a.variableId] = converted.value;
+    return undefined;
+  },
+
+  async Migrate(s, a, ctx) {
+    const target = await ctx.definitions.byVersion(ctx.db, s.tenantId, s.definitionId, a.targetVersion);
+    if (!target) return `Workflow definition with ID ${s.definitionId} and version ${a.targetVersion} not found`;
+    // Every activity the instance waits in or has scheduled must exist in the target version.
+    for (const activityId of [...s.bookmarks.map((b) => b.activityId), ...s.scheduled]) {
+      if (!findActivity(target.root, activityId)) return `Activity ${activityId} does not exist in version ${a.targetVersion}`;
+    }
+    s.definitionVersionId = target.id;
+    s.version = target.version;
+    // Variables the target declares and the instance does not hold yet start at their defaults.
+    for (const v of target.variables) {
+      if (!(v.id in s.variables) && v.value !== undefined && isVariableType(v.typeName)) {
+        const c = convertValue(v.typeName, v.value);
+        s.variables[v.id] = c.ok ? c.value : null;
+      }
+    }
+    return undefined;
+  },
+
+  async ScheduleActivity(s, a, ctx) {
+    const def = await currentDefinition(s, ctx);
+    if (!findActivity(def.root, a.activityId)) return `Activity with ID ${a.activityId} not found`;
+    if (!s.scheduled.includes(a.activityId)) s.scheduled.push(a.activityId);
+    // A suspended instance has work again; a faulted one stays faulted until it is retried.
+    if (s.subStatus === 'Suspended') s.subStatus = 'Pending';
+    return undefined;
+  },
+
+  async Cancel(s) {
+    s.status = 'Finished';
+    s.subStatus = 'Cancelled';
+    s.scheduled = [];
+    s.bookmarks = [];
+    s.finishedAt = s.updatedAt;
+    return undefined;
+  },
+};
+
+export function entry(message: string, logLevel: LogEntry['logLevel'], eventName: string | null, now: Date): LogEntry {
+  return { message, logLevel, timestamp: now.toISOString(), eventName };
+}
+
+/**
+ * The one function that alters an instance: applies the alterations in order to a copy of its state.
+ * The first failure stops the rest and discards every change, so a job is atomic per instance. Plans,
+ * run and retry all come through here.
+ */
+export async function applyAlterations(
+  instance: InstanceState | undefined,
+  instanceId: string,
+  alterations: readonly Alteration[],
+  ctx: ApplyContext,
+): Promise<ApplyOutcome> {
+  if (!instance) {
+    return { ok: false, log: [entry(`Workflow instance ${instanceId} not found`, LOG_LEVEL.Error, null, ctx.now)], cancelled: false };
+  }
+  const s = structuredClone(instance);
+  s.updatedAt = ctx.now;
+  const log: LogEntry[] = [];
+  let cancelled = false;
+  for (const alteration of alterations) {
+    const failed =
+      s.status === 'Finished'
+        ? `Workflow instance ${s.id} is finished`
+        : await (handlers[alteration.type] as Handler<Alteration>)(s, alteration, ctx);
+    if (failed !== undefined) {
+      log.push(entry(failed, LOG_LEVEL.Error, `Alteration ${alteration.type} failed`, ctx.now));
+      return { ok: false, log, cancelled: false };
+    }
+    if (alteration.type === 'Cancel') cancelled = true;
+    log.push(entry(`${alteration.type} succeeded`, LOG_LEVEL.Information, `Alteration ${alteration.type} succeeded`, ctx.now));
+  }
+  return { ok: true, log, state: s, cancelled };
+}
+
+/** An instance has work a worker can run now: the condition for dispatching it. */
+export function hasRunnableWork(s: InstanceState): boolean {
+  return s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0;
+}
+
+/** Locks the tenant's instances with these ids, in id order (so concurrent batches never deadlock). */
+export async function lockInstances(db: Queryable, tenantKey: string, ids: readonly string[]): Promise<Map<string, InstanceState>> {
+  const { rows } = await db.query<InstanceRow>(
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
+      WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
+    [tenantKey, ids],
+  );
+  return new Map(rows.map((r) => [r.id, instanceFromRow(r)]));
+}
+
+/** Writes many altered instances in one statement, and marks cancelled instances' running records. */
+export async function saveInstances(db: Queryable, altered: readonly ApplyOutcome[], now: Date): Promise<void> {
+  const states = altered.filter((o) => o.ok && o.state).map((o) => o.state!);
+  if (states.length === 0) return;
+  await db.query(
+    `UPDATE workflow_instances w SET
+        definition_version_id = u.definition_version_id, version = u.version, status = u.status, sub_status = u.sub_status,
+        variables = u.variables, scheduled = u.scheduled, bookmarks = u.bookmarks, incidents = u.incidents,
+        updated_at = u.updated_at, finished_at = u.finished_at
+       FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::jsonb[],
+                   $10::timestamptz[], $11::timestamptz[])
+         AS u(id, definition_version_id, version, status, sub_status, variables, scheduled, bookmarks, incidents, updated_at, finished_at)
+      WHERE w.id = u.id`,
+    [
+      states.map((s) => s.id),
+      states.map((s) => s.definitionVersionId),
+      states.map((s) => s.version),
+      states.map((s) => s.status),
+      states.map((s) => s.subStatus),
+      states.map((s) => JSON.stringify(s.variables)),
+      states.map((s) => JSON.stringify(s.scheduled)),
+      states.map((s) => JSON.stringify(s.bookmarks)),
+      states.map((s) => JSON.stringify(s.incidents)),
+      states.map((s) => s.updatedAt.toISOString()),
+      states.map((s) => s.finishedAt?.toISOString() ?? null),
+    ],
+  );
+  const cancelled = altered.filter((o) => o.ok && o.cancelled && o.state).map((o) => o.state!.id);
+  if (cancelled.length > 0) {
+    await db.query(
+      `UPDATE activity_records SET status = 'Canceled', completed_at = $2
+        WHERE instance_id = ANY($1::text[]) AND status = 'Running'`,
+      [cancelled, now],
+    );
+  }
+}

@@ -1,0 +1,91 @@
+import type { Queryable } from '../db/pool.js';
+import type { Filter } from './model.js';
+
+/** A filter compiled to a WHERE clause over `workflow_instances i`, with its parameters. */
+export interface CompiledFilter {
+  /** false when the filter selects nothing (an empty filter without emptyFilterSelectsAll). */
+  selects: boolean;
+  where: string;
+  params: unknown[];
+}
+
+const TIMESTAMP_COLUMNS = { CreatedAt: 'i.created_at', UpdatedAt: 'i.updated_at', FinishedAt: 'i.finished_at' } as const;
+const OPERATORS = {
+  Is: '=',
+  IsNot: 'IS DISTINCT FROM',
+  LessThan: '<',
+  GreaterThan: '>',
+  LessThanOrEqual: '<=',
+  GreaterThanOrEqual: '>=',
+} as const;
+
+/** The expression the trigram index `workflow_instances_search` is built on (must match it exactly). */
+export const SEARCH_EXPRESSION =
+  "(i.id || chr(31) || coalesce(i.name, '') || chr(31) || coalesce(i.correlation_id, '') || chr(31) || i.definition_id || chr(31) || i.definition_version_id)";
+
+const present = <T>(list: readonly T[] | null | undefined): list is readonly T[] => Array.isArray(list) && list.length > 0;
+
+export function escapeLike(term: string): string {
+  return term.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+}
+
+/**
+ * Compiles a filter into one parameterized WHERE clause, always scoped to the tenant (`$1`). Every
+ * given field is a constraint, combined with AND; absent, null and [] are no constraint. A filter
+ * without any constraint selects nothing unless `emptyFilterSelectsAll` is true, so a typo can never
+ * widen a plan to every instance.
+ */
+export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter {
+  const params: unknown[] = [tenantKey];
+  const clauses: string[] = [];
+  const param = (value: unknown, cast = '') => {
+    params.push(value);
+    return `$${params.length}${cast}`;
+  };
+  const inList = (column: string, list: readonly string[] | null | undefined) => {
+    if (present(list)) clauses.push(`${column} = ANY(${param([...list], '::text[]')})`);
+  };
+
+  inList('i.id', filter.workflowInstanceIds);
+  inList('i.correlation_id', filter.correlationIds);
+  inList('i.name', filter.names);
+  inList('i.definition_id', filter.definitionIds);
+  inList('i.definition_version_id', filter.definitionVersionIds);
+  inList('i.status', filter.statuses);
+  inList('i.sub_status', filter.subStatuses);
+  if (typeof filter.searchTerm === 'string' && filter.searchTerm.length > 0) {
+    clauses.push(`${SEARCH_EXPRESSION} ILIKE ${param(`%${escapeLike(filter.searchTerm)}%`)}`);
+  }
+  if (typeof filter.hasIncidents === 'boolean') clauses.push(filter.hasIncidents ? '(i.incident_count > 0)' : 'NOT (i.incident_count > 0)');
+  if (typeof filter.isSystem === 'boolean') clauses.push(`i.is_system = ${param(filter.isSystem)}`);
+  if (present(filter.activityFilters)) {
+    for (const a of filter.activityFilters) {
+      const conditions = ['r.instance_id = i.id', 'r.tenant_id = i.tenant_id'];
+      if (a.activityId != null) conditions.push(`r.activity_id = ${param(a.activityId)}`);
+      if (a.nodeId != null) conditions.push(`r.node_id = ${param(a.nodeId)}`);
+      if (a.name != null) conditions.push(`r.name = ${param(a.name)}`);
+      if (a.status != null) conditions.push(`r.status = ${param(a.status)}`);
+      clauses.push(`EXISTS (SELECT 1 FROM activity_records r WHERE ${conditions.join(' AND ')})`);
+    }
+  }
+  if (present(filter.timestampFilters)) {
+    for (const t of filter.timestampFilters) {
+      clauses.push(`${TIMESTAMP_COLUMNS[t.column]} ${OPERATORS[t.operator]} ${param(t.timestamp, '::timestamptz')}`);
+    }
+  }
+
+  const selects = clauses.length > 0 || filter.emptyFilterSelectsAll === true;
+  return { selects, where: ['i.tenant_id = $1', ...clauses].join(' AND '), params };
+}
+
+/** Dry-run: the ids a filter selects in the tenant, by creation time then id. Creates nothing. */
+export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey: string): Promise<string[]> {
+  const compiled = compileFilter(filter, tenantKey);
+  if (!compiled.selects) return [];
+  const { rows } = await db.query<{ id: string }>({
+    text: `SELECT i.id FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id`,
+    values: compiled.params,
+    rowMode: 'array',
+  } as never);
+  return (rows as unknown as [string][]).map((r) => r[0]);
+}

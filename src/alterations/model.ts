@@ -1,0 +1,102 @@
+import { z } from '@hono/zod-openapi';
+import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../engine/instance-state.js';
+
+/** Plan status: integers on the wire, names accepted in requests. */
+export const PLAN_STATUS = { Pending: 0, Generating: 1, Dispatching: 2, Running: 3, Completed: 4, Failed: 5, Cancelled: 6 } as const;
+export type PlanStatusName = keyof typeof PLAN_STATUS;
+export type PlanStatus = (typeof PLAN_STATUS)[PlanStatusName];
+
+export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4 } as const;
+export type JobStatusName = keyof typeof JOB_STATUS;
+export type JobStatus = (typeof JOB_STATUS)[JobStatusName];
+
+export const LOG_LEVEL = { Trace: 0, Debug: 1, Information: 2, Warning: 3, Error: 4, Critical: 5 } as const;
+export type LogLevel = (typeof LOG_LEVEL)[keyof typeof LOG_LEVEL];
+
+/** One entry of a job's (or run result's) log: one per alteration attempted. */
+export interface LogEntry {
+  message: string;
+  logLevel: LogLevel;
+  timestamp: string;
+  eventName: string | null;
+}
+
+/** An enum given as its integer or its name, read as the integer. */
+function intOrName<T extends Record<string, number>>(values: T, what: string) {
+  const names = Object.keys(values);
+  const ints = Object.values(values);
+  return z
+    .union([z.number().int(), z.string()])
+    .transform((v, ctx) => {
+      const n = typeof v === 'number' ? v : /^\d+$/.test(v) ? Number(v) : values[v];
+      if (n === undefined || !ints.includes(n)) {
+        ctx.addIssue({ code: 'custom', message: `Unknown ${what} ${JSON.stringify(v)}; expected one of ${names.map((k) => `${k} (${values[k]})`).join(', ')}` });
+        return z.NEVER;
+      }
+      return n as T[keyof T];
+    })
+    .openapi({ description: `${what}: ${names.map((k) => `${k} = ${values[k]}`).join(', ')}; the integer or the name` });
+}
+
+export const PlanStatusInput = intOrName(PLAN_STATUS, 'plan status');
+export const JobStatusInput = intOrName(JOB_STATUS, 'job status');
+
+const Identifier = z.string().min(1).max(500);
+
+export const AlterationSchema = z
+  .discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('ModifyVariable'), variableId: Identifier, value: z.json() }),
+    z.strictObject({ type: z.literal('Migrate'), targetVersion: z.number().int().min(1) }),
+    z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
+    z.strictObject({ type: z.literal('Cancel') }),
+  ])
+  .openapi('Alteration', {
+    description: 'ModifyVariable {variableId, value}, Migrate {targetVersion}, ScheduleActivity {activityId} or Cancel',
+  });
+export type Alteration = z.infer<typeof AlterationSchema>;
+export type AlterationType = Alteration['type'];
+
+const stringList = z.array(z.string().max(500)).nullish();
+
+const TimestampFilterSchema = z.strictObject({
+  column: z.enum(['CreatedAt', 'UpdatedAt', 'FinishedAt']),
+  operator: z.enum(['Is', 'IsNot', 'LessThan', 'GreaterThan', 'LessThanOrEqual', 'GreaterThanOrEqual']),
+  timestamp: z.iso.datetime({ offset: true }),
+});
+
+const ActivityFilterSchema = z.strictObject({
+  activityId: z.string().nullish(),
+  nodeId: z.string().nullish(),
+  name: z.string().nullish(),
+  status: z.enum(['Running', 'Completed', 'Canceled', 'Faulted']).nullish(),
+});
+
+/** The workflow instance filter: every field optional, AND across fields, strict. */
+export const FilterSchema = z
+  .strictObject({
+    workflowInstanceIds: stringList,
+    correlationIds: stringList,
+    names: stringList,
+    definitionIds: stringList,
+    definitionVersionIds: stringList,
+    searchTerm: z
+      .string()
+      .max(200)
+      // eslint-disable-next-line no-control-regex
+      .regex(/^[^\u0000-\u001f]*$/, 'searchTerm must not contain control characters')
+      .nullish(),
+    statuses: z.array(z.enum(INSTANCE_STATUSES)).nullish(),
+    subStatuses: z.array(z.enum(INSTANCE_SUB_STATUSES)).nullish(),
+    hasIncidents: z.boolean().nullish(),
+    isSystem: z.boolean().nullish(),
+    activityFilters: z.array(ActivityFilterSchema).nullish(),
+    timestampFilters: z.array(TimestampFilterSchema).nullish(),
+    emptyFilterSelectsAll: z.boolean().nullish(),
+  })
+  .openapi('WorkflowInstanceFilter', {
+    description:
+      'Fields combine with AND; absent, null and [] mean no constraint. A filter with no constraint selects nothing unless emptyFilterSelectsAll is true.',
+  });
+export type Filter = z.infer<typeof FilterSchema>;
+export type TimestampFilter = z.infer<typeof TimestampFilterSchema>;
+export type ActivityFilter = z.infer<typeof ActivityFilterSchema>;

@@ -1,0 +1,427 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import { withTransaction } from '../db/pool.js';
+import type { DefinitionCache } from '../engine/definitions.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Dispatcher } from '../temporal/dispatch.js';
+import { type ApplyOutcome, applyAlterations, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
+import { compileFilter } from './filter.js';
+import {
+  type Alteration,
+  AlterationSchema,
+  type Filter,
+  FilterSchema,
+  JOB_STATUS,
+  type JobStatus,
+  type LogEntry,
+  PLAN_STATUS,
+  type PlanStatus,
+} from './model.js';
+
+export interface SubmitRequest {
+  id?: string | undefined;
+  alterations: Alteration[];
+  filter: Filter;
+}
+
+export interface JobCounts {
+  total: number;
+  pending: number;
+  running: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+}
+
+export interface PlanView {
+  id: string;
+  alterations: Alteration[];
+  workflowInstanceFilter: Filter;
+  status: PlanStatus;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  jobCounts: JobCounts;
+}
+
+export interface JobView {
+  id: string;
+  planId: string;
+  workflowInstanceId: string;
+  status: JobStatus;
+  log: LogEntry[];
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+}
+
+interface PlanRow {
+  id: string;
+  tenant_id: string;
+  alterations: Alteration[];
+  filter: Filter;
+  request_hash: string;
+  status: PlanStatus;
+  job_total: number | null;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+interface JobRow {
+  plan_id: string;
+  ord: number;
+  id: string;
+  instance_id: string;
+  status: JobStatus;
+  log: LogEntry[];
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+const PLAN_COLUMNS = 'id, tenant_id, alterations, filter, request_hash, status, job_total, created_at, started_at, completed_at';
+const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
+const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
+
+/** JSON with object keys sorted: equal for equal bodies whatever the key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function requestHash(alterations: readonly Alteration[], filter: Filter): string {
+  return createHash('sha256').update(canonicalJson({ alterations, filter })).digest('hex');
+}
+
+/**
+ * Stores a plan (status Pending) and returns its id. A client-supplied id makes this idempotent: the same
+ * id with the same body returns the stored plan (`created: false`); with another body, or an id used in
+ * another tenant, it is a 409 (the message is the same, so nothing about other tenants is revealed).
+ */
+export async function submitPlan(db: Queryable, tenantKey: string, req: SubmitRequest, now = new Date()): Promise<{ planId: string; created: boolean }> {
+  const id = req.id ?? newId();
+  const hash = requestHash(req.alterations, req.filter);
+  const inserted = await db.query(
+    `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at)
+     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, 0, $6) ON CONFLICT (id) DO NOTHING`,
+    [id, tenantKey, JSON.stringify(req.alterations), JSON.stringify(req.filter), hash, now],
+  );
+  if (inserted.rowCount === 1) return { planId: id, created: true };
+  const { rows } = await db.query<{ tenant_id: string; request_hash: string }>(
+    'SELECT tenant_id, request_hash FROM alteration_plans WHERE id = $1',
+    [id],
+  );
+  const existing = rows[0];
+  if (!existing || existing.tenant_id !== tenantKey || existing.request_hash !== hash) {
+    throw new ConflictError(`Plan id ${id} is already used by a different plan`);
+  }
+  return { planId: id, created: false };
+}
+
+async function countJobs(db: Queryable, planIds: readonly string[]): Promise<Map<string, JobCounts>> {
+  const counts = new Map<string, JobCounts>();
+  for (const id of planIds) counts.set(id, { total: 0, pending: 0, running: 0, completed: 0, failed: 0, cancelled: 0 });
+  if (planIds.length === 0) return counts;
+  const { rows } = await db.query<{ plan_id: string; status: JobStatus; n: number }>(
+    'SELECT plan_id, status, count(*) AS n FROM alteration_jobs WHERE plan_id = ANY($1::text[]) GROUP BY plan_id, status',
+    [planIds],
+  );
+  const key = { 0: 'pending', 1: 'running', 2: 'completed', 3: 'failed', 4: 'cancelled' } as const;
+  for (const r of rows) {
+    const c = counts.get(r.plan_id)!;
+    c[key[r.status]] += r.n;
+    c.total += r.n;
+  }
+  return counts;
+}
+
+function planView(r: PlanRow, counts: JobCounts): PlanView {
+  return {
+    id: r.id,
+    alterations: r.alterations,
+    workflowInstanceFilter: r.filter,
+    status: r.status,
+    createdAt: r.created_at.toISOString(),
+    startedAt: r.started_at?.toISOString() ?? null,
+    completedAt: r.completed_at?.toISOString() ?? null,
+    jobCounts: counts,
+  };
+}
+
+function jobView(r: JobRow): JobView {
+  return {
+    id: r.id,
+    planId: r.plan_id,
+    workflowInstanceId: r.instance_id,
+    status: r.status,
+    log: r.log,
+    createdAt: r.created_at.toISOString(),
+    startedAt: r.started_at?.toISOString() ?? null,
+    completedAt: r.completed_at?.toISOString() ?? null,
+  };
+}
+
+async function planRow(db: Queryable, tenantKey: string, planId: string): Promise<PlanRow> {
+  const { rows } = await db.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2`, [planId, tenantKey]);
+  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
+  return rows[0];
+}
+
+/** Cursors are opaque to clients: base64url of the position they continue after. */
+const encodeCursor = (parts: (string | number)[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+function decodeCursor(cursor: string, shape: ('string' | 'number')[]): (string | number)[] {
+  try {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => typeof p === shape[i])) return parts as (string | number)[];
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('The cursor is not valid', [{ path: '/query/after', message: 'Not a cursor returned by this endpoint' }]);
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** The jobs of a plan in creation order, after a cursor, optionally of one status. */
+export async function listJobs(
+  db: Queryable,
+  tenantKey: string,
+  planId: string,
+  opts: { status?: JobStatus | undefined; after?: string | undefined; limit: number },
+): Promise<Page<JobView>> {
+  await planRow(db, tenantKey, planId);
+  const afterOrd = opts.after ? (decodeCursor(opts.after, ['number'])[0] as number) : -1;
+  const { rows } = await db.query<JobRow>(
+    `SELECT ${JOB_COLUMNS} FROM alteration_jobs
+      WHERE plan_id = $1 AND ord > $2 AND ($3::smallint IS NULL OR status = $3)
+      ORDER BY ord LIMIT $4`,
+    [planId, afterOrd, opts.status ?? null, opts.limit + 1],
+  );
+  const more = rows.length > opts.limit;
+  const page = more ? rows.slice(0, opts.limit) : rows;
+  return { items: page.map(jobView), nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null };
+}
+
+/** How many jobs the plan read returns inline; the paged jobs endpoint reads the rest. */
+export const INLINE_JOBS = 1000;
+
+/** A plan with its job counts and its first jobs (all of them up to INLINE_JOBS). */
+export async function getPlan(db: Queryable, tenantKey: string, planId: string): Promise<{ plan: PlanView; jobs: JobView[]; moreJobs: string | null }> {
+  const row = await planRow(db, tenantKey, planId);
+  const [counts, jobs] = await Promise.all([countJobs(db, [planId]), listJobs(db, tenantKey, planId, { limit: INLINE_JOBS })]);
+  return { plan: planView(row, counts.get(planId)!), jobs: jobs.items, moreJobs: jobs.nextCursor };
+}
+
+/** The tenant's plans, newest first. */
+export async function listPlans(
+  db: Queryable,
+  tenantKey: string,
+  opts: { status?: PlanStatus | undefined; after?: string | undefined; limit: number },
+): Promise<Page<PlanView>> {
+  const after = opts.after ? decodeCursor(opts.after, ['string', 'string']) : undefined;
+  const { rows } = await db.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM alteration_plans
+      WHERE tenant_id = $1 AND ($2::smallint IS NULL OR status = $2)
+        AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
+      ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [tenantKey, opts.status ?? null, after?.[0] ?? null, after?.[1] ?? null, opts.limit + 1],
+  );
+  const more = rows.length > opts.limit;
+  const page = more ? rows.slice(0, opts.limit) : rows;
+  const counts = await countJobs(db, page.map((r) => r.id));
+  const last = page[page.length - 1];
+  return {
+    items: page.map((r) => planView(r, counts.get(r.id)!)),
+    nextCursor: more && last ? encodeCursor([last.created_at.toISOString(), last.id]) : null,
+  };
+}
+
+/**
+ * Cancels a plan: pending jobs become Cancelled and the plan Cancelled. Jobs being processed hold their
+ * row locks, so this waits for them to finish; no job runs after it returns. A finished plan is a 409.
+ */
+export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: string, now = new Date()): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ status: PlanStatus }>(
+      'SELECT status FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR UPDATE',
+      [planId, tenantKey],
+    );
+    const status = rows[0]?.status;
+    if (status === undefined) throw new NotFoundError(`Plan ${planId} not found`);
+    if (status >= PLAN_STATUS.Completed) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
+    await client.query('UPDATE alteration_jobs SET status = $2, completed_at = $3 WHERE plan_id = $1 AND status = $4', [
+      planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending,
+    ]);
+    await client.query('UPDATE alteration_plans SET status = $2, completed_at = $3 WHERE id = $1', [planId, PLAN_STATUS.Cancelled, now]);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Processing: the steps the alterationPlan workflow runs as activities. Each is idempotent.
+
+export interface ProcessingDeps {
+  pool: pg.Pool;
+  definitions: DefinitionCache;
+  dispatcher: Dispatcher;
+  clock?: () => Date;
+}
+
+export interface GenerateResult {
+  /** Jobs generated (0..n-1 by ord). */
+  total: number;
+  /** The plan is no longer to be processed (cancelled, failed or completed meanwhile). */
+  stop: boolean;
+}
+
+/**
+ * Selects the matching instances and creates one job each, in one set-based statement; the set is
+ * frozen here. Marks the plan Generating (startedAt) first, then Dispatching with the job total.
+ */
+export async function generateJobs(deps: ProcessingDeps, planId: string): Promise<GenerateResult> {
+  const now = (deps.clock ?? (() => new Date()))();
+  await deps.pool.query(
+    'UPDATE alteration_plans SET status = $2, started_at = coalesce(started_at, $3) WHERE id = $1 AND status = $4',
+    [planId, PLAN_STATUS.Generating, now, PLAN_STATUS.Pending],
+  );
+  return withTransaction(deps.pool, async (client) => {
+    const { rows } = await client.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR UPDATE`, [planId]);
+    const plan = rows[0];
+    if (!plan) throw new NotFoundError(`Plan ${planId} not found`);
+    if (plan.status !== PLAN_STATUS.Generating) {
+      const stop = plan.status >= PLAN_STATUS.Completed;
+      return { total: plan.job_total ?? 0, stop };
+    }
+    const compiled = compileFilter(FilterSchema.parse(plan.filter), plan.tenant_id);
+    let total = 0;
+    if (compiled.selects) {
+      const p = compiled.params.length;
+      const inserted = await client.query(
+        `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, created_at)
+         SELECT $${p + 1}, m.n - 1, wfa_uuid_v7($${p + 2}::timestamptz, m.n - 1), m.id, $${p + 2}::timestamptz
+           FROM (SELECT i.id, row_number() OVER (ORDER BY i.created_at, i.id) AS n
+                   FROM workflow_instances i WHERE ${compiled.where}) m`,
+        [...compiled.params, planId, now],
+      );
+      total = inserted.rowCount ?? 0;
+    }
+    await client.query('UPDATE alteration_plans SET status = $2, job_total = $3 WHERE id = $1', [planId, PLAN_STATUS.Dispatching, total]);
+    return { total, stop: false };
+  });
+}
+
+export interface BatchResult {
+  processed: number;
+  failed: number;
+  dispatched: number;
+  /** The plan was cancelled (or otherwise ended): process no further batches. */
+  stop: boolean;
+}
+
+/**
+ * Processes the pending jobs with ord in [fromOrd, toOrd): in one transaction, lock the jobs and their
+ * instances (id order), apply the plan's alterations to each instance in memory (atomic per instance),
+ * write all instances and all jobs back with one statement each. Then dispatch the altered instances
+ * that have work. A retry after a crash finds the committed jobs no longer pending and re-dispatches
+ * (dispatch is idempotent), so every job runs exactly once.
+ */
+export async function runJobBatch(
+  deps: ProcessingDeps,
+  args: { planId: string; fromOrd: number; toOrd: number; redispatch?: boolean },
+): Promise<BatchResult> {
+  const clock = deps.clock ?? (() => new Date());
+  const { rows } = await deps.pool.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1`, [args.planId]);
+  const plan = rows[0];
+  if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
+  if (plan.status >= PLAN_STATUS.Completed) return { processed: 0, failed: 0, dispatched: 0, stop: true };
+  if (plan.status === PLAN_STATUS.Dispatching) {
+    await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
+      args.planId, PLAN_STATUS.Running, PLAN_STATUS.Dispatching,
+    ]);
+  }
+  const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
+
+  const { toDispatch, processed, failed } = await withTransaction(deps.pool, async (client) => {
+    const started = clock();
+    const jobs = await client.query<{ ord: number; instance_id: string }>(
+      `SELECT ord, instance_id FROM alteration_jobs
+        WHERE plan_id = $1 AND ord >= $2 AND ord < $3 AND status = $4
+        ORDER BY ord FOR UPDATE`,
+      [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending],
+    );
+    if (jobs.rows.length === 0) return { toDispatch: [] as string[], processed: 0, failed: 0 };
+    const instances = await lockInstances(client, plan.tenant_id, jobs.rows.map((j) => j.instance_id));
+    const now = clock();
+    const ctx = { db: client, definitions: deps.definitions, now };
+    const outcomes: ApplyOutcome[] = [];
+    for (const job of jobs.rows) {
+      outcomes.push(await applyAlterations(instances.get(job.instance_id), job.instance_id, alterations, ctx));
+    }
+    await saveInstances(client, outcomes, now);
+    await client.query(
+      `UPDATE alteration_jobs j SET status = u.status, log = u.log, started_at = $2, completed_at = $3
+         FROM unnest($4::int[], $5::smallint[], $6::jsonb[]) AS u(ord, status, log)
+        WHERE j.plan_id = $1 AND j.ord = u.ord`,
+      [
+        args.planId,
+        started,
+        now,
+        jobs.rows.map((j) => j.ord),
+        outcomes.map((o) => (o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed)),
+        outcomes.map((o) => JSON.stringify(o.log)),
+      ],
+    );
+    return {
+      toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).map((o) => o.state!.id),
+      processed: jobs.rows.length,
+      failed: outcomes.filter((o) => !o.ok).length,
+    };
+  });
+
+  let dispatch = toDispatch;
+  if (args.redispatch) {
+    // A retried batch: the jobs committed by an earlier attempt may not have been dispatched yet.
+    const { rows: again } = await deps.pool.query<{ id: string }>(
+      `SELECT i.id FROM alteration_jobs j JOIN workflow_instances i ON i.id = j.instance_id
+        WHERE j.plan_id = $1 AND j.ord >= $2 AND j.ord < $3 AND j.status = $4
+          AND i.status = 'Running' AND i.sub_status <> 'Faulted' AND jsonb_array_length(i.scheduled) > 0`,
+      [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Completed],
+    );
+    dispatch = [...new Set([...toDispatch, ...again.map((r) => r.id)])];
+  }
+  await deps.dispatcher.dispatch(dispatch);
+  return { processed, failed, dispatched: dispatch.length, stop: false };
+}
+
+/** Marks a processed plan Completed (unless it was cancelled or failed meanwhile). */
+export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
+  const now = (deps.clock ?? (() => new Date()))();
+  await deps.pool.query('UPDATE alteration_plans SET status = $2, completed_at = $3 WHERE id = $1 AND status BETWEEN $4 AND $5', [
+    planId, PLAN_STATUS.Completed, now, PLAN_STATUS.Pending, PLAN_STATUS.Running,
+  ]);
+}
+
+/** Marks a plan that could not be processed Failed, with the reason. */
+export async function failPlan(deps: ProcessingDeps, planId: string, reason: string): Promise<void> {
+  const now = (deps.clock ?? (() => new Date()))();
+  await deps.pool.query(
+    'UPDATE alteration_plans SET status = $2, completed_at = $3, failure = $4 WHERE id = $1 AND status BETWEEN $5 AND $6',
+    [planId, PLAN_STATUS.Failed, now, reason, PLAN_STATUS.Pending, PLAN_STATUS.Running],
+  );
+}
+
+/** Plans stored but not yet started (e.g. the API stopped between storing and starting one). */
+export async function pendingPlanIds(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM alteration_plans WHERE status = $1 ORDER BY created_at', [PLAN_STATUS.Pending]);
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,91 @@
+import type pg from 'pg';
+import { withTransaction } from '../db/pool.js';
+import type { DefinitionCache } from '../engine/definitions.js';
+import type { InstanceState } from '../engine/instance-state.js';
+import type { Dispatcher } from '../temporal/dispatch.js';
+import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
+import { type Alteration, LOG_LEVEL, type LogEntry } from './model.js';
+
+export interface RunResult {
+  workflowInstanceId: string;
+  isSuccessful: boolean;
+  workflowHasScheduledWork: boolean;
+  log: LogEntry[];
+}
+
+export interface RunDeps {
+  pool: pg.Pool;
+  definitions: DefinitionCache;
+  dispatcher: Dispatcher;
+  clock?: () => Date;
+}
+
+/** What to do to one instance: alterations to apply (and a step after they all succeeded), or a refusal. */
+type Prepared = { alterations: Alteration[]; onSuccess?: (s: InstanceState) => void } | { refuse: LogEntry };
+
+/**
+ * Alters the tenant's instances with these ids, one result per distinct id in request order: all in one
+ * transaction with the rows locked in id order, each instance atomic on its own. Successful instances
+ * with runnable work are dispatched before this returns.
+ */
+async function alterEach(
+  deps: RunDeps,
+  tenantKey: string,
+  requested: readonly string[],
+  prepare: (s: InstanceState, now: Date) => Prepared,
+): Promise<RunResult[]> {
+  const ids = [...new Set(requested)];
+  const now = (deps.clock ?? (() => new Date()))();
+  const results = await withTransaction(deps.pool, async (client) => {
+    const instances = await lockInstances(client, tenantKey, ids);
+    const ctx = { db: client, definitions: deps.definitions, now };
+    const outcomes: ApplyOutcome[] = [];
+    for (const id of ids) {
+      const s = instances.get(id);
+      const prepared: Prepared = s ? prepare(s, now) : { alterations: [] };
+      if ('refuse' in prepared) {
+        outcomes.push({ ok: false, log: [prepared.refuse], cancelled: false });
+        continue;
+      }
+      const outcome = await applyAlterations(s, id, prepared.alterations, ctx);
+      if (outcome.ok && outcome.state && prepared.onSuccess) prepared.onSuccess(outcome.state);
+      outcomes.push(outcome);
+    }
+    await saveInstances(client, outcomes, now);
+    return ids.map((id, i): RunResult => {
+      const o = outcomes[i]!;
+      const s = o.state ?? instances.get(id);
+      return { workflowInstanceId: id, isSuccessful: o.ok, workflowHasScheduledWork: s ? hasRunnableWork(s) : false, log: o.log };
+    });
+  });
+  await deps.dispatcher.dispatch(results.filter((r) => r.isSuccessful && r.workflowHasScheduledWork).map((r) => r.workflowInstanceId));
+  return results;
+}
+
+/** `POST /alterations/run`: the alterations applied now to explicit instances. */
+export function runAlterations(deps: RunDeps, tenantKey: string, ids: readonly string[], alterations: readonly Alteration[]) {
+  return alterEach(deps, tenantKey, ids, () => ({ alterations: [...alterations] }));
+}
+
+/**
+ * Retry: each activity to retry (the given ones, else every activity with an incident) is scheduled
+ * again, its incidents are cleared and the instance leaves Faulted; then it is dispatched.
+ */
+export function retryInstances(deps: RunDeps, tenantKey: string, ids: readonly string[], activityIds?: readonly string[]) {
+  return alterEach(deps, tenantKey, ids, (s, now) => {
+    const toRetry = activityIds && activityIds.length > 0 ? [...new Set(activityIds)] : [...new Set(s.incidents.map((i) => i.activityId))];
+    if (s.status === 'Finished') {
+      return { refuse: entry(`Workflow instance ${s.id} is finished`, LOG_LEVEL.Error, 'Alteration ScheduleActivity failed', now) };
+    }
+    if (toRetry.length === 0) {
+      return { refuse: entry(`Workflow instance ${s.id} has no incidents to retry`, LOG_LEVEL.Warning, null, now) };
+    }
+    return {
+      alterations: toRetry.map((activityId) => ({ type: 'ScheduleActivity' as const, activityId })),
+      onSuccess(altered) {
+        altered.incidents = altered.incidents.filter((i) => !toRetry.includes(i.activityId));
+        if (altered.subStatus === 'Faulted') altered.subStatus = 'Pending';
+      },
+    };
+  });
+}

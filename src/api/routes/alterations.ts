@@ -1,0 +1,266 @@
+import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { tenantKey } from '../../auth/principal.js';
+import { selectInstanceIds } from '../../alterations/filter.js';
+import {
+  AlterationSchema,
+  FilterSchema,
+  JOB_STATUS,
+  JobStatusInput,
+  LOG_LEVEL,
+  PLAN_STATUS,
+  PlanStatusInput,
+} from '../../alterations/model.js';
+import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alterations/plans.js';
+import { retryInstances, runAlterations } from '../../alterations/run.js';
+import { startPlanWorkflow } from '../../temporal/plans.js';
+import type { AppEnv } from '../context.js';
+import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { secureRoute } from '../secure-route.js';
+
+const EXECUTE = { structured: 'alterations:execute', legacy: 'run:alterations' };
+const VIEW = { structured: 'alterations:view', legacy: 'read:alterations' };
+const TAGS = ['Alterations'];
+
+const enumDescription = (values: Record<string, number>) => Object.entries(values).map(([k, v]) => `${v} ${k}`).join(', ');
+
+const LogEntrySchema = z
+  .object({
+    message: z.string(),
+    logLevel: z.number().int().openapi({ description: enumDescription(LOG_LEVEL) }),
+    timestamp: z.string(),
+    eventName: z.string().nullable(),
+  })
+  .openapi('AlterationLogEntry');
+
+const JobCountsSchema = z.object({
+  total: z.number().int(),
+  pending: z.number().int(),
+  running: z.number().int(),
+  completed: z.number().int(),
+  failed: z.number().int(),
+  cancelled: z.number().int(),
+});
+
+const PlanSchema = z
+  .object({
+    id: z.string(),
+    alterations: z.array(AlterationSchema),
+    workflowInstanceFilter: FilterSchema,
+    status: z.number().int().openapi({ description: enumDescription(PLAN_STATUS) }),
+    createdAt: z.string(),
+    startedAt: z.string().nullable(),
+    completedAt: z.string().nullable(),
+    jobCounts: JobCountsSchema,
+  })
+  .openapi('AlterationPlan');
+
+const JobSchema = z
+  .object({
+    id: z.string(),
+    planId: z.string(),
+    workflowInstanceId: z.string(),
+    status: z.number().int().openapi({ description: enumDescription(JOB_STATUS) }),
+    log: z.array(LogEntrySchema),
+    createdAt: z.string(),
+    startedAt: z.string().nullable(),
+    completedAt: z.string().nullable(),
+  })
+  .openapi('AlterationJob');
+
+const RunResultSchema = z
+  .object({
+    workflowInstanceId: z.string(),
+    isSuccessful: z.boolean(),
+    workflowHasScheduledWork: z.boolean(),
+    log: z.array(LogEntrySchema),
+  })
+  .openapi('AlterationRunResult');
+const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openapi('AlterationRunResponse');
+
+const Alterations = z.array(AlterationSchema).min(1).max(100);
+const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
+const PlanId = z.string().regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"');
+
+const SubmitSchema = z
+  .strictObject({
+    id: PlanId.optional().openapi({ description: 'Client-chosen plan id: resubmitting the same id and body is idempotent' }),
+    alterations: Alterations,
+    filter: FilterSchema,
+  })
+  .openapi('SubmitAlterationPlanRequest');
+
+/** A query parameter given once or repeated (`?x=a&x=b`). */
+const repeated = (item: z.ZodString) => z.union([item, z.array(item)]).transform((v) => (Array.isArray(v) ? v : [v]));
+
+const Paging = {
+  after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+};
+
+const submit = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/submit',
+  tags: TAGS,
+  summary: 'Submit a plan: alterations applied in the background to every instance the filter matches',
+  request: jsonBody(SubmitSchema),
+  responses: {
+    202: jsonContent(z.object({ planId: z.string() }), 'Stored (status 0); processing runs as the workflow alteration-plan-{planId}'),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(409),
+  },
+});
+
+const dryRun = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/dry-run',
+  tags: TAGS,
+  summary: 'The instances a filter selects, by creation time then id; creates nothing',
+  request: jsonBody(FilterSchema),
+  responses: { 200: jsonContent(z.object({ workflowInstanceIds: z.array(z.string()) }), 'The selected instances'), ...BODY_ROUTE_PROBLEMS },
+});
+
+const readPlan = secureRoute(VIEW, {
+  method: 'get',
+  path: '/alterations/{planId}',
+  tags: TAGS,
+  summary: 'A plan with its job counts and jobs (the first 1000; a Link header points to the rest)',
+  request: { params: z.object({ planId: z.string() }) },
+  responses: { 200: jsonContent(z.object({ plan: PlanSchema, jobs: z.array(JobSchema) }), 'The plan'), ...problems(401, 403, 404) },
+});
+
+const readJobs = secureRoute(VIEW, {
+  method: 'get',
+  path: '/alterations/{planId}/jobs',
+  tags: TAGS,
+  summary: "A page of a plan's jobs, in creation order",
+  request: {
+    params: z.object({ planId: z.string() }),
+    query: z.strictObject({ status: JobStatusInput.optional(), ...Paging }),
+  },
+  responses: {
+    200: jsonContent(z.object({ items: z.array(JobSchema), nextCursor: z.string().nullable() }), 'A page of jobs'),
+    ...problems(400, 401, 403, 404),
+  },
+});
+
+const listAll = secureRoute(VIEW, {
+  method: 'get',
+  path: '/alterations',
+  tags: TAGS,
+  summary: "A page of the tenant's plans, newest first",
+  request: { query: z.strictObject({ status: PlanStatusInput.optional(), ...Paging }) },
+  responses: {
+    200: jsonContent(z.object({ items: z.array(PlanSchema), nextCursor: z.string().nullable() }), 'A page of plans'),
+    ...problems(400, 401, 403),
+  },
+});
+
+const cancel = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/{planId}/cancel',
+  tags: TAGS,
+  summary: 'Cancel a plan: pending jobs are cancelled, running ones finish, the plan ends Cancelled',
+  request: { params: z.object({ planId: z.string() }) },
+  responses: {
+    202: jsonContent(z.object({ planId: z.string(), status: z.number().int() }), 'Cancelled'),
+    ...problems(401, 403, 404, 409),
+  },
+});
+
+const run = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/run',
+  tags: TAGS,
+  summary: 'Apply alterations now to explicit instances; one result per distinct id, in request order',
+  request: jsonBody(z.strictObject({ alterations: Alterations, workflowInstanceIds: InstanceIds }).openapi('RunAlterationsRequest')),
+  responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...BODY_ROUTE_PROBLEMS },
+});
+
+const RetrySchema = z
+  .strictObject({ workflowInstanceIds: InstanceIds, activityIds: z.array(z.string().min(1).max(500)).max(1000).nullish() })
+  .openapi('RetryRequest');
+
+const retryGet = secureRoute(EXECUTE, {
+  method: 'get',
+  path: '/alterations/workflows/retry',
+  tags: TAGS,
+  summary: 'Retry faulted activities (query form: ?workflowInstanceIds=a&workflowInstanceIds=b&activityIds=x)',
+  request: {
+    query: z.strictObject({
+      workflowInstanceIds: repeated(z.string().min(1).max(500)).pipe(InstanceIds),
+      activityIds: repeated(z.string().min(1).max(500)).optional(),
+    }),
+  },
+  responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...problems(400, 401, 403) },
+});
+
+const retryPost = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/workflows/retry',
+  tags: TAGS,
+  summary: 'Retry faulted activities: each is scheduled again, its incidents cleared, the instance dispatched',
+  request: jsonBody(RetrySchema),
+  responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...BODY_ROUTE_PROBLEMS },
+});
+
+export function alterationRoutes() {
+  const app = new OpenAPIHono<AppEnv>();
+  const tenantOf = (c: { get(key: 'principal'): { tenantId: string | null } }) => tenantKey(c.get('principal').tenantId);
+
+  app.openapi(submit, async (c) => {
+    const { pool, temporal, config } = c.get('deps');
+    const { planId } = await submitPlan(pool, tenantOf(c), c.req.valid('json'));
+    // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
+    // submit whose first attempt stored the plan but could not start it.
+    await startPlanWorkflow(temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, planId);
+    c.header('Location', `/alterations/${encodeURIComponent(planId)}`);
+    return c.json({ planId }, 202);
+  });
+
+  app.openapi(dryRun, async (c) => {
+    const ids = await selectInstanceIds(c.get('deps').pool, c.req.valid('json'), tenantOf(c));
+    return c.json({ workflowInstanceIds: ids }, 200);
+  });
+
+  app.openapi(readPlan, async (c) => {
+    const { planId } = c.req.valid('param');
+    const result = await getPlan(c.get('deps').pool, tenantOf(c), planId);
+    if (result.moreJobs) c.header('Link', `</alterations/${encodeURIComponent(planId)}/jobs?after=${result.moreJobs}>; rel="next"`);
+    return c.json({ plan: result.plan, jobs: result.jobs } as never, 200);
+  });
+
+  app.openapi(readJobs, async (c) => {
+    const page = await listJobs(c.get('deps').pool, tenantOf(c), c.req.valid('param').planId, c.req.valid('query'));
+    return c.json(page as never, 200);
+  });
+
+  app.openapi(listAll, async (c) => {
+    const page = await listPlans(c.get('deps').pool, tenantOf(c), c.req.valid('query'));
+    return c.json(page as never, 200);
+  });
+
+  app.openapi(cancel, async (c) => {
+    const { planId } = c.req.valid('param');
+    await cancelPlan(c.get('deps').pool, tenantOf(c), planId);
+    return c.json({ planId, status: PLAN_STATUS.Cancelled }, 202);
+  });
+
+  app.openapi(run, async (c) => {
+    const body = c.req.valid('json');
+    const results = await runAlterations(c.get('deps'), tenantOf(c), body.workflowInstanceIds, body.alterations);
+    return c.json({ results }, 200);
+  });
+
+  app.openapi(retryGet, async (c) => {
+    const q = c.req.valid('query');
+    const results = await retryInstances(c.get('deps'), tenantOf(c), q.workflowInstanceIds, q.activityIds);
+    return c.json({ results }, 200);
+  });
+
+  app.openapi(retryPost, async (c) => {
+    const body = c.req.valid('json');
+    const results = await retryInstances(c.get('deps'), tenantOf(c), body.workflowInstanceIds, body.activityIds ?? undefined);
+    return c.json({ results }, 200);
+  });
+  return app;
+}
