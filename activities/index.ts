@@ -16,6 +16,21 @@ async function nonRetryableOnBadInput<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * Heartbeats while `fn` runs, so that the workflow's short heartbeat timeout notices a worker that died
+ * mid-activity within seconds, while a slow but live activity (waiting on row locks) is left alone.
+ */
+async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), 2_000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
  * Activity implementations, built with their dependencies in the worker entry point. Each is a thin
  * call into src/; the workflow code imports only the *type* of this factory's result.
  */
@@ -26,12 +41,12 @@ export function createActivities(deps: ActivityDeps) {
       return runStep(deps, instanceId);
     },
     generateJobs(planId: string) {
-      return nonRetryableOnBadInput(() => generateJobs(deps, planId));
+      return withHeartbeat(() => nonRetryableOnBadInput(() => generateJobs(deps, planId)));
     },
     runJobBatch(args: { planId: string; fromOrd: number; toOrd: number }) {
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
       const redispatch = Context.current().info.attempt > 1;
-      return nonRetryableOnBadInput(() => runJobBatch(deps, { ...args, redispatch }));
+      return withHeartbeat(() => nonRetryableOnBadInput(() => runJobBatch(deps, { ...args, redispatch })));
     },
     completePlan(planId: string) {
       return completePlan(deps, planId);

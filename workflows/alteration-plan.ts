@@ -3,12 +3,20 @@ import type { Activities } from '../activities/index.js';
 
 const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 
-const { generateJobs, completePlan, failPlan } = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
+const { generateJobs } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: RETRY,
 });
+const { completePlan, failPlan } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: RETRY,
+});
+// A batch is one short transaction. A worker that dies mid-batch stops heartbeating and is noticed within
+// the heartbeat timeout; the retry finds the committed jobs done and the uncommitted ones still pending.
 const { runJobBatch } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: RETRY,
 });
 

@@ -45,7 +45,13 @@ const Identifier = z.string().min(1).max(500);
 
 export const AlterationSchema = z
   .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('ModifyVariable'), variableId: Identifier, value: z.json() }),
+    z
+      .strictObject({
+        type: z.literal('ModifyVariable'),
+        variableId: Identifier,
+        value: z.unknown().openapi({ description: 'Any JSON value, converted to the variable type; null clears it' }),
+      })
+      .refine((a) => a.value !== undefined, { message: 'Required: the value to set (null clears the variable)', path: ['value'] }),
     z.strictObject({ type: z.literal('Migrate'), targetVersion: z.number().int().min(1) }),
     z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
     z.strictObject({ type: z.literal('Cancel') }),

@@ -270,7 +270,7 @@ describe('reading plans and jobs', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const r = await h.request('GET', `/alterations/${planId}/jobs?limit=2${cursor ? `&after=${cursor}` : ''}`);
+      const r: { status: number; body: { items: { id: string }[]; nextCursor: string | null } } = await h.request('GET', `/alterations/${planId}/jobs?limit=2${cursor ? `&after=${cursor}` : ''}`);
       expect(r.status).toBe(200);
       expect(r.body.items.length).toBeLessThanOrEqual(2);
       seen.push(...r.body.items.map((j: { id: string }) => j.id));
