@@ -305,6 +305,10 @@ function cpuBetween(a: CpuSnapshot, b: CpuSnapshot) {
     else if (e.comm === 'temporal') sums.temporal += used;
     else sums.benchParent += used;
   }
+  if (process.env.BENCH_DEBUG_CPU) {
+    const rows = [...b.processes].map(([pid, e]) => ({ pid, comm: e.comm, ppid: e.ppid, tree: inTree(pid), used: e.ticks - (a.processes.get(pid)?.ticks ?? 0) }));
+    process.stdout.write(JSON.stringify(rows.filter((r) => r.used > 0).sort((x, y) => y.used - x.used).slice(0, 15)) + '\n');
+  }
   const wallMs = b.at - a.at;
   const sys = a.system && b.system ? { busy: b.system.busy - a.system.busy, iowait: b.system.iowait - a.system.iowait } : undefined;
   const tree = sums.node + sums.postgres + sums.temporal + sums.benchParent;

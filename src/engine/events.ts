@@ -33,12 +33,14 @@ export async function triggerEvent(
       `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
         WHERE tenant_id = $1 AND status = 'Running' AND bookmarks @> $2::jsonb
           AND ($3::text IS NULL OR correlation_id = $3) AND ($4::text IS NULL OR id = $4)
-        ORDER BY created_at, id
+        ORDER BY id
         FOR UPDATE`,
       [tenantId, JSON.stringify([{ eventName }]), filter.correlationId ?? null, filter.workflowInstanceId ?? null],
     );
     const resumed: string[] = [];
     const toDispatch: string[] = [];
+    // Rows are locked in id order, as every bulk change does (so two never deadlock); resumed in creation order.
+    rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (const row of rows) {
       const s = instanceFromRow(row);
       const def = await definitions.byVersionId(client, s.definitionVersionId);
