@@ -5,6 +5,8 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { pendingPlanIds } from './alterations/plans.js';
 import { createApp } from './api/app.js';
+import { createConfigCipher } from './connections/cipher.js';
+import { checkEncryptionKey } from './connections/repository.js';
 import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
@@ -76,6 +78,9 @@ async function main(): Promise<void> {
   }
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   const definitions = new DefinitionCache();
+  // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.
+  const cipher = createConfigCipher(config.connectionsEncryptionKey);
+  await checkEncryptionKey(pool, cipher);
 
   let generatedKey: string | undefined;
   if (!config.adminApiKey && role !== 'worker') generatedKey = await ensureBootstrapApiKey(pool);
@@ -87,7 +92,7 @@ async function main(): Promise<void> {
       connection: nativeConnection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool, definitions, logger, dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue) },
+      deps: { pool, definitions, logger, cipher, dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue) },
     });
     workerRun = worker.run();
     workerRun.catch((err: unknown) => {
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
       temporal,
       dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue),
       definitions,
+      cipher,
       logger,
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
     });

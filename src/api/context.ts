@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Principal } from '../auth/principal.js';
 import type { Config } from '../config.js';
+import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
 import type { Dispatcher } from '../temporal/dispatch.js';
@@ -13,6 +14,8 @@ export interface AppDeps {
   temporal: Client;
   dispatcher: Dispatcher;
   definitions: DefinitionCache;
+  /** Encrypts connection configurations at rest (a no-op cipher when no key is configured). */
+  cipher: ConfigCipher;
   logger: Logger;
   /** sha256 of ADMIN_API_KEY, when set. */
   adminApiKeyHash?: string | undefined;

@@ -84,6 +84,31 @@ export const BUILTIN_ACTIVITIES: readonly ActivityType[] = [
     outcomes: [],
   },
   {
+    typeName: 'Elsa.Http.SendHttpRequest',
+    namespace: 'Elsa.Http',
+    displayName: 'Send HTTP Request',
+    description: "Sends an HTTP request to a saved HTTP connection's base URL, with its headers and bearer token.",
+    inputs: [
+      input('connection', 0, {
+        typeName: `ConnectionProperties<${HTTP_CONNECTION_TYPE}>`,
+        description: 'The saved HTTP connection to call ({"connectionName": "..."}).',
+        uiHint: 'dropdown',
+        connectionType: HTTP_CONNECTION_TYPE,
+        noLog: true,
+      }),
+      input('method', 1, { typeName: 'String', description: 'The HTTP method.', isRequired: false, defaultValue: 'GET' }),
+      input('path', 2, { typeName: 'String', description: 'The path, relative to the base URL.', isRequired: false, defaultValue: '' }),
+      input('body', 3, { typeName: 'Object', description: 'A JSON body to send.', isRequired: false, uiHint: 'json-editor' }),
+      input('resultVariable', 4, {
+        typeName: 'String',
+        description: 'The id of the variable that receives the response status code.',
+        isRequired: false,
+        uiHint: 'variable-picker',
+      }),
+    ],
+    outcomes: ['Done'],
+  },
+  {
     typeName: 'Elsa.Finish',
     namespace: 'Elsa',
     displayName: 'Finish',

@@ -1,4 +1,8 @@
 import type pg from 'pg';
+import type { ConfigCipher } from '../connections/cipher.js';
+import { sendThroughConnection } from '../connections/http.js';
+import { resolveConnectionInput } from '../connections/resolve.js';
+import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
 import { findActivityType } from './activity-types.js';
@@ -12,6 +16,8 @@ export interface EngineDeps {
   pool: pg.Pool;
   definitions: DefinitionCache;
   logger: Logger;
+  /** Decrypts connection configurations when an activity's connection input is resolved. */
+  cipher: ConfigCipher;
   clock?: () => Date;
 }
 
@@ -86,6 +92,10 @@ export async function runStep(deps: EngineDeps, instanceId: string): Promise<Ste
     }
 
     const inputs = evaluateInputs(type, activity, def, s.variables);
+    const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantId, type, inputs, {
+      instanceId: s.id,
+      activityId: activity.id,
+    });
     const { rows } = await client.query<{ id: string }>(
       `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
@@ -121,6 +131,41 @@ export async function runStep(deps: EngineDeps, instanceId: string): Promise<Ste
           s.variables[variableId] = converted.value;
           await complete('Done');
         }
+        break;
+      }
+      case 'Elsa.Http.SendHttpRequest': {
+        if (!connection?.configuration) {
+          await fault(
+            connection?.name
+              ? `Connection "${connection.name}" could not be resolved: no ${connection.connectionType} of that name exists in this tenant`
+              : 'No connection is selected for Send HTTP Request',
+          );
+          break;
+        }
+        const outcome = await sendThroughConnection(connection.configuration as HttpConnectionConfiguration, {
+          method: typeof inputs.method === 'string' && inputs.method ? inputs.method : 'GET',
+          path: typeof inputs.path === 'string' ? inputs.path : '',
+          body: inputs.body,
+        });
+        if (!outcome.ok) {
+          await fault(`HTTP request through connection "${connection.name}" failed: ${outcome.error}`);
+          break;
+        }
+        const resultVariable = typeof inputs.resultVariable === 'string' && inputs.resultVariable ? inputs.resultVariable : undefined;
+        if (resultVariable) {
+          const variable = def.variables.find((v) => v.id === resultVariable);
+          const converted = variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, outcome.status) : undefined;
+          if (!variable || !converted?.ok) {
+            await fault(`Variable with ID ${resultVariable} cannot hold the status code`);
+            break;
+          }
+          s.variables[resultVariable] = converted.value;
+        }
+        if (outcome.status < 200 || outcome.status > 299) {
+          await fault(`HTTP request through connection "${connection.name}" returned status ${outcome.status}`);
+          break;
+        }
+        await complete('Done');
         break;
       }
       case 'Elsa.Event':

@@ -86,6 +86,18 @@ export function validateDefinition(def: WorkflowDefinitionRequest): FieldError[]
       if (expr.type === 'Variable' && (typeof expr.value !== 'string' || !variables.has(expr.value))) {
         add(at(name, 'expression', 'value'), `Input "${name}" refers to unknown variable ${JSON.stringify(expr.value)}`);
       }
+      if (descriptor.connectionType && expr.type === 'Literal') {
+        const v = expr.value as Record<string, unknown> | null;
+        const shaped =
+          v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).every((k) => k === 'connectionName') &&
+          (v.connectionName === undefined || v.connectionName === null || typeof v.connectionName === 'string');
+        if (!shaped) add(at(name, 'expression', 'value'), `Input "${name}" must be {"connectionName": "<name of a saved ${descriptor.connectionType}>"}`);
+      }
+      if (type.typeName === 'Elsa.Http.SendHttpRequest' && name === 'resultVariable' && expr.type === 'Literal') {
+        if (typeof expr.value !== 'string' || !variables.has(expr.value)) {
+          add(at(name, 'expression', 'value'), `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`);
+        }
+      }
       if (type.typeName === 'Elsa.SetVariable' && name === 'variable' && expr.type === 'Literal') {
         if (typeof expr.value !== 'string' || !variables.has(expr.value)) {
           add(at(name, 'expression', 'value'), `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`);

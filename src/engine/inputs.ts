@@ -21,7 +21,8 @@ export function evaluateInputs(
 ): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const d of type.inputs) {
-    values[d.name] = evaluateInput(activity[d.name] as InputValue | undefined, def, variables);
+    const given = activity[d.name] as InputValue | undefined;
+    values[d.name] = given === undefined ? d.defaultValue : evaluateInput(given, def, variables);
   }
   return values;
 }

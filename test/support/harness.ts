@@ -6,6 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import { createApiKey } from '../../src/auth/api-keys.js';
+import { createConfigCipher } from '../../src/connections/cipher.js';
 import { createPool } from '../../src/db/pool.js';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
 import { DefinitionCache } from '../../src/engine/definitions.js';
@@ -51,7 +52,10 @@ export interface Harness {
 }
 
 export async function createHarness(
-  opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy'; alterations?: { batchSize: number; window: number; batchesPerRun: number } } = {},
+  opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy'; alterations?: { batchSize: number; window: number; batchesPerRun: number };
+    /** CONNECTIONS_ENCRYPTION_KEY */
+    encryptionKey?: string;
+  } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
   const adminUrl = inject('pgAdminUrl');
@@ -79,6 +83,7 @@ export async function createHarness(
   const taskQueue = `test-${suffix}`;
   const definitions = new DefinitionCache();
   const permissionModel = opts.permissionModel ?? 'structured';
+  const cipher = createConfigCipher(opts.encryptionKey);
 
   const app = createApp({
     config: { permissionModel, maxBodyBytes: 64 * 1024, temporal: { address, namespace: 'default', taskQueue, cliPath: undefined, uiPort: 0 }, alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 } },
@@ -86,6 +91,7 @@ export async function createHarness(
     temporal: client,
     dispatcher: temporalDispatcher(client, taskQueue),
     definitions,
+    cipher,
     logger,
   });
   const admin = await createApiKey(pool, { name: 'test admin', permissions: ['*'], tenantKey: '' });
@@ -98,7 +104,7 @@ export async function createHarness(
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      deps: { pool, definitions: new DefinitionCache(), logger, dispatcher: temporalDispatcher(client, taskQueue) },
+      deps: { pool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
       workflowBundlePath: inject('workflowBundlePath'),
       options: { shutdownGraceTime: '2 seconds' },
     });

@@ -1,0 +1,221 @@
+import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { tenantKey } from '../../auth/principal.js';
+import {
+  connectionNames,
+  createConnection,
+  deleteConnection,
+  getConnection,
+  listConnections,
+  updateConnection,
+} from '../../connections/repository.js';
+import { CONNECTION_TYPES, findConnectionType, inputDescriptors } from '../../connections/types.js';
+import { findActivityType } from '../../engine/activity-types.js';
+import { NotFoundError } from '../../errors.js';
+import type { AppEnv } from '../context.js';
+import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { secureRoute } from '../secure-route.js';
+
+const TAGS = ['Connections'];
+const SIGNED_IN = { structured: 'signed-in', legacy: 'connections/descriptor:read' } as const;
+
+const ConnectionRequestSchema = z
+  .strictObject({
+    name: z.string().max(200),
+    description: z.string().max(2000).nullish(),
+    connectionType: z.string().max(500).openapi({ description: 'A type name exactly as GET /connection-configuration/descriptors gives it' }),
+    connectionConfiguration: z.record(z.string(), z.unknown()).openapi({ description: "Validated by the connection type's schema" }),
+  })
+  .openapi('ConnectionRequest');
+
+const ConnectionSchema = z
+  .object({
+    id: z.string(),
+    tenantId: z.string().nullable(),
+    name: z.string(),
+    description: z.string().nullable(),
+    connectionType: z.string(),
+    connectionConfiguration: z.record(z.string(), z.unknown()),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Connection');
+
+const InputDescriptorSchema = z
+  .object({
+    name: z.string(),
+    typeName: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    uiHint: z.string(),
+    isRequired: z.boolean(),
+    isSensitive: z.boolean(),
+    defaultValue: z.unknown(),
+    order: z.number().int(),
+    options: z.array(z.object({ text: z.string(), value: z.string() })).optional(),
+  })
+  .openapi('InputDescriptor');
+
+const IdParam = z.object({ id: z.string() });
+
+const create = secureRoute(
+  { structured: 'connections:create', legacy: 'connections:write' },
+  {
+    method: 'post',
+    path: '/connection-configuration',
+    tags: TAGS,
+    summary: 'Create a connection (name unique in the tenant)',
+    request: jsonBody(ConnectionRequestSchema),
+    responses: { 201: jsonContent(ConnectionSchema, 'Created'), ...BODY_ROUTE_PROBLEMS, ...problems(409) },
+  },
+);
+
+const list = secureRoute(
+  { structured: 'connections:view', legacy: 'connections:read' },
+  {
+    method: 'get',
+    path: '/connection-configuration',
+    tags: TAGS,
+    summary: "The tenant's connections and the tenant-agnostic ones, by name",
+    request: {
+      query: z.strictObject({
+        connectionType: z.string().optional(),
+        skip: z.coerce.number().int().min(0).default(0),
+        take: z.coerce.number().int().min(1).max(1000).default(100),
+      }),
+    },
+    responses: {
+      200: jsonContent(z.object({ items: z.array(ConnectionSchema), totalCount: z.number().int() }), 'A page of connections'),
+      ...problems(400, 401, 403),
+    },
+  },
+);
+
+const descriptors = secureRoute(SIGNED_IN, {
+  method: 'get',
+  path: '/connection-configuration/descriptors',
+  tags: TAGS,
+  summary: 'The registered connection types',
+  responses: {
+    200: jsonContent(
+      z.object({
+        items: z.array(z.object({ type: z.string(), namespace: z.string(), displayName: z.string(), description: z.string() })),
+        totalCount: z.number().int(),
+      }),
+      'The registered types',
+    ),
+    ...problems(401, 403),
+  },
+});
+
+const inputDescriptor = secureRoute(SIGNED_IN, {
+  method: 'get',
+  path: '/connection-configuration/input-descriptor/{type}',
+  tags: TAGS,
+  summary: 'The fields of a registered connection type (derived from its schema)',
+  request: { params: z.object({ type: z.string() }) },
+  responses: {
+    200: jsonContent(z.object({ items: z.array(InputDescriptorSchema), totalCount: z.number().int() }), 'The fields'),
+    ...problems(401, 403, 404),
+  },
+});
+
+const read = secureRoute(
+  { structured: 'connections:view', legacy: 'connections:read' },
+  {
+    method: 'get',
+    path: '/connection-configuration/{id}',
+    tags: TAGS,
+    summary: 'A connection, with its full configuration',
+    request: { params: IdParam },
+    responses: { 200: jsonContent(ConnectionSchema, 'The connection'), ...problems(401, 403, 404) },
+  },
+);
+
+const update = secureRoute(
+  { structured: 'connections:update', legacy: 'connections:write' },
+  {
+    method: 'put',
+    path: '/connection-configuration/{id}',
+    tags: TAGS,
+    summary: 'Replace a connection',
+    request: { params: IdParam, ...jsonBody(ConnectionRequestSchema) },
+    responses: { 200: jsonContent(ConnectionSchema, 'Updated'), ...BODY_ROUTE_PROBLEMS, ...problems(404, 409) },
+  },
+);
+
+const remove = secureRoute(
+  { structured: 'connections:delete', legacy: 'connections:delete' },
+  {
+    method: 'delete',
+    path: '/connection-configuration/{id}',
+    tags: TAGS,
+    summary: 'Delete a connection',
+    request: { params: IdParam },
+    responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 404) },
+  },
+);
+
+const options = secureRoute(
+  { structured: 'signed-in', legacy: 'signed-in' },
+  {
+    method: 'get',
+    path: '/descriptors/activities/{activityType}/options/{inputName}',
+    tags: ['Descriptors'],
+    summary: "The tenant's saved connections an activity's connection input can name",
+    request: { params: z.object({ activityType: z.string(), inputName: z.string() }) },
+    responses: {
+      200: jsonContent(z.object({ items: z.array(z.object({ text: z.string(), value: z.string() })), refresh: z.boolean() }), 'The options'),
+      ...problems(401, 404),
+    },
+  },
+);
+
+export function connectionRoutes() {
+  const app = new OpenAPIHono<AppEnv>();
+  const tenantOf = (c: { get(key: 'principal'): { tenantId: string | null } }) => tenantKey(c.get('principal').tenantId);
+
+  app.openapi(create, async (c) => {
+    const { pool, cipher } = c.get('deps');
+    const created = await createConnection(pool, cipher, tenantOf(c), c.req.valid('json'));
+    c.header('Location', `/connection-configuration/${created.id}`);
+    return c.json(created, 201);
+  });
+  app.openapi(list, async (c) => {
+    const { pool, cipher } = c.get('deps');
+    return c.json(await listConnections(pool, cipher, tenantOf(c), c.req.valid('query')), 200);
+  });
+  // Registered before /{id} so that these paths are not read as ids.
+  app.openapi(descriptors, (c) => {
+    const items = CONNECTION_TYPES.map((t) => ({ type: t.type, namespace: t.namespace, displayName: t.displayName, description: t.description }));
+    return c.json({ items, totalCount: items.length }, 200);
+  });
+  app.openapi(inputDescriptor, (c) => {
+    const { type } = c.req.valid('param');
+    const found = findConnectionType(type);
+    if (!found) throw new NotFoundError(`Connection type ${type} is not registered`);
+    const items = inputDescriptors(found);
+    return c.json({ items: items as z.infer<typeof InputDescriptorSchema>[], totalCount: items.length }, 200);
+  });
+  app.openapi(read, async (c) => {
+    const { pool, cipher } = c.get('deps');
+    return c.json(await getConnection(pool, cipher, tenantOf(c), c.req.valid('param').id), 200);
+  });
+  app.openapi(update, async (c) => {
+    const { pool, cipher } = c.get('deps');
+    return c.json(await updateConnection(pool, cipher, tenantOf(c), c.req.valid('param').id, c.req.valid('json')), 200);
+  });
+  app.openapi(remove, async (c) => {
+    await deleteConnection(c.get('deps').pool, tenantOf(c), c.req.valid('param').id);
+    return c.body(null, 204);
+  });
+  app.openapi(options, async (c) => {
+    const { activityType, inputName } = c.req.valid('param');
+    const type = findActivityType(activityType);
+    if (!type) throw new NotFoundError(`Activity type ${activityType} is not registered`);
+    const input = type.inputs.find((i) => i.name === inputName);
+    if (!input?.connectionType) throw new NotFoundError(`Activity type ${activityType} has no connection input ${inputName}`);
+    const names = await connectionNames(c.get('deps').pool, tenantOf(c), input.connectionType);
+    return c.json({ items: names.map((n) => ({ text: n, value: n })), refresh: true }, 200);
+  });
+  return app;
+}

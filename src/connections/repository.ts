@@ -1,0 +1,230 @@
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import { ConflictError, type FieldError, ForbiddenError, NotFoundError, pointer, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import { type ConfigCipher, DecryptionError } from './cipher.js';
+import { CONNECTION_TYPES, findConnectionType } from './types.js';
+
+/** The tenant of connections every tenant sees. */
+export const AGNOSTIC_TENANT = '*';
+
+export interface ConnectionRequest {
+  name: string;
+  description?: string | null | undefined;
+  connectionType: string;
+  connectionConfiguration: Record<string, unknown>;
+}
+
+export interface Connection {
+  id: string;
+  tenantId: string | null;
+  name: string;
+  description: string | null;
+  connectionType: string;
+  connectionConfiguration: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Row {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  connection_type: string;
+  configuration: Record<string, unknown> | null;
+  configuration_encrypted: Buffer | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'id, tenant_id, name, description, connection_type, configuration, configuration_encrypted, created_at, updated_at';
+
+/** The associated data bound into a row's ciphertext. */
+const aad = (id: string, tenantKey: string) => `connection:${tenantKey}:${id}`;
+
+function fromRow(r: Row, cipher: ConfigCipher): Connection {
+  const configuration =
+    r.configuration_encrypted !== null
+      ? (JSON.parse(cipher.decrypt(r.configuration_encrypted, aad(r.id, r.tenant_id))) as Record<string, unknown>)
+      : r.configuration!;
+  return {
+    id: r.id,
+    tenantId: r.tenant_id === '' ? null : r.tenant_id,
+    name: r.name,
+    description: r.description,
+    connectionType: r.connection_type,
+    connectionConfiguration: configuration,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+}
+
+/**
+ * Validates a request: a non-blank name, a registered type, and a configuration its schema accepts
+ * (every problem named by its JSON pointer). Returns the configuration as the schema reads it (defaults
+ * filled in), which is what is stored and what activities receive.
+ */
+export function validateConnection(req: ConnectionRequest): { name: string; configuration: Record<string, unknown> } {
+  const errors: FieldError[] = [];
+  const name = req.name.trim();
+  if (name === '') errors.push({ path: '/name', message: 'The name must not be blank' });
+  const type = findConnectionType(req.connectionType);
+  let configuration: Record<string, unknown> = {};
+  if (!type) {
+    errors.push({
+      path: '/connectionType',
+      message: `Unknown connection type "${req.connectionType}"; registered: ${CONNECTION_TYPES.map((t) => t.type).join(', ')}`,
+    });
+  } else {
+    const parsed = type.schema.safeParse(req.connectionConfiguration);
+    if (parsed.success) configuration = parsed.data as Record<string, unknown>;
+    for (const issue of parsed.error?.issues ?? []) {
+      const base = ['connectionConfiguration', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) errors.push({ path: pointer([...base, key]), message: `Unknown property "${key}" for ${type.type}` });
+      } else {
+        errors.push({ path: pointer(base), message: issue.message });
+      }
+    }
+  }
+  if (errors.length) throw new ValidationError('The connection is not valid', errors);
+  return { name, configuration };
+}
+
+function storedConfiguration(cipher: ConfigCipher, id: string, tenantKey: string, configuration: Record<string, unknown>) {
+  const json = JSON.stringify(configuration);
+  return cipher.enabled ? { plain: null, encrypted: cipher.encrypt(json, aad(id, tenantKey)) } : { plain: json, encrypted: null };
+}
+
+const isNameClash = (err: unknown) =>
+  (err as { code?: string; constraint?: string }).code === '23505' &&
+  (err as { constraint?: string }).constraint === 'connection_configurations_name_unique';
+
+const clash = (name: string) => new ConflictError(`A connection named "${name}" already exists`);
+
+export async function createConnection(db: Queryable, cipher: ConfigCipher, tenantKey: string, req: ConnectionRequest, now = new Date()): Promise<Connection> {
+  const { name, configuration } = validateConnection(req);
+  const id = newId();
+  const stored = storedConfiguration(cipher, id, tenantKey, configuration);
+  try {
+    const { rows } = await db.query<Row>(
+      `INSERT INTO connection_configurations
+         (id, tenant_id, name, description, connection_type, configuration, configuration_encrypted, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $8) RETURNING ${COLUMNS}`,
+      [id, tenantKey, name, req.description ?? null, req.connectionType, stored.plain, stored.encrypted, now],
+    );
+    return fromRow(rows[0]!, cipher);
+  } catch (err) {
+    if (isNameClash(err)) throw clash(name);
+    throw err;
+  }
+}
+
+/** A connection the tenant can see: its own, or a tenant-agnostic one. */
+async function visibleRow(db: Queryable, tenantKey: string, id: string): Promise<Row> {
+  const { rows } = await db.query<Row>(
+    `SELECT ${COLUMNS} FROM connection_configurations WHERE id = $1 AND tenant_id IN ($2, '${AGNOSTIC_TENANT}')`,
+    [id, tenantKey],
+  );
+  if (!rows[0]) throw new NotFoundError(`Connection ${id} not found`);
+  return rows[0];
+}
+
+export async function getConnection(db: Queryable, cipher: ConfigCipher, tenantKey: string, id: string): Promise<Connection> {
+  return fromRow(await visibleRow(db, tenantKey, id), cipher);
+}
+
+/** Only the tenant that owns a connection changes it; a tenant-agnostic one only a principal of tenant `*`. */
+async function ownedRow(db: Queryable, tenantKey: string, id: string): Promise<Row> {
+  const row = await visibleRow(db, tenantKey, id);
+  if (row.tenant_id !== tenantKey) {
+    throw new ForbiddenError(`Connection ${id} is shared by every tenant (tenant "*"); only a principal of tenant "*" may change it`);
+  }
+  return row;
+}
+
+export async function updateConnection(
+  db: Queryable,
+  cipher: ConfigCipher,
+  tenantKey: string,
+  id: string,
+  req: ConnectionRequest,
+  now = new Date(),
+): Promise<Connection> {
+  const { name, configuration } = validateConnection(req);
+  await ownedRow(db, tenantKey, id);
+  const stored = storedConfiguration(cipher, id, tenantKey, configuration);
+  try {
+    const { rows } = await db.query<Row>(
+      `UPDATE connection_configurations SET name = $3, description = $4, connection_type = $5, configuration = $6::jsonb,
+              configuration_encrypted = $7, updated_at = $8
+        WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+      [id, tenantKey, name, req.description ?? null, req.connectionType, stored.plain, stored.encrypted, now],
+    );
+    if (!rows[0]) throw new NotFoundError(`Connection ${id} not found`);
+    return fromRow(rows[0], cipher);
+  } catch (err) {
+    if (isNameClash(err)) throw clash(name);
+    throw err;
+  }
+}
+
+export async function deleteConnection(db: Queryable, tenantKey: string, id: string): Promise<void> {
+  await ownedRow(db, tenantKey, id);
+  await db.query('DELETE FROM connection_configurations WHERE id = $1 AND tenant_id = $2', [id, tenantKey]);
+}
+
+export async function listConnections(
+  db: Queryable,
+  cipher: ConfigCipher,
+  tenantKey: string,
+  opts: { connectionType?: string | undefined; skip: number; take: number },
+): Promise<{ items: Connection[]; totalCount: number }> {
+  const params = [tenantKey, opts.connectionType ?? null];
+  const where = `tenant_id IN ($1, '${AGNOSTIC_TENANT}') AND ($2::text IS NULL OR connection_type = $2)`;
+  const [page, count] = await Promise.all([
+    db.query<Row>(`SELECT ${COLUMNS} FROM connection_configurations WHERE ${where} ORDER BY name, tenant_id, id OFFSET $3 LIMIT $4`, [
+      ...params,
+      opts.skip,
+      opts.take,
+    ]),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM connection_configurations WHERE ${where}`, params),
+  ]);
+  return { items: page.rows.map((r) => fromRow(r, cipher)), totalCount: count.rows[0]!.n };
+}
+
+/** The names of the tenant's connections of one type (the activity input options provider). */
+export async function connectionNames(db: Queryable, tenantKey: string, connectionType: string): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT DISTINCT name FROM connection_configurations WHERE tenant_id IN ($1, '${AGNOSTIC_TENANT}') AND connection_type = $2 ORDER BY name`,
+    [tenantKey, connectionType],
+  );
+  return rows.map((r) => r.name);
+}
+
+/** A connection by name in the tenant; the tenant's own wins over a tenant-agnostic one of the same name. */
+export async function findConnectionByName(db: Queryable, cipher: ConfigCipher, tenantKey: string, name: string): Promise<Connection | undefined> {
+  const { rows } = await db.query<Row>(
+    `SELECT ${COLUMNS} FROM connection_configurations WHERE name = $2 AND tenant_id IN ($1, '${AGNOSTIC_TENANT}')
+      ORDER BY (tenant_id = '${AGNOSTIC_TENANT}') LIMIT 1`,
+    [tenantKey, name],
+  );
+  return rows[0] ? fromRow(rows[0], cipher) : undefined;
+}
+
+/**
+ * Startup check: with a key, it must decrypt what is stored; without one, nothing may be encrypted. A
+ * wrong or missing key stops the service with a clear message instead of failing later per request.
+ */
+export async function checkEncryptionKey(pool: pg.Pool, cipher: ConfigCipher): Promise<void> {
+  const { rows } = await pool.query<Pick<Row, 'id' | 'tenant_id' | 'configuration_encrypted'>>(
+    'SELECT id, tenant_id, configuration_encrypted FROM connection_configurations WHERE configuration_encrypted IS NOT NULL LIMIT 1',
+  );
+  const sample = rows[0];
+  if (!sample) return;
+  if (!cipher.enabled) {
+    throw new DecryptionError('Stored connection configurations are encrypted, but CONNECTIONS_ENCRYPTION_KEY is not set');
+  }
+  cipher.decrypt(sample.configuration_encrypted!, aad(sample.id, sample.tenant_id));
+}

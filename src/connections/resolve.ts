@@ -1,0 +1,62 @@
+import type { Queryable } from '../db/pool.js';
+import type { ActivityType } from '../engine/activity-types.js';
+import type { Logger } from '../logger.js';
+import type { ConfigCipher } from './cipher.js';
+import { findConnectionByName } from './repository.js';
+import { findConnectionType } from './types.js';
+
+/** What the first connection input of an activity resolved to. */
+export interface ConnectionInput {
+  inputName: string;
+  connectionType: string;
+  /** The name the input selects, or null when it selects none. */
+  name: string | null;
+  /** The configuration parsed with the type's schema; absent when unresolved. */
+  configuration?: Record<string, unknown>;
+}
+
+/** The connection name a persisted input value selects: `{"connectionName": "..."}`. */
+export function selectedConnectionName(value: unknown): string | null {
+  if (value === null || typeof value !== 'object') return null;
+  const name = (value as { connectionName?: unknown }).connectionName;
+  return typeof name === 'string' && name.trim() !== '' ? name : null;
+}
+
+/**
+ * Resolves the first connection input of an activity (several are not supported: the first wins): loads
+ * the connection by name in the instance's tenant (its own before a tenant-agnostic one), parses it with
+ * the type's schema and returns it for injection. A missing name, no match, or a configuration the type
+ * no longer accepts is logged as a warning and the activity runs unresolved; it decides what to do.
+ */
+export async function resolveConnectionInput(
+  db: Queryable,
+  cipher: ConfigCipher,
+  logger: Logger,
+  tenantKey: string,
+  type: ActivityType,
+  inputs: Record<string, unknown>,
+  context: { instanceId: string; activityId: string },
+): Promise<ConnectionInput | undefined> {
+  const input = type.inputs.find((i) => i.connectionType !== undefined);
+  if (!input?.connectionType) return undefined;
+  const base = { inputName: input.name, connectionType: input.connectionType };
+  const name = selectedConnectionName(inputs[input.name]);
+  if (name === null) {
+    logger.warn({ ...context, input: input.name }, 'no connection selected; the activity runs with an unresolved connection');
+    return { ...base, name: null };
+  }
+  const found = await findConnectionByName(db, cipher, tenantKey, name);
+  if (!found || found.connectionType !== input.connectionType) {
+    logger.warn(
+      { ...context, input: input.name, connectionName: name, connectionType: input.connectionType },
+      'connection not found; the activity runs with an unresolved connection',
+    );
+    return { ...base, name };
+  }
+  const parsed = findConnectionType(input.connectionType)?.schema.safeParse(found.connectionConfiguration);
+  if (!parsed?.success) {
+    logger.warn({ ...context, connectionName: name }, 'connection configuration does not match its type; the activity runs unresolved');
+    return { ...base, name };
+  }
+  return { ...base, name, configuration: parsed.data as Record<string, unknown> };
+}

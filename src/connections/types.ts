@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import { HTTP_CONNECTION_TYPE } from '../engine/activity-types.js';
+
+/** What a UI needs to render one field of a connection configuration. */
+export interface InputDescriptor {
+  name: string;
+  typeName: string;
+  displayName: string;
+  description: string;
+  uiHint: string;
+  isRequired: boolean;
+  isSensitive: boolean;
+  defaultValue: unknown;
+  order: number;
+  options?: { text: string; value: string }[];
+}
+
+/** A registered connection configuration type: its descriptor and the schema configurations must satisfy. */
+export interface ConnectionType {
+  type: string;
+  namespace: string;
+  displayName: string;
+  description: string;
+  schema: z.ZodObject;
+}
+
+/** Field metadata read by the descriptor derivation (zod `.meta()`). */
+interface FieldMeta {
+  title: string;
+  description: string;
+  sensitive?: boolean;
+  uiHint?: string;
+}
+const meta = (m: FieldMeta): FieldMeta & Record<string, unknown> => ({ ...m });
+
+const HttpConnectionSchema = z.strictObject({
+  baseUrl: z
+    .url({ protocol: /^https?$/, error: 'Must be an absolute http or https URL' })
+    .meta(meta({ title: 'Base URL', description: 'Requests go to paths under this URL.' })),
+  headers: z
+    .record(z.string(), z.string())
+    .default({})
+    .meta(meta({ title: 'Headers', description: 'Headers sent with every request.', uiHint: 'dictionary' })),
+  bearerToken: z
+    .string()
+    .min(1)
+    .optional()
+    .meta(meta({ title: 'Bearer token', description: 'Sent as "Authorization: Bearer <token>".', sensitive: true })),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(300_000)
+    .default(10_000)
+    .meta(meta({ title: 'Timeout (ms)', description: 'How long a request may take before it fails.' })),
+});
+
+const SmtpConnectionSchema = z.strictObject({
+  host: z.string().min(1).meta(meta({ title: 'Host', description: 'The SMTP server host name.' })),
+  port: z.number().int().min(1).max(65535).default(587).meta(meta({ title: 'Port', description: 'The SMTP server port.' })),
+  security: z
+    .enum(['None', 'StartTls', 'Tls'])
+    .default('StartTls')
+    .meta(meta({ title: 'Security', description: 'How the connection is secured.', uiHint: 'dropdown' })),
+  username: z.string().min(1).optional().meta(meta({ title: 'User name', description: 'The user to sign in as.' })),
+  password: z.string().min(1).optional().meta(meta({ title: 'Password', description: 'The password of the user.', sensitive: true })),
+  fromAddress: z.email().meta(meta({ title: 'From address', description: 'The sender address of messages.' })),
+});
+
+export const CONNECTION_TYPES: readonly ConnectionType[] = [
+  {
+    type: HTTP_CONNECTION_TYPE,
+    namespace: 'Elsa.Connections.Http',
+    displayName: 'HTTP connection',
+    description: 'An HTTP API: base URL, headers and an optional bearer token, used by Send HTTP Request.',
+    schema: HttpConnectionSchema,
+  },
+  {
+    type: 'Elsa.Connections.Smtp.SmtpConnectionConfiguration',
+    namespace: 'Elsa.Connections.Smtp',
+    displayName: 'SMTP connection',
+    description: 'An SMTP server to send e-mail through.',
+    schema: SmtpConnectionSchema,
+  },
+];
+
+const byType = new Map(CONNECTION_TYPES.map((t) => [t.type, t]));
+
+export function findConnectionType(type: string): ConnectionType | undefined {
+  return byType.get(type);
+}
+
+export type HttpConnectionConfiguration = z.infer<typeof HttpConnectionSchema>;
+
+interface JsonSchemaProperty {
+  type?: string;
+  format?: string;
+  enum?: string[];
+  default?: unknown;
+  title?: string;
+  description?: string;
+  sensitive?: boolean;
+  uiHint?: string;
+}
+
+function typeNameOf(p: JsonSchemaProperty): string {
+  switch (p.type) {
+    case 'integer':
+      return 'Int32';
+    case 'number':
+      return 'Double';
+    case 'boolean':
+      return 'Boolean';
+    case 'object':
+      return 'Object';
+    default:
+      return 'String';
+  }
+}
+
+function uiHintOf(p: JsonSchemaProperty): string {
+  if (p.uiHint) return p.uiHint;
+  if (p.enum) return 'dropdown';
+  if (p.sensitive) return 'password';
+  if (p.type === 'boolean') return 'checkbox';
+  if (p.type === 'object') return 'json-editor';
+  return 'singleline';
+}
+
+/**
+ * The input descriptors of a connection type, derived from its zod schema (through its JSON Schema):
+ * one per field, in declaration order; required when it has neither a default nor `.optional()`.
+ */
+export function inputDescriptors(t: ConnectionType): InputDescriptor[] {
+  const json = z.toJSONSchema(t.schema, { io: 'input' }) as { properties?: Record<string, JsonSchemaProperty>; required?: string[] };
+  const required = new Set(json.required ?? []);
+  return Object.entries(json.properties ?? {}).map(([name, p], order) => ({
+    name,
+    typeName: typeNameOf(p),
+    displayName: p.title ?? name,
+    description: p.description ?? '',
+    uiHint: uiHintOf(p),
+    isRequired: required.has(name),
+    isSensitive: p.sensitive === true,
+    defaultValue: p.default ?? null,
+    order,
+    ...(p.enum ? { options: p.enum.map((v) => ({ text: v, value: v })) } : {}),
+  }));
+}
