@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { createConfigCipher } from '../../src/connections/cipher.js';
 import { checkEncryptionKey } from '../../src/connections/repository.js';
 import { CONNECTION_TYPES } from '../../src/connections/types.js';
