@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps } from '../src/alterations/plans.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
-import { runStep, type EngineDeps, type StepResult } from '../src/engine/executor.js';
+import { peekStep, runStep, type EngineDeps, type StepResult } from '../src/engine/executor.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {}
 
@@ -36,9 +36,12 @@ async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
  */
 export function createActivities(deps: ActivityDeps) {
   return {
-    async executeInstanceStep(instanceId: string): Promise<StepResult> {
+    async executeInstanceStep(instanceId: string, finalAttempt = false): Promise<StepResult> {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
-      return runStep(deps, instanceId);
+      return runStep(deps, instanceId, { attempt: Context.current().info.attempt, finalAttempt });
+    },
+    peekStep(instanceId: string) {
+      return peekStep(deps, instanceId);
     },
     generateJobs(planId: string) {
       return withHeartbeat(() => nonRetryableOnBadInput(() => generateJobs(deps, planId)));

@@ -23,6 +23,7 @@ const ConfigSchema = z.object({
   ADMIN_PASSWORD: optional,
   AUTH_SIGNING_KEY: optional,
   ACCESS_TOKEN_LIFETIME: z.coerce.number().int().positive().default(900),
+  REFRESH_TOKEN_LIFETIME: z.coerce.number().int().positive().default(14 * 24 * 3600),
   PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
   CONNECTIONS_ENCRYPTION_KEY: optional,
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
@@ -48,6 +49,7 @@ export interface Config {
   adminPassword: string | undefined;
   authSigningKey: string | undefined;
   accessTokenLifetimeSeconds: number;
+  refreshTokenLifetimeSeconds: number;
   permissionModel: 'structured' | 'legacy';
   connectionsEncryptionKey: string | undefined;
   maxBodyBytes: number;
@@ -84,6 +86,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminPassword: e.ADMIN_PASSWORD,
     authSigningKey: e.AUTH_SIGNING_KEY,
     accessTokenLifetimeSeconds: e.ACCESS_TOKEN_LIFETIME,
+    refreshTokenLifetimeSeconds: e.REFRESH_TOKEN_LIFETIME,
     permissionModel: e.PERMISSION_MODEL,
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     maxBodyBytes: e.MAX_BODY_BYTES,

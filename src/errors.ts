@@ -22,6 +22,12 @@ export class ValidationError extends DomainError {
   }
 }
 
+export class UnauthorizedError extends DomainError {
+  constructor(message: string) {
+    super(message, 401);
+  }
+}
+
 export class NotFoundError extends DomainError {
   constructor(message: string) {
     super(message, 404);

@@ -5,6 +5,9 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { pendingPlanIds } from './alterations/plans.js';
 import { createApp } from './api/app.js';
+import { logStaleGrants } from './auth/stale-grants.js';
+import { loadSigningKey } from './auth/tokens.js';
+import { ensureAdminUser } from './auth/users.js';
 import { createConfigCipher } from './connections/cipher.js';
 import { checkEncryptionKey } from './connections/repository.js';
 import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
@@ -84,6 +87,13 @@ async function main(): Promise<void> {
 
   let generatedKey: string | undefined;
   if (!config.adminApiKey && role !== 'worker') generatedKey = await ensureBootstrapApiKey(pool);
+  if (config.adminPassword && role !== 'worker') await ensureAdminUser(pool, config.adminPassword);
+  if (config.permissionModel === 'structured' && role !== 'worker') await logStaleGrants(pool, logger);
+  const tokens = {
+    key: await loadSigningKey(config.authSigningKey, config.dataDir),
+    accessTokenLifetimeSeconds: config.accessTokenLifetimeSeconds,
+    refreshTokenLifetimeSeconds: config.refreshTokenLifetimeSeconds,
+  };
 
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
@@ -117,6 +127,7 @@ async function main(): Promise<void> {
       cipher,
       logger,
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
+      tokens,
     });
     server = serve({ fetch: app.fetch, port: config.port });
   }

@@ -1,11 +1,27 @@
-import { continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 
-const { executeInstanceStep } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  // Database hiccups and worker crashes are retried; each retry runs whatever step is next in Postgres.
+type StepRetryPolicy = NonNullable<Awaited<ReturnType<Activities['executeInstanceStep']>>['nextRetry']>;
+const STEP_TIMEOUT = '1 minute';
+
+// Database hiccups and worker crashes are retried; each retry runs whatever step is next in Postgres.
+const steps = proxyActivities<Activities>({
+  startToCloseTimeout: STEP_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
+
+/** A step whose activity names a resilience strategy runs under that strategy's retry policy. */
+function stepsWith(policy: StepRetryPolicy) {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: STEP_TIMEOUT,
+    retry: {
+      maximumAttempts: policy.maximumAttempts,
+      initialInterval: policy.initialIntervalMs,
+      backoffCoefficient: policy.backoffCoefficient,
+      maximumInterval: policy.maximumIntervalMs,
+    },
+  });
+}
 
 export const workAvailable = defineSignal('workAvailable');
 
@@ -23,10 +39,25 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
   setHandler(workAvailable, () => {
     signalled = true;
   });
+  let policy = (await steps.peekStep(input.instanceId)).nextRetry;
   for (;;) {
     signalled = false;
-    const step = await executeInstanceStep(input.instanceId);
+    let step;
+    if (policy) {
+      try {
+        step = await stepsWith(policy).executeInstanceStep(input.instanceId);
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        // The strategy's attempts ran out on something other than the activity's own fault (its last
+        // attempt records that as an incident): run the step once more as final, with the default policy.
+        step = await steps.executeInstanceStep(input.instanceId, true);
+      }
+    } else {
+      step = await steps.executeInstanceStep(input.instanceId);
+    }
+    policy = step.nextRetry;
     if (!step.hasMoreWork && !signalled) return;
+    if (!step.hasMoreWork) policy = (await steps.peekStep(input.instanceId)).nextRetry;
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof instanceExecution>(input);
     }

@@ -4,6 +4,7 @@ import { newId } from '../ids.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
 import { alterationRoutes } from './routes/alterations.js';
+import { catalogRoutes } from './routes/catalogs.js';
 import { connectionRoutes } from './routes/connections.js';
 import { definitionRoutes } from './routes/definitions.js';
 import { identityRoutes } from './routes/identity.js';
@@ -72,6 +73,7 @@ export function createApp(deps: AppDeps) {
   app.route('/', instanceRoutes());
   app.route('/', alterationRoutes());
   app.route('/', connectionRoutes());
+  app.route('/', catalogRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', {
     type: 'apiKey',

@@ -2,14 +2,9 @@ import { createMiddleware } from 'hono/factory';
 import { ADMIN_PRINCIPAL_ID, findApiKeyPrincipal, matchesAdminKey } from '../auth/api-keys.js';
 import { grantsSatisfy, type PermissionSpec, requiredPermission } from '../auth/permissions.js';
 import type { Principal } from '../auth/principal.js';
-import { DomainError, ForbiddenError } from '../errors.js';
+import { principalFromAccessToken } from '../auth/tokens.js';
+import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
-
-export class UnauthorizedError extends DomainError {
-  constructor(message: string) {
-    super(message, 401);
-  }
-}
 
 /** Reads the credentials of a request: `ApiKey <key>` or `Bearer <access token>`. */
 export async function authenticate(deps: AppDeps, header: string | undefined): Promise<Principal> {
@@ -29,7 +24,7 @@ export async function authenticate(deps: AppDeps, header: string | undefined): P
       return principal;
     }
     case 'bearer':
-      throw new UnauthorizedError('Unknown or expired access token');
+      return principalFromAccessToken(deps.pool, deps.tokens, credential);
     default:
       throw new UnauthorizedError(`Unsupported authorization scheme "${scheme}"; use ApiKey or Bearer`);
   }

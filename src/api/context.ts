@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Principal } from '../auth/principal.js';
+import type { TokenSettings } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
@@ -14,6 +15,8 @@ export interface AppDeps {
   temporal: Client;
   dispatcher: Dispatcher;
   definitions: DefinitionCache;
+  /** Signing key and lifetimes of access and refresh tokens. */
+  tokens: TokenSettings;
   /** Encrypts connection configurations at rest (a no-op cipher when no key is configured). */
   cipher: ConfigCipher;
   logger: Logger;

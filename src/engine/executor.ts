@@ -9,7 +9,9 @@ import { findActivityType } from './activity-types.js';
 import type { DefinitionCache, DefinitionVersion } from './definitions.js';
 import { findActivity, nodeIdOf, successors } from './flowchart.js';
 import { evaluateInputs, recordedInputs } from './inputs.js';
-import { type InstanceState, lockInstance, saveInstance } from './instance-state.js';
+import type { Queryable } from '../db/pool.js';
+import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, lockInstance, saveInstance } from './instance-state.js';
+import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
 import { convertValue, isVariableType } from './values.js';
 
 export interface EngineDeps {
@@ -26,6 +28,40 @@ export interface StepResult {
   hasMoreWork: boolean;
   /** The activity that ran in this step, if any. */
   executedActivityId?: string;
+  /** The retry policy of the next step's activity, when it names a resilience strategy. */
+  nextRetry?: StepRetryPolicy;
+}
+
+export interface StepOptions {
+  /** Temporal's attempt number of this step (1 for the first). */
+  attempt?: number;
+  /** Record a fault as an incident now, whatever attempts the activity's strategy allows. */
+  finalAttempt?: boolean;
+}
+
+/**
+ * Thrown when an activity with a resilience strategy faults and has attempts left: the step's
+ * transaction rolls back (the attempt leaves no trace) and Temporal retries it with the strategy's policy.
+ */
+export class RetryableActivityFault extends Error {
+  override name = 'RetryableActivityFault';
+}
+
+/** The retry policy for running the activity at the head of the schedule, if it names a strategy. */
+export async function nextRetryPolicy(deps: Pick<EngineDeps, 'definitions'>, db: Queryable, s: InstanceState): Promise<StepRetryPolicy | undefined> {
+  const head = s.scheduled[0];
+  if (head === undefined || s.status !== 'Running' || s.subStatus === 'Faulted') return undefined;
+  const def = await deps.definitions.byVersionId(db, s.definitionVersionId);
+  const strategy = def ? findResilienceStrategy(findActivity(def.root, head)?.resilienceStrategyId) : undefined;
+  return strategy ? retryPolicyOf(strategy) : undefined;
+}
+
+/** What the workflow needs before its first step: the retry policy of the activity to run first. */
+export async function peekStep(deps: EngineDeps, instanceId: string): Promise<{ nextRetry?: StepRetryPolicy }> {
+  const { rows } = await deps.pool.query<InstanceRow>(`SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1`, [instanceId]);
+  if (!rows[0]) return {};
+  const nextRetry = await nextRetryPolicy(deps, deps.pool, instanceFromRow(rows[0]));
+  return nextRetry ? { nextRetry } : {};
 }
 
 /**
@@ -62,7 +98,7 @@ export function recordIncident(s: InstanceState, activityId: string, activityTyp
  * activity, write the activity record, journal and new state, schedule successors. A retried call after
  * a crash finds the committed state and runs the *next* step, so no step's effect is recorded twice.
  */
-export async function runStep(deps: EngineDeps, instanceId: string): Promise<StepResult> {
+export async function runStep(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
   const clock = deps.clock ?? (() => new Date());
   return withTransaction(deps.pool, async (client) => {
     const s = await lockInstance(client, instanceId);
@@ -105,7 +141,11 @@ export async function runStep(deps: EngineDeps, instanceId: string): Promise<Ste
     const recordId = rows[0]!.id;
     const finishRecord = (status: 'Completed' | 'Faulted') =>
       client.query('UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1', [recordId, status, now]);
+    const strategy = findResilienceStrategy(activity.resilienceStrategyId);
     const fault = async (message: string) => {
+      if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
+        throw new RetryableActivityFault(`${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`);
+      }
       recordIncident(s, activity.id, activity.type, message, now);
       await finishRecord('Faulted');
     };
@@ -189,6 +229,8 @@ export async function runStep(deps: EngineDeps, instanceId: string): Promise<Ste
     settle(s, now);
     await saveInstance(client, s);
     if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
-    return { hasMoreWork: s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0, executedActivityId: activity.id };
+    const hasMoreWork = s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0;
+    const nextRetry = hasMoreWork ? await nextRetryPolicy(deps, client, s) : undefined;
+    return { hasMoreWork, executedActivityId: activity.id, ...(nextRetry ? { nextRetry } : {}) };
   });
 }

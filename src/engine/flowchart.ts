@@ -9,6 +9,7 @@ import {
   type VariableDefinition,
   type WorkflowDefinitionRequest,
 } from './definition-schema.js';
+import { findResilienceStrategy, RESILIENCE_STRATEGIES } from './resilience.js';
 import { convertValue, isVariableType, VARIABLE_TYPES } from './values.js';
 
 /** The activity an instance starts with: `root.start`, else the one activity with no inbound connection. */
@@ -69,6 +70,12 @@ export function validateDefinition(def: WorkflowDefinitionRequest): FieldError[]
     if (!type) {
       add(at('type'), `Unknown activity type "${activity.type}"`);
       return;
+    }
+    if (activity.resilienceStrategyId !== undefined && !findResilienceStrategy(activity.resilienceStrategyId)) {
+      add(
+        at('resilienceStrategyId'),
+        `Unknown resilience strategy "${activity.resilienceStrategyId}"; known: ${RESILIENCE_STRATEGIES.map((r) => r.id).join(', ')}`,
+      );
     }
     const fields = new Map(inputFields(activity));
     for (const [name, value] of fields) {

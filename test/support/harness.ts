@@ -6,6 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import { createApiKey } from '../../src/auth/api-keys.js';
+import type { TokenSettings } from '../../src/auth/tokens.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
 import { createPool } from '../../src/db/pool.js';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
@@ -40,6 +41,7 @@ export interface Harness {
   client: Client;
   taskQueue: string;
   definitions: DefinitionCache;
+  tokens: TokenSettings;
   adminKey: string;
   logs: Record<string, unknown>[];
   app: ReturnType<typeof createApp>;
@@ -55,6 +57,9 @@ export async function createHarness(
   opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy'; alterations?: { batchSize: number; window: number; batchesPerRun: number };
     /** CONNECTIONS_ENCRYPTION_KEY */
     encryptionKey?: string;
+    accessTokenLifetimeSeconds?: number;
+    /** The clock tokens are issued and checked with (tests of expiry move it). */
+    clock?: () => Date;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -84,6 +89,12 @@ export async function createHarness(
   const definitions = new DefinitionCache();
   const permissionModel = opts.permissionModel ?? 'structured';
   const cipher = createConfigCipher(opts.encryptionKey);
+  const tokens: TokenSettings = {
+    key: new TextEncoder().encode(`test signing key ${suffix}`),
+    accessTokenLifetimeSeconds: opts.accessTokenLifetimeSeconds ?? 900,
+    refreshTokenLifetimeSeconds: 3600,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  };
 
   const app = createApp({
     config: { permissionModel, maxBodyBytes: 64 * 1024, temporal: { address, namespace: 'default', taskQueue, cliPath: undefined, uiPort: 0 }, alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 } },
@@ -92,6 +103,7 @@ export async function createHarness(
     dispatcher: temporalDispatcher(client, taskQueue),
     definitions,
     cipher,
+    tokens,
     logger,
   });
   const admin = await createApiKey(pool, { name: 'test admin', permissions: ['*'], tenantKey: '' });
@@ -125,6 +137,7 @@ export async function createHarness(
     client,
     taskQueue,
     definitions,
+    tokens,
     adminKey: admin.key,
     logs,
     app,

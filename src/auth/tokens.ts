@@ -1,0 +1,186 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type pg from 'pg';
+import { withTransaction } from '../db/pool.js';
+import { UnauthorizedError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Principal } from './principal.js';
+import { tenantOut } from './principal.js';
+import { loadUser, type StoredUser, verifyCredentials } from './users.js';
+
+export interface TokenSettings {
+  /** HMAC-SHA256 key for both token kinds. */
+  key: Uint8Array;
+  accessTokenLifetimeSeconds: number;
+  refreshTokenLifetimeSeconds: number;
+  clock?: () => Date;
+}
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+}
+
+const ISSUER = 'workflow-alterations';
+const ACCESS_TYP = 'at+jwt';
+const REFRESH_TYP = 'rt+jwt';
+
+/**
+ * The signing key: AUTH_SIGNING_KEY when set, else one generated once and kept in the data folder (so
+ * tokens survive a restart). Nodes of a cluster must share AUTH_SIGNING_KEY.
+ */
+export async function loadSigningKey(configured: string | undefined, dataDir: string): Promise<Uint8Array> {
+  if (configured) return new TextEncoder().encode(configured);
+  const file = path.join(dataDir, 'auth-signing-key');
+  try {
+    return Buffer.from((await readFile(file, 'utf8')).trim(), 'base64url');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  try {
+    await writeFile(file, key.toString('base64url'), { mode: 0o600, flag: 'wx' });
+    return key;
+  } catch (err) {
+    // Another process wrote it first: use theirs.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return Buffer.from((await readFile(file, 'utf8')).trim(), 'base64url');
+    throw err;
+  }
+}
+
+const nowOf = (s: TokenSettings) => (s.clock ?? (() => new Date()))();
+const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+async function issue(pool: pg.Pool, s: TokenSettings, user: StoredUser, sessionId: string, db: pg.PoolClient | pg.Pool = pool): Promise<TokenPair> {
+  const now = nowOf(s);
+  const iat = seconds(now);
+  const claims: Record<string, unknown> = {
+    name: user.name,
+    sid: sessionId,
+    permissions: user.permissions.length > 0 ? user.permissions : ['none'],
+  };
+  if (user.tenantKey !== '') claims.tenantId = user.tenantKey;
+  const accessToken = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: ACCESS_TYP })
+    .setSubject(user.id)
+    .setIssuer(ISSUER)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + s.accessTokenLifetimeSeconds)
+    .sign(s.key);
+  const jti = newId();
+  const refreshExpires = iat + s.refreshTokenLifetimeSeconds;
+  const refreshToken = await new SignJWT({ sid: sessionId })
+    .setProtectedHeader({ alg: 'HS256', typ: REFRESH_TYP })
+    .setSubject(user.id)
+    .setIssuer(ISSUER)
+    .setJti(jti)
+    .setIssuedAt(iat)
+    .setExpirationTime(refreshExpires)
+    .sign(s.key);
+  await db.query('INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) VALUES ($1, $2, $3, $4)', [
+    jti, sessionId, now, new Date(refreshExpires * 1000),
+  ]);
+  return { accessToken, refreshToken, tokenType: 'Bearer', expiresIn: s.accessTokenLifetimeSeconds };
+}
+
+/** Signs in: a new session and its first token pair. */
+export async function login(pool: pg.Pool, s: TokenSettings, username: string, password: string): Promise<TokenPair> {
+  const user = await verifyCredentials(pool, username, password);
+  if (!user) throw new UnauthorizedError('Unknown user name or wrong password');
+  const sessionId = newId();
+  await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [sessionId, user.id, user.tenantKey, nowOf(s)]);
+  return issue(pool, s, user, sessionId);
+}
+
+async function verifyRefreshToken(s: TokenSettings, token: string): Promise<{ sub: string; sid: string; jti: string }> {
+  if (token.trim() === '') throw new UnauthorizedError('The refresh token is blank');
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, s.key, { issuer: ISSUER, typ: REFRESH_TYP, algorithms: ['HS256'], currentDate: nowOf(s) }));
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The refresh token has expired');
+    throw new UnauthorizedError('The refresh token is not valid');
+  }
+  if (typeof payload.sub !== 'string' || payload.sub.trim() === '') throw new UnauthorizedError('The refresh token has no subject; sign in again');
+  if (typeof payload.sid !== 'string' || typeof payload.jti !== 'string') throw new UnauthorizedError('The refresh token is not valid');
+  return { sub: payload.sub, sid: payload.sid, jti: payload.jti };
+}
+
+/**
+ * Rotates a refresh token: the presented one stops working and a new pair is issued with the user's
+ * current grants. A rotated token presented again means it leaked: the whole session is revoked.
+ */
+export async function refresh(pool: pg.Pool, s: TokenSettings, token: string): Promise<TokenPair> {
+  const { sub, sid, jti } = await verifyRefreshToken(s, token);
+  const outcome = await withTransaction(pool, async (client) => {
+    const { rows: sessions } = await client.query<{ user_id: string; revoked_at: Date | null }>(
+      'SELECT user_id, revoked_at FROM sessions WHERE id = $1 FOR UPDATE',
+      [sid],
+    );
+    const session = sessions[0];
+    if (!session) return { error: 'The session of this refresh token does not exist (signed out or user deleted)' };
+    if (session.user_id !== sub) return { error: 'The refresh token subject does not match its session' };
+    if (session.revoked_at) return { error: 'The session of this refresh token was revoked' };
+    const { rows: tokens } = await client.query<{ used_at: Date | null }>('SELECT used_at FROM refresh_tokens WHERE jti = $1 AND session_id = $2', [jti, sid]);
+    const stored = tokens[0];
+    if (!stored) return { error: 'Unknown refresh token' };
+    if (stored.used_at) {
+      await client.query("UPDATE sessions SET revoked_at = $2, revoked_reason = 'refresh token reused' WHERE id = $1", [sid, nowOf(s)]);
+      return { error: 'This refresh token was already used; the session is revoked', reuse: true };
+    }
+    const user = await loadUser(client, sub);
+    if (!user) return { error: 'The subject of this refresh token does not exist' };
+    await client.query('UPDATE refresh_tokens SET used_at = $2 WHERE jti = $1', [jti, nowOf(s)]);
+    return { pair: await issue(pool, s, user, sid, client) };
+  });
+  if ('error' in outcome) throw new UnauthorizedError(outcome.error!);
+  return outcome.pair;
+}
+
+/**
+ * Signs out: revokes the caller's session (its refresh tokens stop working at once). A refresh token
+ * given in the body must belong to the caller; its session is the one revoked.
+ */
+export async function logout(pool: pg.Pool, s: TokenSettings, principal: Principal, refreshToken?: string): Promise<void> {
+  let sessionId = principal.sessionId;
+  if (refreshToken) {
+    const t = await verifyRefreshToken(s, refreshToken);
+    if (t.sub !== principal.id) throw new UnauthorizedError('The refresh token belongs to another user');
+    sessionId = t.sid;
+  }
+  if (!sessionId) return; // An API key has no session.
+  await pool.query("UPDATE sessions SET revoked_at = coalesce(revoked_at, $3), revoked_reason = coalesce(revoked_reason, 'signed out') WHERE id = $1 AND user_id = $2", [
+    sessionId, principal.id, nowOf(s),
+  ]);
+}
+
+/**
+ * The principal of an access token. Signed, unexpired and of this service; its session must still exist:
+ * a signed-out session's access tokens work until they expire, a deleted user's stop at once.
+ */
+export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, token: string): Promise<Principal> {
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, s.key, { issuer: ISSUER, typ: ACCESS_TYP, algorithms: ['HS256'], currentDate: nowOf(s) }));
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The access token has expired; refresh it');
+    throw new UnauthorizedError('The access token is not valid');
+  }
+  const { sub, sid, name, permissions, tenantId } = payload as { sub?: string; sid?: string; name?: string; permissions?: unknown; tenantId?: string };
+  if (!sub || !sid || !Array.isArray(permissions)) throw new UnauthorizedError('The access token is not valid');
+  const { rowCount } = await pool.query('SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2', [sid, sub]);
+  if (!rowCount) throw new UnauthorizedError('The session of this access token no longer exists');
+  return {
+    kind: 'user',
+    id: sub,
+    name: name ?? sub,
+    tenantId: tenantOut(tenantId ?? ''),
+    permissions: permissions.filter((p): p is string => typeof p === 'string' && p !== 'none'),
+    sessionId: sid,
+  };
+}

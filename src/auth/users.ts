@@ -1,0 +1,148 @@
+import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import { withTransaction } from '../db/pool.js';
+import { ConflictError, NotFoundError, pointer, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import { tenantOut } from './principal.js';
+
+/** Passwords and secrets: Argon2id (OWASP's first choice) with the library's salted defaults. */
+export function hashSecret(secret: string): Promise<string> {
+  return argon2Hash(secret);
+}
+
+export async function verifySecret(hash: string, secret: string): Promise<boolean> {
+  try {
+    return await argon2Verify(hash, secret);
+  } catch {
+    return false;
+  }
+}
+
+/** A hash of nothing anyone knows: verified against when the user does not exist, so timing tells nothing. */
+let dummyHash: Promise<string> | undefined;
+const dummy = () => (dummyHash ??= argon2Hash('no user has this password'));
+
+export interface UserView {
+  id: string;
+  name: string;
+  roles: string[];
+  permissions: string[];
+  tenantId: string | null;
+}
+
+export interface RoleView {
+  id: string;
+  name: string;
+  permissions: string[];
+}
+
+export async function createRole(db: Queryable, tenantKey: string, input: { name: string; permissions: string[] }): Promise<RoleView> {
+  const id = newId();
+  try {
+    await db.query('INSERT INTO roles (id, tenant_id, name, permissions) VALUES ($1, $2, $3, $4::text[])', [
+      id, tenantKey, input.name, input.permissions,
+    ]);
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') throw new ConflictError(`A role named "${input.name}" already exists`);
+    throw err;
+  }
+  return { id, name: input.name, permissions: input.permissions };
+}
+
+export async function createUser(
+  pool: pg.Pool,
+  tenantKey: string,
+  input: { name: string; password: string; roles?: string[] | undefined; permissions?: string[] | undefined },
+): Promise<UserView> {
+  const roles = [...new Set(input.roles ?? [])];
+  const passwordHash = await hashSecret(input.password);
+  return withTransaction(pool, async (client) => {
+    const { rows: found } = await client.query<{ id: string; name: string }>(
+      'SELECT id, name FROM roles WHERE tenant_id = $1 AND name = ANY($2::text[])',
+      [tenantKey, roles],
+    );
+    const missing = roles.map((r, i) => [r, i] as const).filter(([r]) => !found.some((f) => f.name === r));
+    if (missing.length) {
+      throw new ValidationError(
+        'Unknown roles',
+        missing.map(([r, i]) => ({ path: pointer(['roles', i]), message: `No role named "${r}" in this tenant` })),
+      );
+    }
+    const id = newId();
+    try {
+      await client.query('INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, $2, $3, $4, $5::text[])', [
+        id, tenantKey, input.name, passwordHash, input.permissions ?? [],
+      ]);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new ConflictError(`A user named "${input.name}" already exists`);
+      throw err;
+    }
+    if (found.length) {
+      await client.query('INSERT INTO user_roles (user_id, role_id) SELECT $1, unnest($2::text[])', [id, found.map((f) => f.id)]);
+    }
+    return { id, name: input.name, roles, permissions: input.permissions ?? [], tenantId: tenantOut(tenantKey) };
+  });
+}
+
+/** Deletes a user of the tenant; its sessions go with it (so its refresh and access tokens stop working). */
+export async function deleteUser(db: Queryable, tenantKey: string, id: string): Promise<void> {
+  const { rowCount } = await db.query('DELETE FROM users WHERE id = $1 AND tenant_id = $2', [id, tenantKey]);
+  if (!rowCount) throw new NotFoundError(`User ${id} not found`);
+}
+
+export interface StoredUser {
+  id: string;
+  name: string;
+  tenantKey: string;
+  /** The user's own grants plus its roles'. */
+  permissions: string[];
+}
+
+/** A user with its effective grants (own ∪ roles'), or undefined. */
+export async function loadUser(db: Queryable, id: string): Promise<StoredUser | undefined> {
+  const { rows } = await db.query<{ id: string; name: string; tenant_id: string; permissions: string[] }>(
+    `SELECT u.id, u.name, u.tenant_id,
+            ARRAY(SELECT DISTINCT p FROM unnest(u.permissions || coalesce(
+              (SELECT array_agg(rp) FROM user_roles ur JOIN roles r ON r.id = ur.role_id, unnest(r.permissions) rp WHERE ur.user_id = u.id),
+              '{}')) AS p ORDER BY p) AS permissions
+       FROM users u WHERE u.id = $1`,
+    [id],
+  );
+  const r = rows[0];
+  return r ? { id: r.id, name: r.name, tenantKey: r.tenant_id, permissions: r.permissions } : undefined;
+}
+
+/** Checks a name and password; undefined when either is wrong (the same time either way). */
+export async function verifyCredentials(db: Queryable, name: string, password: string): Promise<StoredUser | undefined> {
+  const { rows } = await db.query<{ id: string; password_hash: string }>('SELECT id, password_hash FROM users WHERE lower(name) = lower($1)', [name]);
+  const r = rows[0];
+  if (!r) {
+    await verifySecret(await dummy(), password);
+    return undefined;
+  }
+  if (!(await verifySecret(r.password_hash, password))) return undefined;
+  return loadUser(db, r.id);
+}
+
+/**
+ * ADMIN_PASSWORD: the user `admin` (default tenant, grant `*`) exists with that password. Created on first
+ * start; on later starts its password follows the variable.
+ */
+export async function ensureAdminUser(pool: pg.Pool, password: string): Promise<void> {
+  const { rows } = await pool.query<{ id: string; password_hash: string }>("SELECT id, password_hash FROM users WHERE lower(name) = 'admin'");
+  const existing = rows[0];
+  if (!existing) {
+    try {
+      await pool.query("INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, '', 'admin', $2, '{*}')", [
+        newId(), await hashSecret(password),
+      ]);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505') throw err;
+    }
+    return;
+  }
+  if (!(await verifySecret(existing.password_hash, password))) {
+    await pool.query("UPDATE users SET password_hash = $2, permissions = '{*}', updated_at = now() WHERE id = $1", [existing.id, await hashSecret(password)]);
+  }
+}
