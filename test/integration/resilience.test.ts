@@ -1,0 +1,98 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { chain, lit, writeLine } from '../support/workflows.js';
+
+const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
+let h: Harness;
+let server: Server;
+let failuresLeft = 0;
+let calls = 0;
+
+const call = (strategy?: string) => ({
+  id: 'call',
+  type: 'Elsa.Http.SendHttpRequest',
+  ...(strategy ? { resilienceStrategyId: strategy } : {}),
+  connection: { typeName: `ConnectionProperties<${HTTP}>`, expression: { type: 'Literal', value: { connectionName: 'flaky' } } },
+  path: lit('/ping'),
+});
+
+async function runToEnd(definitionId: string) {
+  const r = await h.request('POST', '/workflow-instances', { body: { definitionId } });
+  const id = r.body.workflowInstanceId as string;
+  return eventually(async () => {
+    const i = (await h.request('GET', `/workflow-instances/${id}`)).body;
+    return ['Finished', 'Faulted'].includes(i.subStatus) ? i : undefined;
+  }, 'the instance to finish or fault', 30_000);
+}
+
+beforeAll(async () => {
+  server = createServer((_req, res) => {
+    calls++;
+    res.statusCode = failuresLeft-- > 0 ? 503 : 200;
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  h = await createHarness();
+  await h.request('POST', '/connection-configuration', {
+    body: { name: 'flaky', connectionType: HTTP, connectionConfiguration: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } },
+  });
+  for (const [id, strategy] of [['with-retries', 'retry-3-quick'], ['without-retries', undefined]] as const) {
+    const r = await h.request('POST', '/workflow-definitions', { body: chain(id, [call(strategy), writeLine('done', 'done')]) });
+    expect(r.status).toBe(201);
+  }
+});
+afterAll(async () => {
+  await h?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+describe('resilience strategies', () => {
+  it('are listed for any signed-in principal', async () => {
+    const r = await h.request('GET', '/resilience/strategies', { key: await h.keyWith([]) });
+    expect(r.status).toBe(200);
+    expect(r.body.items).toContainEqual({ id: 'retry-3-quick', displayName: expect.any(String), maxAttempts: 3, initialIntervalMs: 200, backoffCoefficient: 2, maxIntervalMs: 1000 });
+    expect(r.body.totalCount).toBe(r.body.items.length);
+  });
+
+  it('retry a faulting activity under the strategy; failed attempts leave no trace', async () => {
+    failuresLeft = 2;
+    calls = 0;
+    const i = await runToEnd('with-retries');
+    expect(i.subStatus).toBe('Finished');
+    expect(calls).toBe(3);
+    expect(i.incidentCount).toBe(0);
+    expect(i.activityRecords.map((r: { activityId: string; status: string }) => `${r.activityId}:${r.status}`)).toEqual(['call:Completed', 'done:Completed']);
+    // Temporal ran the step three times with the strategy's policy.
+    const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
+    const attempts = history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    expect(Math.max(...attempts)).toBe(3);
+  });
+
+  it('record the fault as an incident once the attempts run out', async () => {
+    failuresLeft = 100;
+    calls = 0;
+    const i = await runToEnd('with-retries');
+    failuresLeft = 0;
+    expect(i.subStatus).toBe('Faulted');
+    expect(calls).toBe(3);
+    expect(i.incidents).toHaveLength(1);
+    expect(i.incidents[0].message).toBe('HTTP request through connection "flaky" returned status 503');
+    expect(i.activityRecords.map((r: { status: string }) => r.status)).toEqual(['Faulted']);
+  });
+
+  it('are not applied to an activity without one: it faults at once', async () => {
+    failuresLeft = 1;
+    calls = 0;
+    const i = await runToEnd('without-retries');
+    expect(i.subStatus).toBe('Faulted');
+    expect(calls).toBe(1);
+  });
+
+  it('must be known when a definition names one', async () => {
+    const r = await h.request('POST', '/workflow-definitions', { body: chain('bad-strategy', [call('retry-forever')]) });
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0].path).toBe('/root/activities/0/resilienceStrategyId');
+  });
+});
