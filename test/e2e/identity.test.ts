@@ -102,7 +102,7 @@ describe('refresh', () => {
   it('is a 401 for blank, malformed, expired, unknown, subject-less, conflicting and unknown-subject tokens', async () => {
     const pair = await loginAs('admin', ADMIN_PASSWORD);
     const { sid, sub } = decodeJwt(pair.refreshToken) as { sid: string; sub: string };
-    const sign = (claims: Record<string, unknown>, subject?: string, exp = '1h') => {
+    const sign = (claims: Record<string, unknown>, subject?: string, exp: string | number = '1h') => {
       let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'rt+jwt' }).setIssuer('workflow-alterations').setIssuedAt().setExpirationTime(exp);
       if (subject !== undefined) jwt = jwt.setSubject(subject);
       return jwt.sign(h.tokens.key);

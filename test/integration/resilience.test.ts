@@ -66,7 +66,7 @@ describe('resilience strategies', () => {
     expect(i.activityRecords.map((r: { activityId: string; status: string }) => `${r.activityId}:${r.status}`)).toEqual(['call:Completed', 'done:Completed']);
     // Temporal ran the step three times with the strategy's policy.
     const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
-    const attempts = history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    const attempts = history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
     expect(Math.max(...attempts)).toBe(3);
   });
 
