@@ -68,6 +68,11 @@ describe('resilience strategies', () => {
     const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
     const attempts = history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
     expect(Math.max(...attempts)).toBe(3);
+    const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeInstanceStep');
+    const policy = scheduled[0]!.activityTaskScheduledEventAttributes!.retryPolicy!;
+    expect(policy.maximumAttempts).toBe(3);
+    expect(Number(policy.initialInterval!.nanos ?? 0) / 1e6 + Number(policy.initialInterval!.seconds ?? 0) * 1000).toBe(200);
+    expect(policy.backoffCoefficient).toBe(2);
   });
 
   it('record the fault as an incident once the attempts run out', async () => {
