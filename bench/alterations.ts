@@ -15,12 +15,13 @@
  * Results: a table on stdout and bench/results/latest.json.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { type ActivityInterceptorsFactory, bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
@@ -28,7 +29,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pg from 'pg';
 import { createApp } from '../src/api/app.js';
 import { createApiKey } from '../src/auth/api-keys.js';
+import type { TokenSettings } from '../src/auth/tokens.js';
 import { loadConfig } from '../src/config.js';
+import { createConfigCipher } from '../src/connections/cipher.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { type EmbeddedPostgresHandle, startEmbeddedPostgres } from '../src/embedded/postgres.js';
@@ -82,6 +85,10 @@ interface SizeResult {
     rssPeakDuringPlanMb: number;
     heapUsedPeakDuringPlanMb: number;
     samples: number;
+    /** heapUsed right after the major GCs during the plan: the live set, independent of when the GC runs. */
+    liveHeapAfterMajorGcMb: { max: number | null; last: number | null; majorGcs: number };
+    /** A full GC forced once the plan completed: what the process still holds. */
+    afterPlanFullGc: { heapUsedMb: number; rssMb: number } | null;
     /** One sample a second during the plan. */
     timeline: { s: number; rssMb: number; heapUsedMb: number }[];
     /** process.resourceUsage().maxRSS right after the plan (covers start, seed and the plan). */
@@ -289,26 +296,34 @@ function cpuSnapshot(): CpuSnapshot {
 function cpuBetween(a: CpuSnapshot, b: CpuSnapshot) {
   const tickMs = 1000 / ticksPerSecond();
   const root = process.ppid;
-  const inTree = (pid: number) => {
+  const inTree = (snapshot: CpuSnapshot, pid: number) => {
     for (let p = pid, hops = 0; p > 1 && hops < 50; hops++) {
       if (p === root) return true;
-      p = b.processes.get(p)?.ppid ?? 0;
+      p = snapshot.processes.get(p)?.ppid ?? 0;
     }
     return false;
   };
   const sums = { node: 0, postgres: 0, temporal: 0, benchParent: 0 };
+  const add = (pid: number, comm: string, ticks: number) => {
+    if (pid === process.pid) sums.node += ticks;
+    else if (comm === 'postgres') sums.postgres += ticks;
+    else if (comm === 'temporal') sums.temporal += ticks;
+    else sums.benchParent += ticks;
+  };
   for (const [pid, e] of b.processes) {
-    if (!inTree(pid)) continue;
-    const used = e.ticks - (a.processes.get(pid)?.ticks ?? 0);
-    if (pid === process.pid) sums.node += used;
-    else if (e.comm === 'postgres') sums.postgres += used;
-    else if (e.comm === 'temporal') sums.temporal += used;
-    else sums.benchParent += used;
+    if (inTree(b, pid)) add(pid, e.comm, e.ticks - (a.processes.get(pid)?.ticks ?? 0));
   }
-  if (process.env.BENCH_DEBUG_CPU) {
-    const rows = [...b.processes].map(([pid, e]) => ({ pid, comm: e.comm, ppid: e.ppid, tree: inTree(pid), used: e.ticks - (a.processes.get(pid)?.ticks ?? 0) }));
-    process.stdout.write(JSON.stringify(rows.filter((r) => r.used > 0).sort((x, y) => y.used - x.used).slice(0, 15)) + '\n');
+  // A process that exited in between (an idle pooled connection closing, an autovacuum worker) had its
+  // whole lifetime added to its parent's cutime/cstime: take back what it had used before the window.
+  for (const [pid, e] of a.processes) {
+    if (!b.processes.has(pid) && inTree(a, pid)) add(pid, e.comm, -e.ticks);
   }
+  const others = [...b.processes]
+    .filter(([pid]) => !inTree(b, pid) && pid !== root)
+    .map(([pid, e]) => ({ pid, comm: e.comm, ms: round((e.ticks - (a.processes.get(pid)?.ticks ?? 0)) * tickMs) }))
+    .filter((o) => o.ms > 0)
+    .sort((x, y) => y.ms - x.ms)
+    .slice(0, 5);
   const wallMs = b.at - a.at;
   const sys = a.system && b.system ? { busy: b.system.busy - a.system.busy, iowait: b.system.iowait - a.system.iowait } : undefined;
   const tree = sums.node + sums.postgres + sums.temporal + sums.benchParent;
@@ -321,6 +336,8 @@ function cpuBetween(a: CpuSnapshot, b: CpuSnapshot) {
     systemBusyMs: sys ? round(sys.busy * tickMs) : null,
     iowaitMs: sys ? round(sys.iowait * tickMs) : null,
     othersMs: sys ? round(Math.max(0, sys.busy - tree) * tickMs) : null,
+    /** The busiest processes outside the bench during the window (one that started and ended in it is not seen, but its parent's share of its CPU is). */
+    othersTop: others,
   };
 }
 
@@ -477,11 +494,18 @@ async function runSize(n: number): Promise<SizeResult> {
   const namespace = config.temporal.namespace;
   const client = new Client({ connection, namespace });
   const taskQueue = `wfa-bench-${n}-${process.pid}`;
+  // The app's other dependencies, wired as src/main.ts does (the bench only calls API-key routes).
+  const cipher = createConfigCipher(config.connectionsEncryptionKey);
+  const tokens: TokenSettings = {
+    key: randomBytes(32),
+    accessTokenLifetimeSeconds: config.accessTokenLifetimeSeconds,
+    refreshTokenLifetimeSeconds: config.refreshTokenLifetimeSeconds,
+  };
   const worker = await createWorker({
     connection: nativeConnection,
     namespace,
     taskQueue,
-    deps: { pool, definitions: new DefinitionCache(), logger, dispatcher: temporalDispatcher(client, taskQueue) },
+    deps: { pool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
     workflowBundlePath: process.env.BENCH_WORKFLOW_BUNDLE,
     options: { interceptors: { activity: [timingInterceptor] } },
   });
@@ -507,6 +531,8 @@ async function runSize(n: number): Promise<SizeResult> {
       temporal: client,
       dispatcher: temporalDispatcher(client, taskQueue),
       definitions: new DefinitionCache(),
+      cipher,
+      tokens,
       logger,
     });
     const admin = await createApiKey(pool, { name: 'bench admin', permissions: ['*'], tenantKey: '' });
@@ -554,6 +580,16 @@ async function runSize(n: number): Promise<SizeResult> {
       heapPeak = Math.max(heapPeak, m.heapUsed);
       if (samples++ % 20 === 0) timeline.push({ s: round((performance.now() - samplingFrom) / 1000), rssMb: mb(m.rss), heapUsedMb: mb(m.heapUsed) });
     }, 50);
+    // heapUsed just after each major GC: the live set, whatever the GC's timing (the peaks above are not).
+    const afterMajorGc: number[] = [];
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        if ((e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+          afterMajorGc.push(process.memoryUsage().heapUsed);
+        }
+      }
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
     const walBeforePlan = await walLsn(benchPool);
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
@@ -586,6 +622,10 @@ async function runSize(n: number): Promise<SizeResult> {
     const cpu1 = cpuSnapshot();
     loopDelay.disable();
     clearInterval(sampler);
+    gcObserver.disconnect();
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
+    const afterPlanGc = gc ? process.memoryUsage() : undefined;
     const walPlan = await walMbSince(benchPool, walBeforePlan);
     const maxRssAfterPlan = process.resourceUsage().maxRSS * 1024;
     log(`plan ${planId} completed in ${round(planMs / 1000, 2)} s (${Math.round(n / (planMs / 1000))} instances/s)`);
@@ -670,6 +710,12 @@ async function runSize(n: number): Promise<SizeResult> {
         rssPeakDuringPlanMb: mb(rssPeak),
         heapUsedPeakDuringPlanMb: mb(heapPeak),
         samples,
+        liveHeapAfterMajorGcMb: {
+          max: afterMajorGc.length ? mb(Math.max(...afterMajorGc)) : null,
+          last: afterMajorGc.length ? mb(afterMajorGc[afterMajorGc.length - 1]!) : null,
+          majorGcs: afterMajorGc.length,
+        },
+        afterPlanFullGc: afterPlanGc ? { heapUsedMb: mb(afterPlanGc.heapUsed), rssMb: mb(afterPlanGc.rss) } : null,
         timeline,
         maxRssAfterPlanMb: mb(maxRssAfterPlan),
         maxRssAtEndMb: mb(process.resourceUsage().maxRSS * 1024),
@@ -716,7 +762,8 @@ function parseSizes(): number[] {
 
 function runChild(size: number, env: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
+    // --expose-gc: only to read the live heap after a full GC once the plan is done (it changes nothing else).
+    const proc = spawn(process.execPath, [...process.execArgv, '--expose-gc', fileURLToPath(import.meta.url)], {
       env: { ...process.env, ...env, BENCH_CHILD_SIZE: String(size) },
       stdio: 'inherit',
     });
@@ -748,10 +795,19 @@ function evaluateTargets(sizes: SizeResult[]): BenchResults['targets'] {
     const large = sizes.reduce((a, b) => (a.n >= b.n ? a : b));
     const growth = large.memory.rssPeakDuringPlanMb / small.memory.rssPeakDuringPlanMb;
     targets.push({
-      name: `memory flat as N grows (peak RSS during the plan at N=${large.n} within 1.25x of N=${small.n})`,
+      name: `memory flat as N grows: peak RSS during the plan at N=${large.n} within 1.25x of N=${small.n}`,
       ok: growth <= 1.25,
       detail: `${small.memory.rssPeakDuringPlanMb} MB -> ${large.memory.rssPeakDuringPlanMb} MB (${round(growth, 2)}x)`,
     });
+    const liveSmall = small.memory.afterPlanFullGc?.heapUsedMb;
+    const liveLarge = large.memory.afterPlanFullGc?.heapUsedMb;
+    if (liveSmall !== undefined && liveLarge !== undefined) {
+      targets.push({
+        name: `memory flat as N grows: heap held after the plan (full GC) at N=${large.n} within 1.25x of N=${small.n}`,
+        ok: liveLarge <= 1.25 * liveSmall,
+        detail: `${liveSmall} MB -> ${liveLarge} MB (${round(liveLarge / liveSmall, 2)}x)`,
+      });
+    }
   }
   return targets;
 }
@@ -772,7 +828,12 @@ function printTable(results: BenchResults): void {
     ['ratio plan / raw UPDATE', (s) => `${s.ratio}x`],
     ['dry-run median of 5 (count)', (s) => `${s.dryRun.medianMs} ms (${s.dryRun.count})`],
     ['RSS before plan / peak during plan', (s) => `${s.memory.rssBeforePlanMb} / ${s.memory.rssPeakDuringPlanMb} MB`],
-    ['heapUsed peak during plan', (s) => `${s.memory.heapUsedPeakDuringPlanMb} MB`],
+    ['heapUsed peak / live after major GC (max, n)', (s) => {
+      const g = s.memory.liveHeapAfterMajorGcMb;
+      return `${s.memory.heapUsedPeakDuringPlanMb} / ${g.max ?? '-'} MB (${g.majorGcs})`;
+    }],
+    ['after the plan, forced full GC: heapUsed / RSS', (s) =>
+      s.memory.afterPlanFullGc ? `${s.memory.afterPlanFullGc.heapUsedMb} / ${s.memory.afterPlanFullGc.rssMb} MB` : '-'],
     ['maxRSS after plan / at end', (s) => `${s.memory.maxRssAfterPlanMb} / ${s.memory.maxRssAtEndMb} MB`],
     ['Temporal runs / longest history', (s) => `${s.temporal.runs} / ${s.temporal.maxHistoryEvents} events`],
     ['generateJobs activity', (s) => `${s.breakdown.activities.generateJobs?.totalMs ?? '-'} ms`],
@@ -810,7 +871,11 @@ function printTable(results: BenchResults): void {
     ...table.slice(1).map(line),
     ...sizes
       .filter((s) => s.breakdown.cpu.othersMs !== null && s.breakdown.cpu.othersMs > 0.1 * s.breakdown.cpu.wallMs)
-      .map((s) => `WARNING: other processes used ${pct(s.breakdown.cpu.othersMs, s.breakdown.cpu.wallMs)} CPU during the N=${s.n} plan; its figures are disturbed.`),
+      .map(
+        (s) =>
+          `WARNING: other processes used ${pct(s.breakdown.cpu.othersMs, s.breakdown.cpu.wallMs)} CPU during the N=${s.n} plan; its figures are disturbed` +
+          ` (busiest: ${s.breakdown.cpu.othersTop.map((o) => `${o.comm} ${o.ms} ms`).join(', ') || 'processes that started meanwhile'}).`,
+      ),
     '',
     'Targets:',
     ...results.targets.map((t) => `  ${t.ok ? 'MET   ' : 'MISSED'}  ${t.name}: ${t.detail}`),
