@@ -19,10 +19,6 @@ const OPERATORS = {
   GreaterThanOrEqual: '>=',
 } as const;
 
-/** The expression the trigram index `workflow_instances_search` is built on (must match it exactly). */
-export const SEARCH_EXPRESSION =
-  "(i.id || chr(31) || coalesce(i.name, '') || chr(31) || coalesce(i.correlation_id, '') || chr(31) || i.definition_id || chr(31) || i.definition_version_id)";
-
 const present = <T>(list: readonly T[] | null | undefined): list is readonly T[] => Array.isArray(list) && list.length > 0;
 
 export function escapeLike(term: string): string {
@@ -54,7 +50,10 @@ export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter
   inList('i.status', filter.statuses);
   inList('i.sub_status', filter.subStatuses);
   if (typeof filter.searchTerm === 'string' && filter.searchTerm.length > 0) {
-    clauses.push(`${SEARCH_EXPRESSION} ILIKE ${param(`%${escapeLike(filter.searchTerm)}%`)}`);
+    // The search text (id, name, correlation id, definition id and version id) is kept beside the instance.
+    clauses.push(
+      `i.id IN (SELECT s.instance_id FROM workflow_instance_search s WHERE s.tenant_id = $1 AND s.search ILIKE ${param(`%${escapeLike(filter.searchTerm)}%`)})`,
+    );
   }
   if (typeof filter.hasIncidents === 'boolean') clauses.push(filter.hasIncidents ? '(i.incident_count > 0)' : 'NOT (i.incident_count > 0)');
   if (typeof filter.isSystem === 'boolean') clauses.push(`i.is_system = ${param(filter.isSystem)}`);

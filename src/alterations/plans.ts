@@ -15,6 +15,7 @@ import {
   FilterSchema,
   JOB_STATUS,
   type JobStatus,
+  LOG_LEVEL,
   type LogEntry,
   PLAN_STATUS,
   type PlanStatus,
@@ -65,6 +66,7 @@ interface PlanRow {
   request_hash: string;
   status: PlanStatus;
   job_total: number | null;
+  cancelled_count: number;
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
@@ -76,13 +78,13 @@ interface JobRow {
   id: string;
   instance_id: string;
   status: JobStatus;
-  log: LogEntry[];
+  log: LogEntry[] | null;
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
 }
 
-const PLAN_COLUMNS = 'id, tenant_id, alterations, filter, request_hash, status, job_total, created_at, started_at, completed_at';
+const PLAN_COLUMNS = 'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 
@@ -127,19 +129,25 @@ export async function submitPlan(db: Queryable, tenantKey: string, req: SubmitRe
   return { planId: id, created: false };
 }
 
-async function countJobs(db: Queryable, planIds: readonly string[]): Promise<Map<string, JobCounts>> {
+/**
+ * Job counts from the per-batch counts written with each batch and the plan's own totals: a few rows
+ * read, whatever the plan's size. No job is ever observed Running (a batch is one transaction).
+ */
+async function countJobs(db: Queryable, plans: readonly Pick<PlanRow, 'id' | 'job_total' | 'cancelled_count'>[]): Promise<Map<string, JobCounts>> {
   const counts = new Map<string, JobCounts>();
-  for (const id of planIds) counts.set(id, { total: 0, pending: 0, running: 0, completed: 0, failed: 0, cancelled: 0 });
-  if (planIds.length === 0) return counts;
-  const { rows } = await db.query<{ plan_id: string; status: JobStatus; n: number }>(
-    'SELECT plan_id, status, count(*) AS n FROM alteration_jobs WHERE plan_id = ANY($1::text[]) GROUP BY plan_id, status',
-    [planIds],
+  if (plans.length === 0) return counts;
+  const { rows } = await db.query<{ plan_id: string; completed: number; failed: number }>(
+    `SELECT plan_id, sum(completed)::int AS completed, sum(failed)::int AS failed
+       FROM alteration_batch_counts WHERE plan_id = ANY($1::text[]) GROUP BY plan_id`,
+    [plans.map((p) => p.id)],
   );
-  const key = { 0: 'pending', 1: 'running', 2: 'completed', 3: 'failed', 4: 'cancelled' } as const;
-  for (const r of rows) {
-    const c = counts.get(r.plan_id)!;
-    c[key[r.status]] += r.n;
-    c.total += r.n;
+  const done = new Map(rows.map((r) => [r.plan_id, r]));
+  for (const p of plans) {
+    const total = p.job_total ?? 0;
+    const completed = done.get(p.id)?.completed ?? 0;
+    const failed = done.get(p.id)?.failed ?? 0;
+    const cancelled = p.cancelled_count;
+    counts.set(p.id, { total, pending: total - completed - failed - cancelled, running: 0, completed, failed, cancelled });
   }
   return counts;
 }
@@ -157,13 +165,21 @@ function planView(r: PlanRow, counts: JobCounts): PlanView {
   };
 }
 
-function jobView(r: JobRow): JobView {
+/** A Completed job stores no log: each of the plan's alterations succeeded at its completion time. */
+function jobLog(r: JobRow, alterations: readonly Alteration[]): LogEntry[] {
+  if (r.log) return r.log;
+  if (r.status !== JOB_STATUS.Completed || !r.completed_at) return [];
+  const timestamp = r.completed_at.toISOString();
+  return alterations.map((a) => ({ message: `${a.type} succeeded`, logLevel: LOG_LEVEL.Information, timestamp, eventName: `Alteration ${a.type} succeeded` }));
+}
+
+function jobView(r: JobRow, alterations: readonly Alteration[]): JobView {
   return {
     id: r.id,
     planId: r.plan_id,
     workflowInstanceId: r.instance_id,
     status: r.status,
-    log: r.log,
+    log: jobLog(r, alterations),
     createdAt: r.created_at.toISOString(),
     startedAt: r.started_at?.toISOString() ?? null,
     completedAt: r.completed_at?.toISOString() ?? null,
@@ -193,6 +209,23 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
+async function jobPage(
+  db: Queryable,
+  plan: PlanRow,
+  opts: { status?: JobStatus | undefined; after?: string | undefined; limit: number },
+): Promise<Page<JobView>> {
+  const afterOrd = opts.after ? (decodeCursor(opts.after, ['number'])[0] as number) : -1;
+  const { rows } = await db.query<JobRow>(
+    `SELECT ${JOB_COLUMNS} FROM alteration_jobs
+      WHERE plan_id = $1 AND ord > $2 AND ($3::smallint IS NULL OR status = $3)
+      ORDER BY ord LIMIT $4`,
+    [plan.id, afterOrd, opts.status ?? null, opts.limit + 1],
+  );
+  const more = rows.length > opts.limit;
+  const page = more ? rows.slice(0, opts.limit) : rows;
+  return { items: page.map((r) => jobView(r, plan.alterations)), nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null };
+}
+
 /** The jobs of a plan in creation order, after a cursor, optionally of one status. */
 export async function listJobs(
   db: Queryable,
@@ -200,17 +233,7 @@ export async function listJobs(
   planId: string,
   opts: { status?: JobStatus | undefined; after?: string | undefined; limit: number },
 ): Promise<Page<JobView>> {
-  await planRow(db, tenantKey, planId);
-  const afterOrd = opts.after ? (decodeCursor(opts.after, ['number'])[0] as number) : -1;
-  const { rows } = await db.query<JobRow>(
-    `SELECT ${JOB_COLUMNS} FROM alteration_jobs
-      WHERE plan_id = $1 AND ord > $2 AND ($3::smallint IS NULL OR status = $3)
-      ORDER BY ord LIMIT $4`,
-    [planId, afterOrd, opts.status ?? null, opts.limit + 1],
-  );
-  const more = rows.length > opts.limit;
-  const page = more ? rows.slice(0, opts.limit) : rows;
-  return { items: page.map(jobView), nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null };
+  return jobPage(db, await planRow(db, tenantKey, planId), opts);
 }
 
 /** How many jobs the plan read returns inline; the paged jobs endpoint reads the rest. */
@@ -219,7 +242,7 @@ export const INLINE_JOBS = 1000;
 /** A plan with its job counts and its first jobs (all of them up to INLINE_JOBS). */
 export async function getPlan(db: Queryable, tenantKey: string, planId: string): Promise<{ plan: PlanView; jobs: JobView[]; moreJobs: string | null }> {
   const row = await planRow(db, tenantKey, planId);
-  const [counts, jobs] = await Promise.all([countJobs(db, [planId]), listJobs(db, tenantKey, planId, { limit: INLINE_JOBS })]);
+  const [counts, jobs] = await Promise.all([countJobs(db, [row]), jobPage(db, row, { limit: INLINE_JOBS })]);
   return { plan: planView(row, counts.get(planId)!), jobs: jobs.items, moreJobs: jobs.nextCursor };
 }
 
@@ -239,7 +262,7 @@ export async function listPlans(
   );
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
-  const counts = await countJobs(db, page.map((r) => r.id));
+  const counts = await countJobs(db, page);
   const last = page[page.length - 1];
   return {
     items: page.map((r) => planView(r, counts.get(r.id)!)),
@@ -260,10 +283,12 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
     const status = rows[0]?.status;
     if (status === undefined) throw new NotFoundError(`Plan ${planId} not found`);
     if (status >= PLAN_STATUS.Completed) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
-    await client.query('UPDATE alteration_jobs SET status = $2, completed_at = $3 WHERE plan_id = $1 AND status = $4', [
+    const cancelled = await client.query('UPDATE alteration_jobs SET status = $2, completed_at = $3 WHERE plan_id = $1 AND status = $4', [
       planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending,
     ]);
-    await client.query('UPDATE alteration_plans SET status = $2, completed_at = $3 WHERE id = $1', [planId, PLAN_STATUS.Cancelled, now]);
+    await client.query('UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4 WHERE id = $1', [
+      planId, PLAN_STATUS.Cancelled, now, cancelled.rowCount ?? 0,
+    ]);
   });
 }
 
@@ -378,13 +403,21 @@ export async function runJobBatch(
         now,
         jobs.rows.map((j) => j.ord),
         outcomes.map((o) => (o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed)),
-        outcomes.map((o) => JSON.stringify(o.log)),
+        // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
+        outcomes.map((o) => (o.ok ? null : JSON.stringify(o.log))),
       ],
+    );
+    const failedHere = outcomes.filter((o) => !o.ok).length;
+    await client.query(
+      `INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (plan_id, from_ord) DO UPDATE
+         SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
+      [args.planId, args.fromOrd, outcomes.length - failedHere, failedHere],
     );
     return {
       toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).map((o) => o.state!.id),
       processed: jobs.rows.length,
-      failed: outcomes.filter((o) => !o.ok).length,
+      failed: failedHere,
     };
   });
 

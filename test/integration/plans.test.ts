@@ -160,6 +160,9 @@ describe('submitting and processing a plan', () => {
         return i.version === 2 && i.subStatus === 'Suspended' && i.journal.length === 2 ? i : undefined;
       }, 'the migrated instance to run its scheduled activity');
     }
+    // The search text follows the instance to its new definition version.
+    const found = await h.request('POST', '/alterations/dry-run', { body: { searchTerm: v2.id.toUpperCase() } });
+    expect(found.body.workflowInstanceIds).toEqual([a, b]);
     const trigger = await h.request('POST', '/events/approve/trigger', { body: { workflowInstanceId: a } });
     expect(trigger.body.resumedWorkflowInstanceIds).toEqual([a]);
     const finished = await eventually(async () => {

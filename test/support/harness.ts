@@ -79,7 +79,7 @@ export async function createHarness(
     },
   });
   const logger = createLogger('debug', sink);
-  installTemporalRuntime(createLogger('warn'));
+  installTemporalRuntime(createLogger('error'));
 
   const address = inject('temporalAddress');
   const connection = await Connection.connect({ address });

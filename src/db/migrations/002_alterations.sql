@@ -24,6 +24,8 @@ CREATE TABLE alteration_plans (
   request_hash  text NOT NULL,
   status        smallint NOT NULL DEFAULT 0 CHECK (status BETWEEN 0 AND 6),
   job_total     integer,
+  -- Jobs cancelled by POST /alterations/{planId}/cancel (the other counts are in alteration_batch_counts).
+  cancelled_count integer NOT NULL DEFAULT 0,
   failure       text,
   created_at    timestamptz NOT NULL,
   started_at    timestamptz,
@@ -39,7 +41,9 @@ CREATE TABLE alteration_jobs (
   id            text NOT NULL,
   instance_id   text NOT NULL,
   status        smallint NOT NULL DEFAULT 0 CHECK (status BETWEEN 0 AND 4),
-  log           jsonb NOT NULL DEFAULT '[]',
+  -- null for a Completed job: every alteration succeeded at completed_at, and the log is derived from the
+  -- plan's alterations on read (keeps the row small, so its update stays on its page).
+  log           jsonb,
   created_at    timestamptz NOT NULL,
   started_at    timestamptz,
   completed_at  timestamptz,
@@ -48,10 +52,43 @@ CREATE TABLE alteration_jobs (
   UNIQUE (plan_id, instance_id)
 ) WITH (fillfactor = 70);
 
--- searchTerm: a case-insensitive substring of id, name, correlation id, definition id or definition version
--- id. One trigram index over the fields joined by a unit separator (a term never spans two fields: the
--- filter rejects control characters in terms).
-CREATE INDEX workflow_instances_search ON workflow_instances USING gin (
-  (id || chr(31) || coalesce(name, '') || chr(31) || coalesce(correlation_id, '') || chr(31) || definition_id || chr(31) || definition_version_id)
-  gin_trgm_ops
+-- How many jobs each batch completed or failed, written in the batch's own transaction: a plan's job
+-- counts are a sum over a few rows instead of a count over all its jobs.
+CREATE TABLE alteration_batch_counts (
+  plan_id    text NOT NULL REFERENCES alteration_plans (id) ON DELETE CASCADE,
+  from_ord   integer NOT NULL,
+  completed  integer NOT NULL,
+  failed     integer NOT NULL,
+  PRIMARY KEY (plan_id, from_ord)
 );
+
+-- searchTerm: a case-insensitive substring of id, name, correlation id, definition id or definition version
+-- id, served by a trigram index over those fields joined by a unit separator (the filter rejects control
+-- characters in terms, so a term never spans two fields). The text lives beside the instance, kept by a
+-- trigger, so that alterations and execution steps, which rewrite instance rows all the time, never pay
+-- for the trigram index.
+CREATE TABLE workflow_instance_search (
+  instance_id  text PRIMARY KEY REFERENCES workflow_instances (id) ON DELETE CASCADE,
+  tenant_id    text NOT NULL,
+  search       text NOT NULL
+);
+CREATE INDEX workflow_instance_search_trgm ON workflow_instance_search USING gin (search gin_trgm_ops);
+
+CREATE FUNCTION wfa_instance_search_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO workflow_instance_search (instance_id, tenant_id, search)
+  VALUES (NEW.id, NEW.tenant_id,
+          NEW.id || chr(31) || coalesce(NEW.name, '') || chr(31) || coalesce(NEW.correlation_id, '') || chr(31)
+          || NEW.definition_id || chr(31) || NEW.definition_version_id)
+  ON CONFLICT (instance_id) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, search = EXCLUDED.search;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER workflow_instance_search_insert AFTER INSERT ON workflow_instances
+  FOR EACH ROW EXECUTE FUNCTION wfa_instance_search_sync();
+CREATE TRIGGER workflow_instance_search_update AFTER UPDATE ON workflow_instances
+  FOR EACH ROW
+  WHEN (OLD.name IS DISTINCT FROM NEW.name OR OLD.correlation_id IS DISTINCT FROM NEW.correlation_id
+        OR OLD.definition_id IS DISTINCT FROM NEW.definition_id OR OLD.definition_version_id IS DISTINCT FROM NEW.definition_version_id
+        OR OLD.tenant_id IS DISTINCT FROM NEW.tenant_id)
+  EXECUTE FUNCTION wfa_instance_search_sync();
