@@ -38,7 +38,8 @@ export function createActivities(deps: ActivityDeps) {
   return {
     async executeInstanceStep(instanceId: string, finalAttempt = false): Promise<StepResult> {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
-      return runStep(deps, instanceId, { attempt: Context.current().info.attempt, finalAttempt });
+      const attempt = Context.current().info.attempt;
+      return withHeartbeat(() => runStep(deps, instanceId, { attempt, finalAttempt }));
     },
     peekStep(instanceId: string) {
       return peekStep(deps, instanceId);

@@ -2,11 +2,15 @@ import { ActivityFailure, continueAsNew, defineSignal, proxyActivities, setHandl
 import type { Activities } from '../activities/index.js';
 
 type StepRetryPolicy = NonNullable<Awaited<ReturnType<Activities['executeInstanceStep']>>['nextRetry']>;
-const STEP_TIMEOUT = '1 minute';
+const STEP_TIMEOUT = '10 minutes';
+// Steps heartbeat while they run: a worker that dies mid-step is noticed within this, and the retry runs
+// whatever step is next in Postgres (the interrupted one committed all or nothing).
+const STEP_HEARTBEAT = '10 seconds';
 
 // Database hiccups and worker crashes are retried; each retry runs whatever step is next in Postgres.
 const steps = proxyActivities<Activities>({
   startToCloseTimeout: STEP_TIMEOUT,
+  heartbeatTimeout: STEP_HEARTBEAT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
@@ -14,6 +18,7 @@ const steps = proxyActivities<Activities>({
 function stepsWith(policy: StepRetryPolicy) {
   return proxyActivities<Activities>({
     startToCloseTimeout: STEP_TIMEOUT,
+    heartbeatTimeout: STEP_HEARTBEAT,
     retry: {
       maximumAttempts: policy.maximumAttempts,
       initialInterval: policy.initialIntervalMs,

@@ -392,11 +392,11 @@ export async function runJobBatch(
     for (const job of jobs.rows) {
       outcomes.push(await applyAlterations(instances.get(job.instance_id), job.instance_id, alterations, ctx));
     }
-    await saveInstances(client, outcomes, now);
+    await saveInstances(client, outcomes, now, instances);
     await client.query(
       `UPDATE alteration_jobs j SET status = u.status, log = u.log, started_at = $2, completed_at = $3
          FROM unnest($4::int[], $5::smallint[], $6::jsonb[]) AS u(ord, status, log)
-        WHERE j.plan_id = $1 AND j.ord = u.ord`,
+        WHERE j.plan_id = $1 AND j.ord >= $7 AND j.ord < $8 AND j.ord = u.ord`,
       [
         args.planId,
         started,
@@ -405,6 +405,8 @@ export async function runJobBatch(
         outcomes.map((o) => (o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed)),
         // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
         outcomes.map((o) => (o.ok ? null : JSON.stringify(o.log))),
+        args.fromOrd,
+        args.toOrd,
       ],
     );
     const failedHere = outcomes.filter((o) => !o.ok).length;

@@ -51,7 +51,7 @@ async function alterEach(
       if (outcome.ok && outcome.state && prepared.onSuccess) prepared.onSuccess(outcome.state);
       outcomes.push(outcome);
     }
-    await saveInstances(client, outcomes, now);
+    await saveInstances(client, outcomes, now, instances);
     return ids.map((id, i): RunResult => {
       const o = outcomes[i]!;
       const s = o.state ?? instances.get(id);

@@ -28,11 +28,15 @@ async function read(id: string) {
   return res.body;
 }
 
-function until(id: string, predicate: (instance: any) => boolean, what: string) {
-  return eventually(async () => {
-    const instance = await read(id);
-    return predicate(instance) ? instance : undefined;
-  }, `instance ${id} ${what}`);
+function until(id: string, predicate: (instance: any) => boolean, what: string, timeoutMs?: number) {
+  return eventually(
+    async () => {
+      const instance = await read(id);
+      return predicate(instance) ? instance : undefined;
+    },
+    `instance ${id} ${what}`,
+    timeoutMs,
+  );
 }
 
 describe('instance execution on Temporal', () => {
@@ -165,7 +169,8 @@ describe('durability', () => {
     expect(midway.journal.length).toBeLessThan(60);
 
     await h.startWorker();
-    const done = await until(id, (i) => i.status === 'Finished', 'finished after restart');
+    // A step interrupted by the stop is retried once its heartbeat times out (10 s).
+    const done = await until(id, (i) => i.status === 'Finished', 'finished after restart', 60_000);
     expect(done.journal.map((j: any) => j.message)).toEqual(Array.from({ length: 60 }, (_, i) => `line ${i + 1}`));
     expect(done.variables.find((v: any) => v.id === 'counter').value).toBe(60);
     const ids = done.activityRecords.map((r: any) => r.activityId);
