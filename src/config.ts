@@ -28,7 +28,7 @@ const ConfigSchema = z.object({
   CONNECTIONS_ENCRYPTION_KEY: optional,
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
-  ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(2),
+  ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
