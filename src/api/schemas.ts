@@ -41,3 +41,19 @@ export const jsonContent = <T extends z.ZodType>(schema: T, description: string)
   description,
   content: { 'application/json': { schema } },
 });
+
+/** The contract's InputDescriptor (connection configuration fields and activity inputs). */
+export const InputDescriptorSchema = z
+  .object({
+    name: z.string(),
+    typeName: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    uiHint: z.string(),
+    isRequired: z.boolean(),
+    isSensitive: z.boolean(),
+    defaultValue: z.unknown(),
+    order: z.number().int(),
+    options: z.array(z.object({ text: z.string(), value: z.string() })).optional(),
+  })
+  .openapi('InputDescriptor');

@@ -1,19 +1,8 @@
 import { z } from 'zod';
-import { HTTP_CONNECTION_TYPE } from '../engine/activity-types.js';
+import { HTTP_CONNECTION_TYPE, type InputDescriptor as ActivityInputDescriptor } from '../engine/activity-types.js';
 
-/** What a UI needs to render one field of a connection configuration. */
-export interface InputDescriptor {
-  name: string;
-  typeName: string;
-  displayName: string;
-  description: string;
-  uiHint: string;
-  isRequired: boolean;
-  isSensitive: boolean;
-  defaultValue: unknown;
-  order: number;
-  options?: { text: string; value: string }[];
-}
+/** What a UI needs to render one field of a connection configuration: an activity input's descriptor, with options. */
+export type InputDescriptor = Omit<ActivityInputDescriptor, 'connectionType' | 'noLog'> & { options?: { text: string; value: string }[] };
 
 /** A registered connection configuration type: its descriptor and the schema configurations must satisfy. */
 export interface ConnectionType {

@@ -4,7 +4,7 @@ import { BUILTIN_ACTIVITIES, type InputDescriptor } from '../../engine/activity-
 import { listLatestDefinitions } from '../../engine/definitions.js';
 import { RESILIENCE_STRATEGIES } from '../../engine/resilience.js';
 import type { AppEnv } from '../context.js';
-import { jsonContent, problems } from '../schemas.js';
+import { InputDescriptorSchema, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
 /** Catalogs are readable by any signed-in principal, in both permission models. */
@@ -21,18 +21,6 @@ export const INSTALLED_FEATURES = [
 ];
 
 const count = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), totalCount: z.number().int() });
-
-const InputDescriptorOut = z.object({
-  name: z.string(),
-  typeName: z.string(),
-  displayName: z.string(),
-  description: z.string(),
-  uiHint: z.string(),
-  isRequired: z.boolean(),
-  isSensitive: z.boolean(),
-  defaultValue: z.unknown(),
-  order: z.number().int(),
-});
 
 const features = secureRoute(SIGNED_IN, {
   method: 'get',
@@ -78,7 +66,7 @@ const activities = secureRoute(SIGNED_IN, {
           namespace: z.string(),
           displayName: z.string(),
           description: z.string(),
-          inputs: z.array(InputDescriptorOut),
+          inputs: z.array(InputDescriptorSchema),
           outcomes: z.array(z.string()),
         }),
       ),

@@ -12,7 +12,7 @@ import { CONNECTION_TYPES, findConnectionType, inputDescriptors } from '../../co
 import { findActivityType } from '../../engine/activity-types.js';
 import { NotFoundError } from '../../errors.js';
 import type { AppEnv } from '../context.js';
-import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { BODY_ROUTE_PROBLEMS, InputDescriptorSchema, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
 const TAGS = ['Connections'];
@@ -39,21 +39,6 @@ const ConnectionSchema = z
     updatedAt: z.string(),
   })
   .openapi('Connection');
-
-const InputDescriptorSchema = z
-  .object({
-    name: z.string(),
-    typeName: z.string(),
-    displayName: z.string(),
-    description: z.string(),
-    uiHint: z.string(),
-    isRequired: z.boolean(),
-    isSensitive: z.boolean(),
-    defaultValue: z.unknown(),
-    order: z.number().int(),
-    options: z.array(z.object({ text: z.string(), value: z.string() })).optional(),
-  })
-  .openapi('InputDescriptor');
 
 const IdParam = z.object({ id: z.string() });
 
