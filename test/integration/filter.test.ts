@@ -28,24 +28,24 @@ const pick = (...names: string[]) => names.map((n) => ids[n]!);
 
 beforeAll(async () => {
   h = await createHarness();
-  const approval = chain('f-a', [writeLine('start', 'started'), { ...event('wait', 'approve'), name: 'Wait for approval' }]);
+  const approval = chain('flow-one', [writeLine('start', 'started'), { ...event('wait', 'approve'), name: 'Wait for approval' }]);
   expect((await h.request('POST', '/workflow-definitions', { body: approval })).status).toBe(201);
-  const v1 = await h.request('POST', '/workflow-definitions', { body: chain('f-b', [writeLine('start', 'x'), fault('boom', 'bad')]) });
+  const v1 = await h.request('POST', '/workflow-definitions', { body: chain('flow-two', [writeLine('start', 'x'), fault('boom', 'bad')]) });
   faultyV1 = v1.body.id;
-  await h.request('POST', '/workflow-definitions', { body: chain('f-b', [writeLine('start', 'y'), fault('boom', 'worse')]) });
+  await h.request('POST', '/workflow-definitions', { body: chain('flow-two', [writeLine('start', 'y'), fault('boom', 'worse')]) });
 
-  ids.i1 = await start('f-a', { name: 'alpha', correlationId: 'corr-1' });
-  ids.i2 = await start('f-a', { name: 'beta', correlationId: 'corr-2' });
-  ids.i3 = await start('f-b', { version: 1, name: 'gamma' });
-  ids.i4 = await start('f-b', { name: 'delta 100%' });
-  ids.i5 = await start('f-a', { name: 'system one' });
+  ids.i1 = await start('flow-one', { name: 'alpha', correlationId: 'corr-1' });
+  ids.i2 = await start('flow-one', { name: 'beta', correlationId: 'corr-2' });
+  ids.i3 = await start('flow-two', { version: 1, name: 'gamma' });
+  ids.i4 = await start('flow-two', { name: 'delta 100%' });
+  ids.i5 = await start('flow-one', { name: 'system one' });
   await h.pool.query('UPDATE workflow_instances SET is_system = true WHERE id = $1', [ids.i5]);
   const cancel = await h.request('POST', '/alterations/run', { body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: [ids.i2] } });
   expect(cancel.body.results[0].isSuccessful).toBe(true);
 
   const keyB = await h.keyWith(['*'], 'tenant-b');
-  await h.request('POST', '/workflow-definitions', { key: keyB, body: chain('f-a', [writeLine('start', 'b'), event('wait', 'approve')]) });
-  otherTenant = await start('f-a', { name: 'alpha', correlationId: 'corr-1' }, keyB);
+  await h.request('POST', '/workflow-definitions', { key: keyB, body: chain('flow-one', [writeLine('start', 'b'), event('wait', 'approve')]) });
+  otherTenant = await start('flow-one', { name: 'alpha', correlationId: 'corr-1' }, keyB);
 });
 afterAll(() => h?.close());
 
@@ -54,7 +54,7 @@ describe('the instance filter', () => {
     expect(await dryRun({ workflowInstanceIds: [ids.i3, ids.i1, otherTenant] })).toEqual(pick('i1', 'i3'));
     expect(await dryRun({ correlationIds: ['corr-2', 'corr-1'] })).toEqual(pick('i1', 'i2'));
     expect(await dryRun({ names: ['alpha'] })).toEqual(pick('i1'));
-    expect(await dryRun({ definitionIds: ['f-b'] })).toEqual(pick('i3', 'i4'));
+    expect(await dryRun({ definitionIds: ['flow-two'] })).toEqual(pick('i3', 'i4'));
     expect(await dryRun({ definitionVersionIds: [faultyV1] })).toEqual(pick('i3'));
     expect(await dryRun({ statuses: ['Finished'] })).toEqual(pick('i2'));
     expect(await dryRun({ statuses: ['Running'] })).toEqual(pick('i1', 'i3', 'i4', 'i5'));
@@ -68,7 +68,7 @@ describe('the instance filter', () => {
   it('searches id, name, correlation id, definition id and definition version id, case-insensitively', async () => {
     expect(await dryRun({ searchTerm: 'ALP' })).toEqual(pick('i1'));
     expect(await dryRun({ searchTerm: 'CORR-' })).toEqual(pick('i1', 'i2'));
-    expect(await dryRun({ searchTerm: 'f-b' })).toEqual(pick('i3', 'i4'));
+    expect(await dryRun({ searchTerm: 'flow-two' })).toEqual(pick('i3', 'i4'));
     expect(await dryRun({ searchTerm: faultyV1.slice(-12) })).toEqual(pick('i3'));
     expect(await dryRun({ searchTerm: ids.i5!.slice(-12).toUpperCase() })).toEqual(pick('i5'));
     // LIKE wildcards are literal characters in a search term.
@@ -104,8 +104,8 @@ describe('the instance filter', () => {
   });
 
   it('combines fields with AND', async () => {
-    expect(await dryRun({ definitionIds: ['f-a'], statuses: ['Running'] })).toEqual(pick('i1', 'i5'));
-    expect(await dryRun({ definitionIds: ['f-a'], hasIncidents: true })).toEqual([]);
+    expect(await dryRun({ definitionIds: ['flow-one'], statuses: ['Running'] })).toEqual(pick('i1', 'i5'));
+    expect(await dryRun({ definitionIds: ['flow-one'], hasIncidents: true })).toEqual([]);
     expect(await dryRun({ names: ['alpha'], correlationIds: ['corr-1'], searchTerm: 'alp', isSystem: false })).toEqual(pick('i1'));
   });
 
@@ -144,7 +144,7 @@ describe('the instance filter', () => {
 
   it('is served by indexes', async () => {
     // The search text sits beside the instances, behind a trigram index, kept by triggers.
-    const { rows: defs } = await h.pool.query("SELECT id FROM workflow_definitions WHERE definition_id = 'f-a' AND tenant_id = ''");
+    const { rows: defs } = await h.pool.query("SELECT id FROM workflow_definitions WHERE definition_id = 'flow-one' AND tenant_id = ''");
     await seedInstances(h.pool, { definitionVersionId: defs[0].id, count: 2000, tenantId: 'tenant-c' });
     await h.pool.query('ANALYZE workflow_instance_search');
     const client = await h.pool.connect();

