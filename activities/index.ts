@@ -1,5 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps } from '../src/alterations/plans.js';
+import { ZodError } from 'zod';
 import { NotFoundError, ValidationError } from '../src/errors.js';
 import { peekStep, runStep, type EngineDeps, type StepResult } from '../src/engine/executor.js';
 
@@ -11,6 +12,11 @@ async function nonRetryableOnBadInput<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (err) {
     if (err instanceof NotFoundError || err instanceof ValidationError) throw ApplicationFailure.nonRetryable(err.message, err.name);
+    // A stored plan that no longer parses (its alterations or filter) is bad input too.
+    if (err instanceof ZodError) {
+      const first = err.issues[0];
+      throw ApplicationFailure.nonRetryable(`The stored plan is not valid: ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : err.message}`, 'InvalidPlan');
+    }
     throw err;
   }
 }
@@ -55,8 +61,9 @@ export function createActivities(deps: ActivityDeps) {
     completePlan(planId: string) {
       return completePlan(deps, planId);
     },
-    failPlan(planId: string, reason: string) {
-      return failPlan(deps, planId, reason);
+    async failPlan(planId: string, reason: string) {
+      deps.logger.error({ planId, reason }, 'alteration plan failed: it could not be processed');
+      await failPlan(deps, planId, reason);
     },
   };
 }

@@ -346,3 +346,24 @@ describe('permissions and tenancy', () => {
     expect(rows).toEqual([{ tenant_id: 'tenant-b', n: 4 }]);
   });
 });
+
+describe('a plan that cannot be processed', () => {
+  it('ends Failed, with the reason in the log, instead of retrying forever', async () => {
+    // A stored plan whose filter no longer parses (as if written by an incompatible version).
+    await h.pool.query(
+      `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at)
+       VALUES ('broken-plan', '', '[]', '{"statuses": ["Sleeping"]}', 'x', 0, now())`,
+    );
+    await h.client.workflow.start('alterationPlan', {
+      workflowId: 'alteration-plan-broken-plan',
+      taskQueue: h.taskQueue,
+      args: [{ planId: 'broken-plan', batchSize: 10, window: 1, batchesPerRun: 5 }],
+    });
+    const body = await waitForPlan('broken-plan', 5);
+    expect(body.plan.completedAt).not.toBeNull();
+    expect(body.jobs).toEqual([]);
+    const { rows } = await h.pool.query("SELECT failure FROM alteration_plans WHERE id = 'broken-plan'");
+    expect(rows[0].failure).toContain('statuses');
+    expect(h.logs.some((l) => l.msg === 'alteration plan failed: it could not be processed' && l.planId === 'broken-plan')).toBe(true);
+  });
+});
