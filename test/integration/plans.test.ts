@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { submitPlan } from '../../src/alterations/plans.js';
 import { seedInstances } from '../support/seed.js';
 import { chain, connect, event, writeLine } from '../support/workflows.js';
 
@@ -365,5 +366,18 @@ describe('a plan that cannot be processed', () => {
     const { rows } = await h.pool.query("SELECT failure FROM alteration_plans WHERE id = 'broken-plan'");
     expect(rows[0].failure).toContain('statuses');
     expect(h.logs.some((l) => l.msg === 'alteration plan failed: it could not be processed' && l.planId === 'broken-plan')).toBe(true);
+  });
+});
+
+describe('a plan stored but never started', () => {
+  it('is started by resubmitting the same id and body', async () => {
+    await seedInstances(h.pool, { definitionVersionId: versionId, count: 4, namePrefix: 'orphan-' });
+    const body = { id: 'orphaned-plan', alterations: setAmount(21), filter: { searchTerm: 'orphan-' } };
+    // As if the API stopped between storing the plan and starting its workflow.
+    await submitPlan(h.pool, '', body as Parameters<typeof submitPlan>[2]);
+    expect((await h.request('GET', '/alterations/orphaned-plan')).body.plan.status).toBe(0);
+    expect(await submit(body)).toBe('orphaned-plan');
+    const done = await waitForPlan('orphaned-plan');
+    expect(done.plan.jobCounts.completed).toBe(4);
   });
 });
