@@ -110,6 +110,11 @@ describe('submitting and processing a plan', () => {
       return found.length >= 3 ? found : undefined;
     }, 'the plan workflow runs to be listed');
     expect(runs).toHaveLength(3);
+    // The Temporal UI shows what the plan is about.
+    expect(await h.client.workflow.getHandle(`alteration-plan-${planId}`).describe().then((d) => d.memo)).toEqual({
+      tenantId: null,
+      alterations: ['ModifyVariable'],
+    });
     for (const run of runs) {
       const history = await h.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
       expect(history.events!.length).toBeLessThan(100);

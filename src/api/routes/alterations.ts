@@ -209,10 +209,14 @@ export function alterationRoutes() {
 
   app.openapi(submit, async (c) => {
     const { pool, temporal, config } = c.get('deps');
-    const { planId } = await submitPlan(pool, tenantOf(c), c.req.valid('json'));
+    const body = c.req.valid('json');
+    const { planId } = await submitPlan(pool, tenantOf(c), body);
     // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
     // submit whose first attempt stored the plan but could not start it.
-    await startPlanWorkflow(temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, planId);
+    await startPlanWorkflow(temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, planId, {
+      tenantId: c.get('principal').tenantId,
+      alterations: body.alterations.map((a) => a.type),
+    });
     c.header('Location', `/alterations/${encodeURIComponent(planId)}`);
     return c.json({ planId }, 202);
   });
