@@ -6,6 +6,7 @@ import {
   instanceFromRow,
   type InstanceRow,
   type InstanceState,
+  writeInstanceStates,
 } from '../engine/instance-state.js';
 import { convertValue, isVariableType } from '../engine/values.js';
 import { type Alteration, type AlterationType, LOG_LEVEL, type LogEntry } from './model.js';
@@ -138,48 +139,14 @@ export async function lockInstances(db: Queryable, tenantKey: string, ids: reado
   return new Map(rows.map((r) => [r.id, instanceFromRow(r)]));
 }
 
-/** The mutable columns of an instance, with how to read each from the state and its SQL array type. */
-const WRITABLE: { column: string; type: string; value: (s: InstanceState) => unknown }[] = [
-  { column: 'definition_version_id', type: 'text', value: (s) => s.definitionVersionId },
-  { column: 'version', type: 'int', value: (s) => s.version },
-  { column: 'status', type: 'text', value: (s) => s.status },
-  { column: 'sub_status', type: 'text', value: (s) => s.subStatus },
-  { column: 'variables', type: 'jsonb', value: (s) => JSON.stringify(s.variables) },
-  { column: 'scheduled', type: 'jsonb', value: (s) => JSON.stringify(s.scheduled) },
-  { column: 'bookmarks', type: 'jsonb', value: (s) => JSON.stringify(s.bookmarks) },
-  { column: 'incidents', type: 'jsonb', value: (s) => JSON.stringify(s.incidents) },
-  { column: 'updated_at', type: 'timestamptz', value: (s) => s.updatedAt.toISOString() },
-  { column: 'finished_at', type: 'timestamptz', value: (s) => s.finishedAt?.toISOString() ?? null },
-];
-
-/**
- * Writes many altered instances in one statement, setting only the columns some alteration in the batch
- * changed (a batch of ModifyVariable writes variables and updated_at, nothing else), and marks cancelled
- * instances' running activity records Canceled.
- */
+/** Writes many altered instances in one statement and marks cancelled instances' running records Canceled. */
 export async function saveInstances(
   db: Queryable,
   altered: readonly ApplyOutcome[],
   now: Date,
   before?: ReadonlyMap<string, InstanceState>,
 ): Promise<void> {
-  const states = altered.filter((o) => o.ok && o.state).map((o) => o.state!);
-  if (states.length === 0) return;
-  const columns = WRITABLE.filter(
-    (c) => !before || c.column === 'updated_at' || states.some((s) => { const b = before.get(s.id); return !b || c.value(b) !== c.value(s); }),
-  );
-  const params: unknown[] = [states.map((s) => s.id)];
-  const arrays = ['$1::text[]'];
-  for (const c of columns) {
-    params.push(states.map(c.value));
-    arrays.push(`$${params.length}::${c.type}[]`);
-  }
-  await db.query(
-    `UPDATE workflow_instances w SET ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
-       FROM unnest(${arrays.join(', ')}) AS u(id, ${columns.map((c) => c.column).join(', ')})
-      WHERE w.id = u.id`,
-    params,
-  );
+  await writeInstanceStates(db, altered.filter((o) => o.ok && o.state).map((o) => o.state!), before);
   const cancelled = altered.filter((o) => o.ok && o.cancelled && o.state).map((o) => o.state!.id);
   if (cancelled.length > 0) {
     await db.query(

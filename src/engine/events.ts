@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
 import { scheduleSuccessors, settle } from './executor.js';
-import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, saveInstance } from './instance-state.js';
+import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, writeInstanceStates } from './instance-state.js';
 
 export interface TriggerFilter {
   correlationId?: string | undefined;
@@ -29,38 +29,50 @@ export async function triggerEvent(
   now = new Date(),
 ): Promise<TriggerResult> {
   return withTransaction(pool, async (client) => {
+    // Rows are locked in id order, as every bulk change does (so two never deadlock), then read back in
+    // creation order, the order they are resumed and reported in.
     const { rows } = await client.query<InstanceRow>(
-      `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
-        WHERE tenant_id = $1 AND status = 'Running' AND bookmarks @> $2::jsonb
-          AND ($3::text IS NULL OR correlation_id = $3) AND ($4::text IS NULL OR id = $4)
-        ORDER BY id
-        FOR UPDATE`,
+      `WITH locked AS (
+         SELECT id FROM workflow_instances
+          WHERE tenant_id = $1 AND status = 'Running' AND bookmarks @> $2::jsonb
+            AND ($3::text IS NULL OR correlation_id = $3) AND ($4::text IS NULL OR id = $4)
+          ORDER BY id
+          FOR UPDATE)
+       SELECT ${INSTANCE_COLUMNS.split(', ').map((c) => `i.${c}`).join(', ')}
+         FROM workflow_instances i JOIN locked USING (id)
+        ORDER BY i.created_at, i.id`,
       [tenantId, JSON.stringify([{ eventName }]), filter.correlationId ?? null, filter.workflowInstanceId ?? null],
     );
-    const resumed: string[] = [];
-    const toDispatch: string[] = [];
-    // Rows are locked in id order, as every bulk change does (so two never deadlock); resumed in creation order.
-    rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const before = new Map(rows.map((r) => [r.id, instanceFromRow(r)]));
+    const resumed: InstanceState[] = [];
+    const waiting: { instanceId: string; activityId: string }[] = [];
     for (const row of rows) {
-      const s = instanceFromRow(row);
+      const s = structuredClone(before.get(row.id)!);
       const def = await definitions.byVersionId(client, s.definitionVersionId);
       if (!def) continue;
-      const hit = s.bookmarks.filter((b) => b.eventName === eventName);
+      const activityIds = [...new Set(s.bookmarks.filter((b) => b.eventName === eventName).map((b) => b.activityId))];
       s.bookmarks = s.bookmarks.filter((b) => b.eventName !== eventName);
-      const activityIds = [...new Set(hit.map((b) => b.activityId))];
-      await client.query(
-        `UPDATE activity_records SET status = 'Completed', completed_at = $3
-          WHERE instance_id = $1 AND activity_id = ANY($2::text[]) AND status = 'Running'`,
-        [s.id, activityIds, now],
-      );
-      for (const activityId of activityIds) scheduleSuccessors(s, def, activityId, 'Done');
+      for (const activityId of activityIds) {
+        waiting.push({ instanceId: s.id, activityId });
+        scheduleSuccessors(s, def, activityId, 'Done');
+      }
       s.updatedAt = now;
       if (s.subStatus === 'Suspended' && s.scheduled.length > 0) s.subStatus = 'Pending';
       settle(s, now);
-      await saveInstance(client, s);
-      resumed.push(s.id);
-      if (s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0) toDispatch.push(s.id);
+      resumed.push(s);
     }
-    return { resumedWorkflowInstanceIds: resumed, toDispatch };
+    // The waiting Event activities complete, and every resumed instance is written: one statement each.
+    if (waiting.length > 0) {
+      await client.query(
+        `UPDATE activity_records r SET status = 'Completed', completed_at = $3
+           FROM unnest($1::text[], $2::text[]) AS w(instance_id, activity_id)
+          WHERE r.instance_id = w.instance_id AND r.activity_id = w.activity_id AND r.status = 'Running'`,
+        [waiting.map((w) => w.instanceId), waiting.map((w) => w.activityId), now],
+      );
+    }
+    await writeInstanceStates(client, resumed, before);
+    const toDispatch = resumed.filter((s) => s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0).map((s) => s.id);
+    const ids = resumed.map((s) => s.id);
+    return { resumedWorkflowInstanceIds: ids, toDispatch };
   });
 }

@@ -115,3 +115,43 @@ export async function saveInstance(client: Queryable, s: InstanceState): Promise
     ],
   );
 }
+
+/** The mutable columns of an instance, with how to read each from the state and its SQL array type. */
+const WRITABLE: { column: string; type: string; value: (s: InstanceState) => unknown }[] = [
+  { column: 'definition_version_id', type: 'text', value: (s) => s.definitionVersionId },
+  { column: 'version', type: 'int', value: (s) => s.version },
+  { column: 'status', type: 'text', value: (s) => s.status },
+  { column: 'sub_status', type: 'text', value: (s) => s.subStatus },
+  { column: 'variables', type: 'jsonb', value: (s) => JSON.stringify(s.variables) },
+  { column: 'scheduled', type: 'jsonb', value: (s) => JSON.stringify(s.scheduled) },
+  { column: 'bookmarks', type: 'jsonb', value: (s) => JSON.stringify(s.bookmarks) },
+  { column: 'incidents', type: 'jsonb', value: (s) => JSON.stringify(s.incidents) },
+  { column: 'updated_at', type: 'timestamptz', value: (s) => s.updatedAt.toISOString() },
+  { column: 'finished_at', type: 'timestamptz', value: (s) => s.finishedAt?.toISOString() ?? null },
+];
+
+/**
+ * Writes many instance states in one statement. Given their states as read (`before`), only the columns
+ * some instance changed are set: a batch of ModifyVariable writes variables and updated_at, nothing else.
+ */
+export async function writeInstanceStates(db: Queryable, states: readonly InstanceState[], before?: ReadonlyMap<string, InstanceState>): Promise<void> {
+  if (states.length === 0) return;
+  const changed = (c: (typeof WRITABLE)[number]) =>
+    states.some((s) => {
+      const b = before?.get(s.id);
+      return !b || c.value(b) !== c.value(s);
+    });
+  const columns = WRITABLE.filter((c) => !before || c.column === 'updated_at' || changed(c));
+  const params: unknown[] = [states.map((s) => s.id)];
+  const arrays = ['$1::text[]'];
+  for (const c of columns) {
+    params.push(states.map(c.value));
+    arrays.push(`$${params.length}::${c.type}[]`);
+  }
+  await db.query(
+    `UPDATE workflow_instances w SET ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
+       FROM unnest(${arrays.join(', ')}) AS u(id, ${columns.map((c) => c.column).join(', ')})
+      WHERE w.id = u.id`,
+    params,
+  );
+}

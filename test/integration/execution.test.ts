@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { seedInstances } from '../support/seed.js';
 import { chain, event, fault, finish, orderApproval, setVariable, writeLine } from '../support/workflows.js';
 
 let h: Harness;
@@ -150,6 +151,36 @@ describe('instance execution on Temporal', () => {
     expect(foreignStart.status).toBe(400);
     expect((await read(id)).subStatus).toBe('Suspended');
   });
+});
+
+describe('events at scale', () => {
+  it('resumes a hundred suspended instances in one trigger, in creation order, each running on once', async () => {
+    const def = await publish(chain('bulk-approval', [event('wait', 'bulk-approve'), writeLine('done', 'approved')]));
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: def.id,
+      count: 100,
+      bookmarks: [{ activityId: 'wait', eventName: 'bulk-approve' }],
+      namePrefix: 'bulk-',
+    });
+    const res = await h.request('POST', '/events/bulk-approve/trigger', { body: {} });
+    expect(res.status).toBe(200);
+    expect(res.body.resumedWorkflowInstanceIds).toEqual(ids);
+    await eventually(
+      async () => {
+        const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND status = 'Finished'", [ids]);
+        return rows[0].n === 100 ? true : undefined;
+      },
+      'all hundred to finish',
+      60_000,
+    );
+    const { rows } = await h.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM journal_entries WHERE instance_id = ANY($1::text[]) AND message = 'approved'",
+      [ids],
+    );
+    expect(rows[0]!.n).toBe(100);
+    const again = await h.request('POST', '/events/bulk-approve/trigger', { body: {} });
+    expect(again.body.resumedWorkflowInstanceIds).toEqual([]);
+  }, 90_000);
 });
 
 describe('durability', () => {
