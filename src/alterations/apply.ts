@@ -8,6 +8,8 @@ import {
   type InstanceState,
   writeInstanceStates,
 } from '../engine/instance-state.js';
+
+export { hasRunnableWork } from '../engine/instance-state.js';
 import { convertValue, isVariableType } from '../engine/values.js';
 import { type Alteration, type AlterationType, LOG_LEVEL, type LogEntry } from './model.js';
 
@@ -122,11 +124,6 @@ export async function applyAlterations(
     log.push(entry(`${alteration.type} succeeded`, LOG_LEVEL.Information, `Alteration ${alteration.type} succeeded`, ctx.now));
   }
   return { ok: true, log, state: s, cancelled };
-}
-
-/** An instance has work a worker can run now: the condition for dispatching it. */
-export function hasRunnableWork(s: InstanceState): boolean {
-  return s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0;
 }
 
 /** Locks the tenant's instances with these ids, in id order (so concurrent batches never deadlock). */

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import type { Principal } from '../auth/principal.js';
+import { type Principal, tenantKey } from '../auth/principal.js';
 import type { TokenSettings } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import type { ConfigCipher } from '../connections/cipher.js';
@@ -31,4 +31,9 @@ export interface AppEnv {
     logger: Logger;
     principal: Principal;
   };
+}
+
+/** The storage key of the caller's tenant: every tenant-scoped query of a route uses it. */
+export function callerTenant(c: { get(key: 'principal'): Pick<Principal, 'tenantId'> }): string {
+  return tenantKey(c.get('principal').tenantId);
 }

@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type pg from 'pg';
-import { withTransaction } from '../db/pool.js';
+import { type Queryable, withTransaction } from '../db/pool.js';
 import { UnauthorizedError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Principal } from './principal.js';
@@ -56,7 +56,7 @@ export async function loadSigningKey(configured: string | undefined, dataDir: st
 const nowOf = (s: TokenSettings) => (s.clock ?? (() => new Date()))();
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
-async function issue(pool: pg.Pool, s: TokenSettings, user: StoredUser, sessionId: string, db: pg.PoolClient | pg.Pool = pool): Promise<TokenPair> {
+async function issue(db: Queryable, s: TokenSettings, user: StoredUser, sessionId: string): Promise<TokenPair> {
   const now = nowOf(s);
   const iat = seconds(now);
   const claims: Record<string, unknown> = {
@@ -136,7 +136,7 @@ export async function refresh(pool: pg.Pool, s: TokenSettings, token: string): P
     const user = await loadUser(client, sub);
     if (!user) return { error: 'The subject of this refresh token does not exist' };
     await client.query('UPDATE refresh_tokens SET used_at = $2 WHERE jti = $1', [jti, nowOf(s)]);
-    return { pair: await issue(pool, s, user, sid, client) };
+    return { pair: await issue(client, s, user, sid) };
   });
   if ('error' in outcome) throw new UnauthorizedError(outcome.error!);
   return outcome.pair;

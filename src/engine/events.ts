@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
 import { scheduleSuccessors, settle } from './executor.js';
-import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, writeInstanceStates } from './instance-state.js';
+import { hasRunnableWork, INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, writeInstanceStates } from './instance-state.js';
 
 export interface TriggerFilter {
   correlationId?: string | undefined;
@@ -71,7 +71,7 @@ export async function triggerEvent(
       );
     }
     await writeInstanceStates(client, resumed, before);
-    const toDispatch = resumed.filter((s) => s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0).map((s) => s.id);
+    const toDispatch = resumed.filter(hasRunnableWork).map((s) => s.id);
     const ids = resumed.map((s) => s.id);
     return { resumedWorkflowInstanceIds: ids, toDispatch };
   });

@@ -93,27 +93,14 @@ export async function lockInstance(client: Queryable, id: string, tenantId?: str
   return rows[0] ? instanceFromRow(rows[0]) : undefined;
 }
 
-/** Writes back the mutable state of an instance. */
+/** Writes back the mutable state of one instance. */
 export async function saveInstance(client: Queryable, s: InstanceState): Promise<void> {
-  await client.query(
-    `UPDATE workflow_instances SET
-        definition_version_id = $2, version = $3, status = $4, sub_status = $5, variables = $6::jsonb,
-        scheduled = $7::jsonb, bookmarks = $8::jsonb, incidents = $9::jsonb, updated_at = $10, finished_at = $11
-      WHERE id = $1`,
-    [
-      s.id,
-      s.definitionVersionId,
-      s.version,
-      s.status,
-      s.subStatus,
-      JSON.stringify(s.variables),
-      JSON.stringify(s.scheduled),
-      JSON.stringify(s.bookmarks),
-      JSON.stringify(s.incidents),
-      s.updatedAt,
-      s.finishedAt,
-    ],
-  );
+  await writeInstanceStates(client, [s]);
+}
+
+/** An instance has work a worker can run now: the condition for dispatching it. */
+export function hasRunnableWork(s: InstanceState): boolean {
+  return s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0;
 }
 
 /** The mutable columns of an instance, with how to read each from the state and its SQL array type. */

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
 import { NotFoundError, pointer, ValidationError, type FieldError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -159,15 +158,3 @@ export async function getInstanceView(
     finishedAt: s.finishedAt?.toISOString() ?? null,
   };
 }
-
-/** Ids of instances in the tenant that have scheduled work (used after bulk changes to dispatch them). */
-export async function instancesWithScheduledWork(db: Queryable, ids: string[]): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM workflow_instances
-      WHERE id = ANY($1::text[]) AND status = 'Running' AND sub_status <> 'Faulted' AND jsonb_array_length(scheduled) > 0`,
-    [ids],
-  );
-  return rows.map((r) => r.id);
-}
-
-export type { pg };

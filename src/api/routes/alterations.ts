@@ -1,5 +1,4 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { tenantKey } from '../../auth/principal.js';
 import { selectInstanceIds } from '../../alterations/filter.js';
 import {
   AlterationSchema,
@@ -13,7 +12,7 @@ import {
 import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import { startPlanWorkflow } from '../../temporal/plans.js';
-import type { AppEnv } from '../context.js';
+import { type AppEnv, callerTenant } from '../context.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -205,12 +204,11 @@ const retryPost = secureRoute(EXECUTE, {
 
 export function alterationRoutes() {
   const app = new OpenAPIHono<AppEnv>();
-  const tenantOf = (c: { get(key: 'principal'): { tenantId: string | null } }) => tenantKey(c.get('principal').tenantId);
 
   app.openapi(submit, async (c) => {
     const { pool, temporal, config } = c.get('deps');
     const body = c.req.valid('json');
-    const { planId } = await submitPlan(pool, tenantOf(c), body);
+    const { planId } = await submitPlan(pool, callerTenant(c), body);
     // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
     // submit whose first attempt stored the plan but could not start it.
     await startPlanWorkflow(temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, planId, {
@@ -222,48 +220,48 @@ export function alterationRoutes() {
   });
 
   app.openapi(dryRun, async (c) => {
-    const ids = await selectInstanceIds(c.get('deps').pool, c.req.valid('json'), tenantOf(c));
+    const ids = await selectInstanceIds(c.get('deps').pool, c.req.valid('json'), callerTenant(c));
     return c.json({ workflowInstanceIds: ids }, 200);
   });
 
   app.openapi(readPlan, async (c) => {
     const { planId } = c.req.valid('param');
-    const result = await getPlan(c.get('deps').pool, tenantOf(c), planId);
+    const result = await getPlan(c.get('deps').pool, callerTenant(c), planId);
     if (result.moreJobs) c.header('Link', `</alterations/${encodeURIComponent(planId)}/jobs?after=${result.moreJobs}>; rel="next"`);
     return c.json({ plan: result.plan, jobs: result.jobs } as never, 200);
   });
 
   app.openapi(readJobs, async (c) => {
-    const page = await listJobs(c.get('deps').pool, tenantOf(c), c.req.valid('param').planId, c.req.valid('query'));
+    const page = await listJobs(c.get('deps').pool, callerTenant(c), c.req.valid('param').planId, c.req.valid('query'));
     return c.json(page as never, 200);
   });
 
   app.openapi(listAll, async (c) => {
-    const page = await listPlans(c.get('deps').pool, tenantOf(c), c.req.valid('query'));
+    const page = await listPlans(c.get('deps').pool, callerTenant(c), c.req.valid('query'));
     return c.json(page as never, 200);
   });
 
   app.openapi(cancel, async (c) => {
     const { planId } = c.req.valid('param');
-    await cancelPlan(c.get('deps').pool, tenantOf(c), planId);
+    await cancelPlan(c.get('deps').pool, callerTenant(c), planId);
     return c.json({ planId, status: PLAN_STATUS.Cancelled }, 202);
   });
 
   app.openapi(run, async (c) => {
     const body = c.req.valid('json');
-    const results = await runAlterations(c.get('deps'), tenantOf(c), body.workflowInstanceIds, body.alterations);
+    const results = await runAlterations(c.get('deps'), callerTenant(c), body.workflowInstanceIds, body.alterations);
     return c.json({ results }, 200);
   });
 
   app.openapi(retryGet, async (c) => {
     const q = c.req.valid('query');
-    const results = await retryInstances(c.get('deps'), tenantOf(c), q.workflowInstanceIds, q.activityIds);
+    const results = await retryInstances(c.get('deps'), callerTenant(c), q.workflowInstanceIds, q.activityIds);
     return c.json({ results }, 200);
   });
 
   app.openapi(retryPost, async (c) => {
     const body = c.req.valid('json');
-    const results = await retryInstances(c.get('deps'), tenantOf(c), body.workflowInstanceIds, body.activityIds ?? undefined);
+    const results = await retryInstances(c.get('deps'), callerTenant(c), body.workflowInstanceIds, body.activityIds ?? undefined);
     return c.json({ results }, 200);
   });
   return app;

@@ -1,9 +1,8 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { tenantKey } from '../../auth/principal.js';
 import { BUILTIN_ACTIVITIES, type InputDescriptor } from '../../engine/activity-types.js';
 import { listLatestDefinitions } from '../../engine/definitions.js';
 import { RESILIENCE_STRATEGIES } from '../../engine/resilience.js';
-import type { AppEnv } from '../context.js';
+import { type AppEnv, callerTenant } from '../context.js';
 import { InputDescriptorSchema, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -104,7 +103,7 @@ export function catalogRoutes() {
       inputs: a.inputs.map(describeInput),
       outcomes: a.outcomes,
     }));
-    const definitions = await listLatestDefinitions(c.get('deps').pool, tenantKey(c.get('principal').tenantId));
+    const definitions = await listLatestDefinitions(c.get('deps').pool, callerTenant(c));
     const workflows = definitions
       .filter((d) => d.options.usableAsActivity)
       .map((d) => ({

@@ -1,5 +1,4 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { tenantKey } from '../../auth/principal.js';
 import {
   connectionNames,
   createConnection,
@@ -11,7 +10,7 @@ import {
 import { CONNECTION_TYPES, findConnectionType, inputDescriptors } from '../../connections/types.js';
 import { findActivityType } from '../../engine/activity-types.js';
 import { NotFoundError } from '../../errors.js';
-import type { AppEnv } from '../context.js';
+import { type AppEnv, callerTenant } from '../context.js';
 import { BODY_ROUTE_PROBLEMS, InputDescriptorSchema, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -157,17 +156,16 @@ const options = secureRoute(
 
 export function connectionRoutes() {
   const app = new OpenAPIHono<AppEnv>();
-  const tenantOf = (c: { get(key: 'principal'): { tenantId: string | null } }) => tenantKey(c.get('principal').tenantId);
 
   app.openapi(create, async (c) => {
     const { pool, cipher } = c.get('deps');
-    const created = await createConnection(pool, cipher, tenantOf(c), c.req.valid('json'));
+    const created = await createConnection(pool, cipher, callerTenant(c), c.req.valid('json'));
     c.header('Location', `/connection-configuration/${created.id}`);
     return c.json(created, 201);
   });
   app.openapi(list, async (c) => {
     const { pool, cipher } = c.get('deps');
-    return c.json(await listConnections(pool, cipher, tenantOf(c), c.req.valid('query')), 200);
+    return c.json(await listConnections(pool, cipher, callerTenant(c), c.req.valid('query')), 200);
   });
   // Registered before /{id} so that these paths are not read as ids.
   app.openapi(descriptors, (c) => {
@@ -183,14 +181,14 @@ export function connectionRoutes() {
   });
   app.openapi(read, async (c) => {
     const { pool, cipher } = c.get('deps');
-    return c.json(await getConnection(pool, cipher, tenantOf(c), c.req.valid('param').id), 200);
+    return c.json(await getConnection(pool, cipher, callerTenant(c), c.req.valid('param').id), 200);
   });
   app.openapi(update, async (c) => {
     const { pool, cipher } = c.get('deps');
-    return c.json(await updateConnection(pool, cipher, tenantOf(c), c.req.valid('param').id, c.req.valid('json')), 200);
+    return c.json(await updateConnection(pool, cipher, callerTenant(c), c.req.valid('param').id, c.req.valid('json')), 200);
   });
   app.openapi(remove, async (c) => {
-    await deleteConnection(c.get('deps').pool, tenantOf(c), c.req.valid('param').id);
+    await deleteConnection(c.get('deps').pool, callerTenant(c), c.req.valid('param').id);
     return c.body(null, 204);
   });
   app.openapi(options, async (c) => {
@@ -199,7 +197,7 @@ export function connectionRoutes() {
     if (!type) throw new NotFoundError(`Activity type ${activityType} is not registered`);
     const input = type.inputs.find((i) => i.name === inputName);
     if (!input?.connectionType) throw new NotFoundError(`Activity type ${activityType} has no connection input ${inputName}`);
-    const names = await connectionNames(c.get('deps').pool, tenantOf(c), input.connectionType);
+    const names = await connectionNames(c.get('deps').pool, callerTenant(c), input.connectionType);
     return c.json({ items: names.map((n) => ({ text: n, value: n })), refresh: true }, 200);
   });
   return app;

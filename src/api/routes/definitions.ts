@@ -1,9 +1,8 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { tenantKey } from '../../auth/principal.js';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
 import { type DefinitionVersion, findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
 import { NotFoundError } from '../../errors.js';
-import type { AppEnv } from '../context.js';
+import { type AppEnv, callerTenant } from '../context.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -80,7 +79,7 @@ export function definitionRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(publish, async (c) => {
     const { pool } = c.get('deps');
-    const def = await publishDefinition(pool, tenantKey(c.get('principal').tenantId), c.req.valid('json'));
+    const def = await publishDefinition(pool, callerTenant(c), c.req.valid('json'));
     c.header('Location', `/workflow-definitions/${encodeURIComponent(def.definitionId)}?version=${def.version}`);
     return c.json(toJson(def), 201);
   });
@@ -88,7 +87,7 @@ export function definitionRoutes() {
     const { pool } = c.get('deps');
     const { definitionId } = c.req.valid('param');
     const { version } = c.req.valid('query');
-    const def = await findDefinition(pool, tenantKey(c.get('principal').tenantId), definitionId, version);
+    const def = await findDefinition(pool, callerTenant(c), definitionId, version);
     if (!def) {
       throw new NotFoundError(`Workflow definition ${definitionId}${version === undefined ? '' : ` version ${version}`} not found`);
     }
@@ -96,7 +95,7 @@ export function definitionRoutes() {
   });
   app.openapi(list, async (c) => {
     const { pool } = c.get('deps');
-    const items = (await listLatestDefinitions(pool, tenantKey(c.get('principal').tenantId))).map(toJson);
+    const items = (await listLatestDefinitions(pool, callerTenant(c))).map(toJson);
     return c.json({ items, totalCount: items.length }, 200);
   });
   return app;

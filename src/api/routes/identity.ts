@@ -5,7 +5,7 @@ import { createRole, createUser, deleteUser, hashSecret } from '../../auth/users
 import { grantsSatisfy } from '../../auth/permissions.js';
 import { tenantKey } from '../../auth/principal.js';
 import { ForbiddenError } from '../../errors.js';
-import type { AppEnv } from '../context.js';
+import { type AppEnv, callerTenant } from '../context.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -217,7 +217,7 @@ export function identityRoutes() {
   app.openapi(deleteUserRoute, async (c) => {
     const { pool } = c.get('deps');
     const id = c.req.valid('param').id;
-    await deleteUser(pool, tenantKey(c.get('principal').tenantId), id);
+    await deleteUser(pool, callerTenant(c), id);
     c.get('logger').info({ userId: id }, 'user deleted; its sessions ended');
     return c.body(null, 204);
   });

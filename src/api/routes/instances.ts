@@ -1,8 +1,7 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { tenantKey } from '../../auth/principal.js';
 import { triggerEvent } from '../../engine/events.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
-import type { AppEnv } from '../context.js';
+import { type AppEnv, callerTenant } from '../context.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -100,20 +99,20 @@ export function instanceRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(create, async (c) => {
     const { pool, dispatcher } = c.get('deps');
-    const id = await createInstance(pool, tenantKey(c.get('principal').tenantId), c.req.valid('json'));
+    const id = await createInstance(pool, callerTenant(c), c.req.valid('json'));
     await dispatcher.dispatch([id]);
     c.header('Location', `/workflow-instances/${id}`);
     return c.json({ workflowInstanceId: id }, 202);
   });
   app.openapi(read, async (c) => {
     const { pool, definitions } = c.get('deps');
-    const view = await getInstanceView(pool, definitions, tenantKey(c.get('principal').tenantId), c.req.valid('param').id);
+    const view = await getInstanceView(pool, definitions, callerTenant(c), c.req.valid('param').id);
     return c.json(view as z.infer<typeof InstanceSchema>, 200);
   });
   app.openapi(trigger, async (c) => {
     const { pool, definitions, dispatcher } = c.get('deps');
     const { eventName } = c.req.valid('param');
-    const result = await triggerEvent(pool, definitions, tenantKey(c.get('principal').tenantId), eventName, c.req.valid('json'));
+    const result = await triggerEvent(pool, definitions, callerTenant(c), eventName, c.req.valid('json'));
     await dispatcher.dispatch(result.toDispatch);
     return c.json({ resumedWorkflowInstanceIds: result.resumedWorkflowInstanceIds }, 200);
   });
