@@ -272,20 +272,27 @@ export async function listPlans(
 
 /**
  * Cancels a plan: pending jobs become Cancelled and the plan Cancelled. Jobs being processed hold their
- * row locks, so this waits for them to finish; no job runs after it returns. A finished plan is a 409.
+ * row locks, so this waits for them to finish (and skips them); no job runs after it returns. A finished
+ * plan is a 409.
  */
 export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: string, now = new Date()): Promise<void> {
   await withTransaction(pool, async (client) => {
+    // NO KEY UPDATE, not UPDATE: a batch in flight inserts its counts (a foreign key to this row, which
+    // takes KEY SHARE) while holding the job locks this cancel then waits for; FOR UPDATE would deadlock.
     const { rows } = await client.query<{ status: PlanStatus }>(
-      'SELECT status FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR UPDATE',
+      'SELECT status FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE',
       [planId, tenantKey],
     );
     const status = rows[0]?.status;
     if (status === undefined) throw new NotFoundError(`Plan ${planId} not found`);
     if (status >= PLAN_STATUS.Completed) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
-    const cancelled = await client.query('UPDATE alteration_jobs SET status = $2, completed_at = $3 WHERE plan_id = $1 AND status = $4', [
-      planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending,
-    ]);
+    // Pending jobs are locked in ord order, as batches lock theirs, so a cancel and a batch never deadlock.
+    const cancelled = await client.query(
+      `UPDATE alteration_jobs j SET status = $2, completed_at = $3
+         FROM (SELECT ord FROM alteration_jobs WHERE plan_id = $1 AND status = $4 ORDER BY ord FOR UPDATE) p
+        WHERE j.plan_id = $1 AND j.ord = p.ord`,
+      [planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending],
+    );
     await client.query('UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4 WHERE id = $1', [
       planId, PLAN_STATUS.Cancelled, now, cancelled.rowCount ?? 0,
     ]);
@@ -320,7 +327,7 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
     [planId, PLAN_STATUS.Generating, now, PLAN_STATUS.Pending],
   );
   return withTransaction(deps.pool, async (client) => {
-    const { rows } = await client.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR UPDATE`, [planId]);
+    const { rows } = await client.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR NO KEY UPDATE`, [planId]);
     const plan = rows[0];
     if (!plan) throw new NotFoundError(`Plan ${planId} not found`);
     if (plan.status !== PLAN_STATUS.Generating) {
