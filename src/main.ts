@@ -3,7 +3,6 @@ import { serve } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { pendingPlanIds } from './alterations/plans.js';
 import { createApp } from './api/app.js';
 import { logStaleGrants } from './auth/stale-grants.js';
 import { loadSigningKey } from './auth/tokens.js';
@@ -19,7 +18,7 @@ import { DefinitionCache } from './engine/definitions.js';
 import { createLogger } from './logger.js';
 import { startDevServer } from './temporal/devserver.js';
 import { temporalDispatcher } from './temporal/dispatch.js';
-import { startPlanWorkflow } from './temporal/plans.js';
+import { startPendingPlans } from './temporal/plans.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
 import { createWorker } from './temporal/worker.js';
 
@@ -109,11 +108,7 @@ async function main(): Promise<void> {
       logger.fatal({ err }, 'worker stopped with an error');
       process.exitCode = 1;
     });
-    // Plans stored while no workflow could be started (an API stopped in between) are started now.
-    const processing = { taskQueue: config.temporal.taskQueue, ...config.alterations };
-    for (const planId of await pendingPlanIds(pool)) {
-      await startPlanWorkflow(temporal, processing, planId).catch((err: unknown) => logger.warn({ err, planId }, 'could not start a pending plan'));
-    }
+    await startPendingPlans(pool, temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, logger);
   }
 
   let server: ReturnType<typeof serve> | undefined;

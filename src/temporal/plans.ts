@@ -1,4 +1,7 @@
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import type pg from 'pg';
+import { pendingPlanIds } from '../alterations/plans.js';
+import type { Logger } from '../logger.js';
 import { planWorkflowId, WORKFLOW_TYPES } from './names.js';
 
 export interface PlanProcessing {
@@ -32,4 +35,21 @@ export async function startPlanWorkflow(
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;
     throw err;
   }
+}
+
+/**
+ * At worker start: plans stored while no workflow could be started (an API stopped between storing and
+ * starting one) are started now. Starting one that is already running is a no-op.
+ */
+export async function startPendingPlans(pool: pg.Pool, client: Client, processing: PlanProcessing, logger: Logger): Promise<string[]> {
+  const started: string[] = [];
+  for (const planId of await pendingPlanIds(pool)) {
+    try {
+      await startPlanWorkflow(client, processing, planId);
+      started.push(planId);
+    } catch (err) {
+      logger.warn({ err, planId }, 'could not start a pending plan');
+    }
+  }
+  return started;
 }

@@ -1,26 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { submitPlan } from '../../src/alterations/plans.js';
+import { createLogger } from '../../src/logger.js';
+import { startPendingPlans } from '../../src/temporal/plans.js';
 import { seedInstances } from '../support/seed.js';
-import { chain, connect, event, writeLine } from '../support/workflows.js';
+import { approvalWithNote, chain, event, writeLine } from '../support/workflows.js';
 
 let h: Harness;
 let versionId: string;
 
-const definition = (definitionId: string, doneText = 'done') => ({
-  definitionId,
-  variables: [
-    { id: 'amount', name: 'Amount', typeName: 'Int32', value: 0 },
-    { id: 'note', name: 'Note', typeName: 'String' },
-  ],
-  root: {
-    type: 'Elsa.Flowchart',
-    id: 'flow1',
-    start: 'start',
-    activities: [writeLine('start', 'started'), event('wait', 'approve'), writeLine('done', doneText), writeLine('note', 'note written')],
-    connections: [connect('start', 'wait'), connect('wait', 'done')],
-  },
-});
+const definition = (definitionId: string, doneText = 'done') => approvalWithNote(definitionId, doneText);
 
 const setAmount = (value: unknown) => [{ type: 'ModifyVariable', variableId: 'amount', value }];
 
@@ -384,5 +373,14 @@ describe('a plan stored but never started', () => {
     expect(await submit(body)).toBe('orphaned-plan');
     const done = await waitForPlan('orphaned-plan');
     expect(done.plan.jobCounts.completed).toBe(4);
+  });
+
+  it('is started by the next worker start', async () => {
+    await seedInstances(h.pool, { definitionVersionId: versionId, count: 3, namePrefix: 'swept-' });
+    await submitPlan(h.pool, '', { id: 'swept-plan', alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 22 }], filter: { searchTerm: 'swept-' } });
+    const started = await startPendingPlans(h.pool, h.client, { taskQueue: h.taskQueue, batchSize: 10, window: 1, batchesPerRun: 5 }, createLogger('silent'));
+    expect(started).toContain('swept-plan');
+    const done = await waitForPlan('swept-plan');
+    expect(done.plan.jobCounts.completed).toBe(3);
   });
 });
