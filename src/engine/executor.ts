@@ -181,9 +181,14 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
           );
           break;
         }
+        // An absent method or path is the input's default (GET, ''); one evaluated to nothing is an error.
+        if (typeof inputs.method !== 'string' || inputs.method === '' || typeof inputs.path !== 'string') {
+          await fault('Send HTTP Request needs a method and a path (text)');
+          break;
+        }
         const outcome = await sendThroughConnection(connection.configuration as HttpConnectionConfiguration, {
-          method: typeof inputs.method === 'string' && inputs.method ? inputs.method : 'GET',
-          path: typeof inputs.path === 'string' ? inputs.path : '',
+          method: inputs.method,
+          path: inputs.path,
           body: inputs.body,
         });
         if (!outcome.ok) {

@@ -192,6 +192,11 @@ describe('users, roles and secrets', () => {
     expect(elsewhere.status).toBe(403);
     const escalate = await h.request('POST', '/identity/users', { key: tenantAdmin, body: { name: 'r4', password: 'pass-word-123', permissions: ['*'] } });
     expect(escalate.status).toBe(403);
+    // A role hands out its grants: the caller must hold them too.
+    const userAdmin = await h.keyWith(['identity/users:create']);
+    const viaRole = await h.request('POST', '/identity/users', { key: userAdmin, body: { name: 'r6', password: 'pass-word-123', roles: ['viewers'] } });
+    expect(viaRole.status).toBe(403);
+    expect(viaRole.body.detail).toContain('you do not hold it yourself');
     const placed = await h.request('POST', '/identity/users', { key: tenantAdmin, body: { name: 'r5', password: 'pass-word-123', permissions: ['alterations:view'] } });
     expect(placed.body).toMatchObject({ name: 'r5', tenantId: 'tenant-x', roles: [], permissions: ['alterations:view'] });
     expect((await h.request('POST', '/identity/roles', { body: { name: 'viewers', permissions: [] } })).status).toBe(409);

@@ -1,27 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { chain, connect, event, setVariable, varRef, writeLine } from '../support/workflows.js';
+import { approvalWithNote, chain, event, setVariable, varRef, writeLine } from '../support/workflows.js';
 
 let h: Harness;
 
 const ok = (type: string) => ({ message: `${type} succeeded`, logLevel: 2, timestamp: expect.any(String), eventName: `Alteration ${type} succeeded` });
 const failed = (type: string, message: string) => ({ message, logLevel: 4, timestamp: expect.any(String), eventName: `Alteration ${type} failed` });
 
-/** Version 1 waits on "approve"; it also has a detached WriteLine "note" that only ScheduleActivity runs. */
-const approval = (definitionId: string, finalText: string) => ({
-  definitionId,
-  variables: [
-    { id: 'amount', name: 'Amount', typeName: 'Int32', value: 1 },
-    { id: 'note', name: 'Note', typeName: 'String' },
-  ],
-  root: {
-    type: 'Elsa.Flowchart',
-    id: 'flow1',
-    start: 'start',
-    activities: [writeLine('start', 'started'), event('wait', 'approve'), writeLine('done', finalText), writeLine('note', 'note written')],
-    connections: [connect('start', 'wait'), connect('wait', 'done')],
-  },
-});
+const approval = (definitionId: string, finalText: string) => approvalWithNote(definitionId, finalText, 1);
 
 async function publish(def: unknown) {
   const r = await h.request('POST', '/workflow-definitions', { body: def });

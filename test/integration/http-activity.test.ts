@@ -134,5 +134,10 @@ describe('Elsa.Http.SendHttpRequest through a saved connection', () => {
     const r = await h.request('POST', '/workflow-definitions', { body: bad });
     expect(r.status).toBe(400);
     expect(r.body.errors[0].path).toBe('/root/activities/0/connection/expression/value');
+    const noVariable = workflow('bad-result', 'x');
+    (noVariable.root.activities[0] as Record<string, unknown>).resultVariable = lit('undeclared');
+    const r2 = await h.request('POST', '/workflow-definitions', { body: noVariable });
+    expect(r2.status).toBe(400);
+    expect(r2.body.errors).toEqual([{ path: '/root/activities/0/resultVariable/expression/value', message: 'Variable with ID "undeclared" is not defined in this workflow' }]);
   });
 });

@@ -9,6 +9,7 @@ let h: Harness;
 let server: Server;
 let failuresLeft = 0;
 let calls = 0;
+const methods: string[] = [];
 
 const call = (strategy?: string) => ({
   id: 'call',
@@ -28,8 +29,9 @@ async function runToEnd(definitionId: string) {
 }
 
 beforeAll(async () => {
-  server = createServer((_req, res) => {
+  server = createServer((req, res) => {
     calls++;
+    methods.push(req.method!);
     res.statusCode = failuresLeft-- > 0 ? 503 : 200;
     res.end();
   });
@@ -62,6 +64,8 @@ describe('resilience strategies', () => {
     const i = await runToEnd('with-retries');
     expect(i.subStatus).toBe('Finished');
     expect(calls).toBe(3);
+    // The activity names no method: the input's default value (GET) was used.
+    expect(methods.slice(-3)).toEqual(['GET', 'GET', 'GET']);
     expect(i.incidentCount).toBe(0);
     expect(i.activityRecords.map((r: { activityId: string; status: string }) => `${r.activityId}:${r.status}`)).toEqual(['call:Completed', 'done:Completed']);
     // Temporal ran the step three times with the strategy's policy.

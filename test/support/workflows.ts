@@ -32,3 +32,22 @@ export const orderApproval = (definitionId = 'order-approval') =>
     name: 'Order approval',
     variables: [{ id: 'approved', name: 'Approved', typeName: 'Boolean', value: false }],
   });
+
+/**
+ * Writes "started", waits on "approve", then writes `doneText`; a detached WriteLine "note" runs only when
+ * scheduled by an alteration. Variables: Int32 `amount` (default `amountDefault`) and String `note`.
+ */
+export const approvalWithNote = (definitionId: string, doneText = 'done', amountDefault = 0) => ({
+  definitionId,
+  variables: [
+    { id: 'amount', name: 'Amount', typeName: 'Int32', value: amountDefault },
+    { id: 'note', name: 'Note', typeName: 'String' },
+  ],
+  root: {
+    type: 'Elsa.Flowchart',
+    id: 'flow1',
+    start: 'start',
+    activities: [writeLine('start', 'started'), event('wait', 'approve'), writeLine('done', doneText), writeLine('note', 'note written')],
+    connections: [connect('start', 'wait'), connect('wait', 'done')],
+  },
+});
