@@ -1,0 +1,124 @@
+/**
+ * `npm run fuzz`: schemathesis against a freshly started service, as an outside client sees it.
+ *
+ * Starts `src/main.ts` with a new DATA_DIR and free ports (embedded Postgres and Temporal dev server,
+ * unless DATABASE_URL / TEMPORAL_ADDRESS are set), waits for /health, then runs every schemathesis phase
+ * (examples, coverage, fuzzing, stateful) over /openapi.json with a bounded number of examples per
+ * operation. The run fails on any server error (5xx) or any response that does not match the OpenAPI
+ * document. The service is stopped (and its folder removed) whatever happens.
+ *
+ * Schemathesis comes from PyPI: `.ci/run` installs it into a virtualenv outside the repository; set
+ * SCHEMATHESIS to another binary if you have one. FUZZ_MAX_EXAMPLES (default 30) bounds each operation.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..', '..');
+const cacheHome = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
+const schemathesis = process.env.SCHEMATHESIS ?? path.join(cacheHome, 'wf-alter', 'schemathesis-venv', 'bin', 'schemathesis');
+const maxExamples = process.env.FUZZ_MAX_EXAMPLES ?? '30';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+async function waitForHealth(url: string, child: { exitCode: number | null }, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode} before it was healthy`);
+    try {
+      const res = await fetch(`${url}/health`);
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`the service was not healthy within ${timeoutMs / 1000} s`);
+}
+
+async function main(): Promise<number> {
+  if (!existsSync(schemathesis)) {
+    process.stderr.write(`schemathesis not found at ${schemathesis}. Install it: python3 -m venv ${path.dirname(path.dirname(schemathesis))} && ${path.dirname(schemathesis)}/pip install schemathesis (or set SCHEMATHESIS).\n`);
+    return 2;
+  }
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfa-fuzz-'));
+  const port = await freePort();
+  const adminKey = `wfa_fuzz_${randomBytes(24).toString('base64url')}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    EMBEDDED_POSTGRES_PORT: String(await freePort()),
+    TEMPORAL_DEV_SERVER_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: '0',
+    ADMIN_API_KEY: adminKey,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    // Activities of fuzzed definitions must not reach anything on this machine.
+    OUTBOUND_HTTP_ALLOW_NETWORKS: '',
+  };
+  const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const serviceLog: string[] = [];
+  service.stdout.on('data', (d: Buffer) => serviceLog.push(d.toString()));
+  service.stderr.on('data', (d: Buffer) => serviceLog.push(d.toString()));
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHealth(base, service).catch((err: unknown) => {
+      process.stderr.write(serviceLog.join(''));
+      throw err;
+    });
+    const args = [
+      'run', `${base}/openapi.json`,
+      '--header', `Authorization: ApiKey ${adminKey}`,
+      '--phases', 'examples,coverage,fuzzing,stateful',
+      '--checks', 'not_a_server_error,response_schema_conformance,content_type_conformance',
+      '--max-examples', maxExamples,
+      '--seed', process.env.FUZZ_SEED ?? '20261122',
+      '--workers', '2',
+      '--request-timeout', '30',
+      '--suppress-health-check', 'all',
+      '--report', 'junit',
+      '--report-dir', path.join(dataDir, 'report'),
+      '--continue-on-failure',
+    ];
+    process.stdout.write(`schemathesis ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}\n`);
+    const fuzz = spawn(schemathesis, args, { cwd: root, stdio: 'inherit', env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
+    const code: number = await new Promise((resolve) => fuzz.on('exit', (c) => resolve(c ?? 1)));
+    const serverErrors = serviceLog.join('').split('\n').filter((l) => l.includes('"unhandled error"'));
+    if (serverErrors.length) process.stdout.write(`\n${serverErrors.length} unhandled errors in the service log, first:\n${serverErrors[0]}\n`);
+    return code;
+  } finally {
+    service.kill('SIGTERM');
+    await new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        service.kill('SIGKILL');
+        resolve(undefined);
+      }, 30_000);
+      service.on('exit', () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      });
+    });
+    await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`fuzz: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
