@@ -1,3 +1,4 @@
+import { timestampParts } from '../api/input.js';
 import type { Queryable } from '../db/pool.js';
 import type { Filter } from './model.js';
 
@@ -58,18 +59,26 @@ export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter
   if (typeof filter.hasIncidents === 'boolean') clauses.push(filter.hasIncidents ? '(i.incident_count > 0)' : 'NOT (i.incident_count > 0)');
   if (typeof filter.isSystem === 'boolean') clauses.push(`i.is_system = ${param(filter.isSystem)}`);
   if (present(filter.activityFilters)) {
-    for (const a of filter.activityFilters) {
-      const conditions = ['r.instance_id = i.id', 'r.tenant_id = i.tenant_id'];
-      if (a.activityId != null) conditions.push(`r.activity_id = ${param(a.activityId)}`);
-      if (a.nodeId != null) conditions.push(`r.node_id = ${param(a.nodeId)}`);
-      if (a.name != null) conditions.push(`r.name = ${param(a.name)}`);
-      if (a.status != null) conditions.push(`r.status = ${param(a.status)}`);
-      clauses.push(`EXISTS (SELECT 1 FROM activity_records r WHERE ${conditions.join(' AND ')})`);
-    }
+    // One set-based condition, however many entries: the instance's records are joined once against the
+    // entries (a null field matches anything) and every entry must have matched one of them. Its cost
+    // grows linearly with the entries; one EXISTS per entry made the planner's work explode.
+    const entries = filter.activityFilters;
+    const column = (pick: (a: (typeof entries)[number]) => string | null | undefined) => param(entries.map((a) => pick(a) ?? null), '::text[]');
+    clauses.push(
+      `(SELECT count(DISTINCT f.n) FROM activity_records r
+          JOIN unnest(${column((a) => a.activityId)}, ${column((a) => a.nodeId)}, ${column((a) => a.name)}, ${column((a) => a.status)})
+               WITH ORDINALITY AS f(activity_id, node_id, name, status, n)
+            ON (f.activity_id IS NULL OR r.activity_id = f.activity_id) AND (f.node_id IS NULL OR r.node_id = f.node_id)
+           AND (f.name IS NULL OR r.name = f.name) AND (f.status IS NULL OR r.status = f.status)
+         WHERE r.instance_id = i.id AND r.tenant_id = i.tenant_id) = ${param(entries.length, '::bigint')}`,
+    );
   }
   if (present(filter.timestampFilters)) {
     for (const t of filter.timestampFilters) {
-      clauses.push(`${TIMESTAMP_COLUMNS[t.column]} ${OPERATORS[t.operator]} ${param(t.timestamp, '::timestamptz')}`);
+      // Postgres parses offsets only up to ±15:59; the contract allows ±18:00, so the offset is applied here.
+      const { local, offsetMinutes } = timestampParts(t.timestamp);
+      const at = `((${param(local, '::timestamp')} - make_interval(mins => ${param(offsetMinutes, '::int')})) AT TIME ZONE 'UTC')`;
+      clauses.push(`${TIMESTAMP_COLUMNS[t.column]} ${OPERATORS[t.operator]} ${at}`);
     }
   }
 
