@@ -3,16 +3,14 @@ import { type ProblemStatus, problems } from './schemas.js';
 
 /**
  * Completes every operation's problem responses in one place, so no route can forget one: 500 and 503
- * (statement timeouts, an unavailable database) everywhere; 400 wherever the operation takes input (the
- * input rule applies to every path parameter, query value and body); 401 wherever credentials are needed.
+ * (statement timeouts, an unavailable database) everywhere; 400 everywhere too (the input rule applies to
+ * every path parameter, query value and body a request carries); 401 wherever credentials are needed.
  */
 export function documentProblems(registry: OpenAPIHono['openAPIRegistry']): void {
   for (const def of registry.definitions) {
     if (def.type !== 'route') continue;
     const route = def.route as RouteConfig;
-    const codes: ProblemStatus[] = [500, 503];
-    const request = route.request;
-    if (request?.params || request?.query || request?.body) codes.push(400);
+    const codes: ProblemStatus[] = [400, 500, 503];
     if ((route.security ?? []).length > 0) codes.push(401);
     const responses = route.responses as Record<string, unknown>;
     for (const [code, response] of Object.entries(problems(...codes))) {

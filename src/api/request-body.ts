@@ -20,9 +20,9 @@ export function requestHasBody(c: Context<AppEnv>): boolean {
 
 /**
  * The per-route input guard, run after authentication and routing (secureRoute puts it after the
- * permission check): query values and path parameters follow the input rule; a body must be JSON (415);
- * on a route that takes a body it is read here, once, within MAX_BODY_BYTES (413), as UTF-8, parsed, and
- * checked for depth and strings before the route's schema validates it.
+ * permission check): query values and path parameters follow the input rule; on a route that takes a
+ * body, the body must be JSON (415) and is read here, once, within MAX_BODY_BYTES (413), as UTF-8,
+ * parsed, and checked for depth and strings before the route's schema validates it.
  */
 export function inputGuard(body?: { required: boolean }) {
   return createMiddleware<AppEnv>(async (c, next) => {
@@ -37,12 +37,14 @@ export function inputGuard(body?: { required: boolean }) {
     }
     if (errors.length) throw new ValidationError('The request is not valid; see errors', errors);
 
+    // A route that takes no body ignores one (settleBody discards it); one that does requires JSON.
+    if (!body) return next();
     const hasBody = requestHasBody(c);
     const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
     if (hasBody && !JSON_TYPE.test(type)) {
       throw new DomainError(`Request bodies must be application/json, not "${type || 'none'}"`, 415);
     }
-    if (body && (hasBody || JSON_TYPE.test(type))) {
+    if (hasBody || JSON_TYPE.test(type)) {
       const parsed = await readJson(c, body.required);
       if (parsed !== undefined) c.req.json = <T>() => Promise.resolve(parsed as T);
     }
