@@ -81,7 +81,8 @@ export function createApp(deps: AppDeps) {
       title: 'Workflow alterations API',
       version: '0.1.0',
       description:
-        'Bulk, safe alterations of long-lived workflow instances. Each operation names the permission it requires in `x-permission` (structured and legacy models).',
+        'Bulk, safe alterations of long-lived workflow instances. Each operation names the permission it requires in `x-permission` (structured and legacy models).\n\n' +
+        'Input rule for every operation: strings (in bodies, query values and path parameters) contain no NUL character and are well-formed Unicode; JSON bodies are nested at most 64 levels deep; integers are 32-bit; paging cursors are the ones the service issued. A violation is a 400 whose `errors[].path` names the field.',
     },
   });
 
