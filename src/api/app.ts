@@ -55,8 +55,6 @@ export function createApp(deps: AppDeps) {
   app.use('*', async (c, next) => {
     await next();
     await settleBody(c);
-    // A 204 has no body, so no content type.
-    if (c.res.status === 204) c.res.headers.delete('content-type');
   });
 
   app.route('/', serviceRoutes());

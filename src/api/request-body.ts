@@ -139,5 +139,11 @@ export async function settleBody(c: Context<AppEnv>): Promise<void> {
     handled.add(c.req.raw);
     if (!(await discard(c.req.raw.body.getReader(), DRAIN_BYTES))) closeAfter(c);
   }
-  if (mustClose.has(c.req.raw)) c.res.headers.set('connection', 'close');
+  if (mustClose.has(c.req.raw)) {
+    // A new response, not an edited one: the Node adapter rebuilds cached responses from their original
+    // headers, which would drop an edit.
+    const headers = new Headers(c.res.headers);
+    headers.set('connection', 'close');
+    c.res = new Response(c.res.body, { status: c.res.status, headers });
+  }
 }

@@ -61,6 +61,21 @@ describe('bodies handled once', () => {
     expect(connections - before).toBeLessThanOrEqual(3);
   });
 
+  it('says Connection: close after a body too large to discard, and the next request still succeeds', async () => {
+    const auth = { authorization: `ApiKey ${h.adminKey}` };
+    for (let round = 0; round < 3; round++) {
+      const res = await fetch(`${base}/alterations/dry-run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth },
+        body: `{"searchTerm":"${'x'.repeat(12 * 1024 * 1024)}"}`,
+      });
+      expect(res.status).toBe(413);
+      expect(res.headers.get('connection')).toBe('close');
+      await res.arrayBuffer();
+      expect((await fetch(`${base}/features/installed`, { headers: auth })).status).toBe(200);
+    }
+  });
+
   it('reads a body the route reads within the limit, once', async () => {
     const res = await fetch(`${base}/alterations/dry-run`, {
       method: 'POST',
