@@ -32,7 +32,12 @@ export const Timestamp = z.iso
     if (parts.year < 1 || parts.year > 9999) ctx.addIssue({ code: 'custom', message: 'The year must be between 1 and 9999' });
     if (Math.abs(parts.offsetMinutes) > MAX_OFFSET_MINUTES) ctx.addIssue({ code: 'custom', message: 'The UTC offset must be within ±18:00' });
   })
-  .openapi({ description: 'ISO 8601 date-time with offset; years 1–9999, offsets within ±18:00', example: '2026-11-22T04:30:00.000Z' });
+  .openapi({
+    description: 'ISO 8601 date-time with offset; years 1–9999, offsets within ±18:00',
+    example: '2026-11-22T04:30:00.000Z',
+    // The same bounds for generators reading the document (validation is the refinement above).
+    pattern: '^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)$',
+  });
 
 /** A validated timestamp split into its local date-time (no offset) and its offset east of UTC in minutes. */
 export function timestampParts(value: string): { local: string; offsetMinutes: number; year: number } {
