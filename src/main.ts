@@ -1,9 +1,10 @@
 import path from 'node:path';
-import { serve } from '@hono/node-server';
+import type { serve } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createApp } from './api/app.js';
+import { serveApi } from './api/server.js';
 import { logStaleGrants } from './auth/stale-grants.js';
 import { loadSigningKey } from './auth/tokens.js';
 import { ensureAdminUser } from './auth/users.js';
@@ -124,7 +125,7 @@ async function main(): Promise<void> {
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
       tokens,
     });
-    server = serve({ fetch: app.fetch, port: config.port });
+    server = serveApi(app, { port: config.port });
   }
 
   const base = `http://localhost:${config.port}`;

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { Int32, Timestamp } from '../api/input.js';
 import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../engine/instance-state.js';
 
 /** Plan status: integers on the wire, names accepted in requests. */
@@ -52,7 +53,7 @@ export const AlterationSchema = z
         value: z.unknown().openapi({ description: 'Any JSON value, converted to the variable type; null clears it' }),
       })
       .refine((a) => a.value !== undefined, { message: 'Required: the value to set (null clears the variable)', path: ['value'] }),
-    z.strictObject({ type: z.literal('Migrate'), targetVersion: z.number().int().min(1) }),
+    z.strictObject({ type: z.literal('Migrate'), targetVersion: Int32.min(1) }),
     z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
     z.strictObject({ type: z.literal('Cancel') }),
   ])
@@ -62,18 +63,22 @@ export const AlterationSchema = z
 export type Alteration = z.infer<typeof AlterationSchema>;
 export type AlterationType = Alteration['type'];
 
-const stringList = z.array(z.string().max(500)).nullish();
+/** Filter bounds (CONTRACT section 8): a filter compiles to bounded SQL whatever its author sends. */
+export const FILTER_LIMITS = { listEntries: 1000, activityFilters: 20, timestampFilters: 10, stringLength: 1024 } as const;
+
+const FilterString = z.string().max(FILTER_LIMITS.stringLength);
+const stringList = z.array(FilterString).max(FILTER_LIMITS.listEntries).nullish();
 
 const TimestampFilterSchema = z.strictObject({
   column: z.enum(['CreatedAt', 'UpdatedAt', 'FinishedAt']),
   operator: z.enum(['Is', 'IsNot', 'LessThan', 'GreaterThan', 'LessThanOrEqual', 'GreaterThanOrEqual']),
-  timestamp: z.iso.datetime({ offset: true }),
+  timestamp: Timestamp,
 });
 
 const ActivityFilterSchema = z.strictObject({
-  activityId: z.string().nullish(),
-  nodeId: z.string().nullish(),
-  name: z.string().nullish(),
+  activityId: FilterString.nullish(),
+  nodeId: FilterString.nullish(),
+  name: FilterString.nullish(),
   status: z.enum(['Running', 'Completed', 'Canceled', 'Faulted']).nullish(),
 });
 
@@ -85,18 +90,16 @@ export const FilterSchema = z
     names: stringList,
     definitionIds: stringList,
     definitionVersionIds: stringList,
-    searchTerm: z
-      .string()
-      .max(200)
+    searchTerm: FilterString
       // eslint-disable-next-line no-control-regex
       .regex(/^[^\u0000-\u001f]*$/, 'searchTerm must not contain control characters')
       .nullish(),
-    statuses: z.array(z.enum(INSTANCE_STATUSES)).nullish(),
-    subStatuses: z.array(z.enum(INSTANCE_SUB_STATUSES)).nullish(),
+    statuses: z.array(z.enum(INSTANCE_STATUSES)).max(FILTER_LIMITS.listEntries).nullish(),
+    subStatuses: z.array(z.enum(INSTANCE_SUB_STATUSES)).max(FILTER_LIMITS.listEntries).nullish(),
     hasIncidents: z.boolean().nullish(),
     isSystem: z.boolean().nullish(),
-    activityFilters: z.array(ActivityFilterSchema).nullish(),
-    timestampFilters: z.array(TimestampFilterSchema).nullish(),
+    activityFilters: z.array(ActivityFilterSchema).max(FILTER_LIMITS.activityFilters).nullish(),
+    timestampFilters: z.array(TimestampFilterSchema).max(FILTER_LIMITS.timestampFilters).nullish(),
     emptyFilterSelectsAll: z.boolean().nullish(),
   })
   .openapi('WorkflowInstanceFilter', {

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
+import { INT32_MAX } from '../api/input.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Dispatcher } from '../temporal/dispatch.js';
@@ -100,8 +101,26 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/**
+ * The filter as the hash sees it: absent, `null` and `[]` mean the same (no constraint), as do an empty
+ * search term and `emptyFilterSelectsAll: false`, so they hash the same. A filter without such fields
+ * keeps the hash it always had.
+ */
+function meaningfulFilter(filter: Filter): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(filter)) {
+    if (value === null || value === undefined || (Array.isArray(value) && value.length === 0)) continue;
+    if ((key === 'searchTerm' && value === '') || (key === 'emptyFilterSelectsAll' && value === false)) continue;
+    out[key] =
+      key === 'activityFilters' && Array.isArray(value)
+        ? (value as Record<string, unknown>[]).map((entry) => Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== null && v !== undefined)))
+        : value;
+  }
+  return out;
+}
+
 export function requestHash(alterations: readonly Alteration[], filter: Filter): string {
-  return createHash('sha256').update(canonicalJson({ alterations, filter })).digest('hex');
+  return createHash('sha256').update(canonicalJson({ alterations, filter: meaningfulFilter(filter) })).digest('hex');
 }
 
 /**
@@ -192,12 +211,19 @@ async function planRow(db: Queryable, tenantKey: string, planId: string): Promis
   return rows[0];
 }
 
-/** Cursors are opaque to clients: base64url of the position they continue after. */
+/** Cursors are opaque to clients: base64url of the position they continue after (signed by the API). */
 const encodeCursor = (parts: (string | number)[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
-function decodeCursor(cursor: string, shape: ('string' | 'number')[]): (string | number)[] {
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** What a position may hold, strictly: a crafted cursor is a 400, never a value SQL chokes on. */
+const CURSOR_PARTS = {
+  ord: (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= INT32_MAX,
+  timestamp: (v: unknown) => typeof v === 'string' && ISO_UTC.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v,
+  id: (v: unknown) => typeof v === 'string' && /^[\w.:-]{1,100}$/.test(v),
+};
+function decodeCursor(cursor: string, shape: (keyof typeof CURSOR_PARTS)[]): (string | number)[] {
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => typeof p === shape[i])) return parts as (string | number)[];
+    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => CURSOR_PARTS[shape[i]!](p))) return parts as (string | number)[];
   } catch {
     // fall through
   }
@@ -214,7 +240,7 @@ async function jobPage(
   plan: PlanRow,
   opts: { status?: JobStatus | undefined; after?: string | undefined; limit: number },
 ): Promise<Page<JobView>> {
-  const afterOrd = opts.after ? (decodeCursor(opts.after, ['number'])[0] as number) : -1;
+  const afterOrd = opts.after ? (decodeCursor(opts.after, ['ord'])[0] as number) : -1;
   const { rows } = await db.query<JobRow>(
     `SELECT ${JOB_COLUMNS} FROM alteration_jobs
       WHERE plan_id = $1 AND ord > $2 AND ($3::smallint IS NULL OR status = $3)
@@ -252,7 +278,7 @@ export async function listPlans(
   tenantKey: string,
   opts: { status?: PlanStatus | undefined; after?: string | undefined; limit: number },
 ): Promise<Page<PlanView>> {
-  const after = opts.after ? decodeCursor(opts.after, ['string', 'string']) : undefined;
+  const after = opts.after ? decodeCursor(opts.after, ['timestamp', 'id']) : undefined;
   const { rows } = await db.query<PlanRow>(
     `SELECT ${PLAN_COLUMNS} FROM alteration_plans
       WHERE tenant_id = $1 AND ($2::smallint IS NULL OR status = $2)

@@ -1,8 +1,10 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { bodyLimit } from 'hono/body-limit';
 import { newId } from '../ids.js';
 import type { AppDeps, AppEnv } from './context.js';
+import { methodNotAllowed } from './methods.js';
+import { documentProblems } from './openapi-problems.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
+import { settleBody } from './request-body.js';
 import { alterationRoutes } from './routes/alterations.js';
 import { catalogRoutes } from './routes/catalogs.js';
 import { connectionRoutes } from './routes/connections.js';
@@ -10,8 +12,6 @@ import { definitionRoutes } from './routes/definitions.js';
 import { identityRoutes } from './routes/identity.js';
 import { instanceRoutes } from './routes/instances.js';
 import { serviceRoutes } from './routes/service.js';
-
-const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
 /** Builds the HTTP app from its dependencies; tests drive it in process with `app.request()`. */
 export function createApp(deps: AppDeps) {
@@ -50,22 +50,12 @@ export function createApp(deps: AppDeps) {
     );
   });
 
-  // A body must be JSON (415) and at most MAX_BODY_BYTES (413), checked before anything reads it.
+  // Bodies are read where a route reads them (src/api/request-body.ts), after authentication and
+  // routing; whatever answered before that, the unread body is settled here so the connection survives.
   app.use('*', async (c, next) => {
-    const hasBody = (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
-    if (hasBody && ['POST', 'PUT', 'PATCH'].includes(c.req.method)) {
-      const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
-      if (!JSON_TYPE.test(type)) return problem(c, 415, `Request bodies must be application/json, not "${type || 'none'}"`);
-    }
-    return next();
+    await next();
+    await settleBody(c);
   });
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: deps.config.maxBodyBytes,
-      onError: (c) => problem(c, 413, `The request body is larger than ${deps.config.maxBodyBytes} bytes`),
-    }),
-  );
 
   app.route('/', serviceRoutes());
   app.route('/', identityRoutes());
@@ -82,17 +72,24 @@ export function createApp(deps: AppDeps) {
     description: 'Authorization: ApiKey <key>',
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+  documentProblems(app.openAPIRegistry);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
     info: {
       title: 'Workflow alterations API',
       version: '0.1.0',
       description:
-        'Bulk, safe alterations of long-lived workflow instances. Each operation names the permission it requires in `x-permission` (structured and legacy models).',
+        'Bulk, safe alterations of long-lived workflow instances. Each operation names the permission it requires in `x-permission` (structured and legacy models).\n\n' +
+        'Input rule for every operation: strings (in bodies, query values and path parameters) contain no NUL character and are well-formed Unicode; JSON bodies are nested at most 64 levels deep; integers are 32-bit; paging cursors are the ones the service issued. A violation is a 400 whose `errors[].path` names the field.',
     },
   });
 
-  app.notFound((c) => problem(c, 404, `No route for ${c.req.method} ${c.req.path}`));
+  const allowed = methodNotAllowed(app.routes);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow) return problem(c, 405, `${c.req.method} is not supported on ${c.req.path}; use ${allow}`, undefined, { allow });
+    return problem(c, 404, `No route for ${c.req.method} ${c.req.path}`);
+  });
   app.onError(handleError);
   return app;
 }

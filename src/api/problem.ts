@@ -14,6 +14,7 @@ const TITLES: Record<number, string> = {
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -24,12 +25,19 @@ const TYPES: Record<number, string> = {
   401: '/problems/unauthorized',
   403: '/problems/forbidden',
   404: '/problems/not-found',
+  405: '/problems/method-not-allowed',
   409: '/problems/conflict',
   413: '/problems/payload-too-large',
   415: '/problems/unsupported-media-type',
+  431: '/problems/headers-too-large',
   500: '/problems/internal',
   503: '/problems/unavailable',
 };
+
+/** The problem document alone, for answers written outside Hono (the server's client errors). */
+export function problemBody(status: number, detail: string): string {
+  return JSON.stringify({ type: TYPES[status] ?? 'about:blank', title: TITLES[status] ?? 'Error', status, detail });
+}
 
 export interface Problem {
   type: string;

@@ -19,10 +19,14 @@ const PROBLEM_TEXT: Record<number, string> = {
   409: 'Conflict',
   413: 'Body larger than MAX_BODY_BYTES',
   415: 'Body is not application/json',
+  500: 'Unexpected error: `detail` is generic; `traceId` matches the server log',
+  503: 'A dependency (the database) is unavailable or too slow; retry later',
 };
 
+export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503;
+
 /** OpenAPI entries for the problem responses a route can give. */
-export function problems(...codes: (400 | 401 | 403 | 404 | 409 | 413 | 415)[]) {
+export function problems(...codes: ProblemStatus[]) {
   const out: Record<number, { description: string; content: { 'application/problem+json': { schema: typeof ProblemSchema } } }> = {};
   for (const code of codes) {
     out[code] = { description: PROBLEM_TEXT[code]!, content: { 'application/problem+json': { schema: ProblemSchema } } };

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { Int32 } from '../api/input.js';
 
 /** An activity input in version 3 JSON: a direct field carrying a type name and an expression. */
 export const InputValueSchema = z
@@ -18,7 +19,7 @@ export const ActivityNodeSchema = z
   .looseObject({
     id: z.string().min(1),
     type: z.string().min(1),
-    version: z.number().int().min(1).optional(),
+    version: Int32.min(1).optional(),
     name: z.string().optional(),
     description: z.string().optional(),
     nodeId: z.string().min(1).optional(),

@@ -13,6 +13,8 @@ import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alte
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import { startPlanWorkflow } from '../../temporal/plans.js';
 import { type AppEnv, callerTenant } from '../context.js';
+import { openCursor, sealCursor } from '../cursor.js';
+import { QueryInt32 } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -93,7 +95,7 @@ const repeated = (item: z.ZodString) => z.union([item, z.array(item)]).transform
 
 const Paging = {
   after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: QueryInt32.min(1).max(1000).default(100),
 };
 
 const submit = secureRoute(EXECUTE, {
@@ -226,19 +228,28 @@ export function alterationRoutes() {
 
   app.openapi(readPlan, async (c) => {
     const { planId } = c.req.valid('param');
-    const result = await getPlan(c.get('deps').pool, callerTenant(c), planId);
-    if (result.moreJobs) c.header('Link', `</alterations/${encodeURIComponent(planId)}/jobs?after=${result.moreJobs}>; rel="next"`);
+    const { pool, tokens } = c.get('deps');
+    const result = await getPlan(pool, callerTenant(c), planId);
+    if (result.moreJobs) {
+      c.header('Link', `</alterations/${encodeURIComponent(planId)}/jobs?after=${sealCursor(tokens.key, result.moreJobs)}>; rel="next"`);
+    }
     return c.json({ plan: result.plan, jobs: result.jobs } as never, 200);
   });
 
   app.openapi(readJobs, async (c) => {
-    const page = await listJobs(c.get('deps').pool, callerTenant(c), c.req.valid('param').planId, c.req.valid('query'));
-    return c.json(page as never, 200);
+    const { pool, tokens } = c.get('deps');
+    const query = c.req.valid('query');
+    const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
+    const page = await listJobs(pool, callerTenant(c), c.req.valid('param').planId, { ...query, after });
+    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) } as never, 200);
   });
 
   app.openapi(listAll, async (c) => {
-    const page = await listPlans(c.get('deps').pool, callerTenant(c), c.req.valid('query'));
-    return c.json(page as never, 200);
+    const { pool, tokens } = c.get('deps');
+    const query = c.req.valid('query');
+    const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
+    const page = await listPlans(pool, callerTenant(c), { ...query, after });
+    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) } as never, 200);
   });
 
   app.openapi(cancel, async (c) => {

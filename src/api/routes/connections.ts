@@ -11,6 +11,7 @@ import { CONNECTION_TYPES, findConnectionType, inputDescriptors } from '../../co
 import { findActivityType } from '../../engine/activity-types.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
+import { QueryInt32 } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, InputDescriptorSchema, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -63,8 +64,8 @@ const list = secureRoute(
     request: {
       query: z.strictObject({
         connectionType: z.string().optional(),
-        skip: z.coerce.number().int().min(0).default(0),
-        take: z.coerce.number().int().min(1).max(1000).default(100),
+        skip: QueryInt32.min(0).default(0),
+        take: QueryInt32.min(1).max(1000).default(100),
       }),
     },
     responses: {

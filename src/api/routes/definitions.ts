@@ -3,6 +3,7 @@ import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.
 import { type DefinitionVersion, findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
+import { QueryInt32 } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -59,7 +60,7 @@ const read = secureRoute(VIEW, {
   summary: 'Read the latest version of a definition, or ?version=N',
   request: {
     params: z.object({ definitionId: z.string() }),
-    query: z.strictObject({ version: z.coerce.number().int().min(1).optional() }),
+    query: z.strictObject({ version: QueryInt32.min(1).optional() }),
   },
   responses: { 200: jsonContent(DefinitionSchema, 'The definition version'), ...problems(400, 401, 403, 404) },
 });

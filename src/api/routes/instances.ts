@@ -2,6 +2,7 @@ import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { triggerEvent } from '../../engine/events.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
 import { type AppEnv, callerTenant } from '../context.js';
+import { Int32 } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -10,7 +11,7 @@ const EXECUTE = { structured: 'workflows/instances:execute', legacy: 'exec:workf
 const CreateInstanceSchema = z
   .strictObject({
     definitionId: z.string().min(1),
-    version: z.number().int().min(1).optional(),
+    version: Int32.min(1).optional(),
     name: z.string().max(500).optional(),
     correlationId: z.string().max(500).optional(),
     variables: z.record(z.string(), z.unknown()).optional().openapi({ description: 'Initial values by variable id' }),

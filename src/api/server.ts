@@ -1,0 +1,53 @@
+import { type OutgoingHttpHeaders, type Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { serve } from '@hono/node-server';
+import { problemBody } from './problem.js';
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request was not received in time'],
+  ERR_HTTP_HEADERS_TIMEOUT: [408, 'The request headers were not received in time'],
+};
+
+/**
+ * The Node adapter gives every response without a content type `text/plain`; a 204 (or 304) has no body,
+ * so it gets none.
+ */
+class ApiResponse extends ServerResponse {
+  override writeHead(status: number, ...rest: unknown[]): this {
+    if (status === 204 || status === 304) {
+      const headers = rest[rest.length - 1];
+      if (headers && typeof headers === 'object' && !Array.isArray(headers)) {
+        for (const name of Object.keys(headers)) if (name.toLowerCase() === 'content-type') delete (headers as OutgoingHttpHeaders)[name];
+      }
+      this.removeHeader('content-type');
+    }
+    return (super.writeHead as (...args: unknown[]) => this)(status, ...rest);
+  }
+}
+
+/**
+ * Serves the app over HTTP. Requests Node itself refuses before the app sees them (headers too large,
+ * malformed requests) are answered with problem+json too, while the socket can still take an answer.
+ */
+export function serveApi(app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> }, opts: { port: number; hostname?: string }): Server {
+  const server = serve({
+    fetch: app.fetch,
+    port: opts.port,
+    ...(opts.hostname ? { hostname: opts.hostname } : {}),
+    serverOptions: { ServerResponse: ApiResponse as typeof ServerResponse },
+  }) as Server;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    const [status, detail] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'The request is not valid HTTP'];
+    const body = problemBody(status, detail);
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
+        `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+  return server;
+}
