@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +49,63 @@ async function waitForHealth(url: string, child: { exitCode: number | null }, ti
   throw new Error(`the service was not healthy within ${timeoutMs / 1000} s`);
 }
 
+/**
+ * Real resources for the fuzzer to reach past the 404s: a definition with a suspended and a faulting
+ * path, instances of it, a connection and a finished plan. Their ids become schemathesis parameters.
+ */
+async function seed(base: string, adminKey: string): Promise<Record<string, string>> {
+  const call = async (method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${base}${p}`, {
+      method,
+      headers: { authorization: `ApiKey ${adminKey}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    if (res.status >= 300) throw new Error(`seeding ${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  const literal = (typeName: string, value: unknown) => ({ typeName, expression: { type: 'Literal', value } });
+  await call('POST', '/connection-configuration', {
+    name: 'fuzz-api',
+    connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+    connectionConfiguration: { baseUrl: 'http://127.0.0.1:9/base/' },
+  });
+  await call('POST', '/workflow-definitions', {
+    definitionId: 'fuzz-def',
+    name: 'Fuzz definition',
+    variables: [{ id: 'amount', name: 'Amount', typeName: 'Int32', value: 1 }],
+    root: {
+      type: 'Elsa.Flowchart',
+      id: 'flow1',
+      activities: [
+        { id: 'start', type: 'Elsa.WriteLine', text: literal('String', 'started') },
+        { id: 'wait', type: 'Elsa.Event', eventName: literal('String', 'go') },
+        { id: 'call', type: 'Elsa.Http.SendHttpRequest', connection: literal('ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>', { connectionName: 'fuzz-api' }), method: literal('String', 'GET'), path: literal('String', 'x') },
+      ],
+      connections: [
+        { source: { activity: 'start', port: 'Done' }, target: { activity: 'wait', port: 'In' } },
+        { source: { activity: 'wait', port: 'Done' }, target: { activity: 'call', port: 'In' } },
+      ],
+    },
+  });
+  const instance = await call('POST', '/workflow-instances', { definitionId: 'fuzz-def', correlationId: 'fuzz-1' });
+  await call('POST', '/workflow-instances', { definitionId: 'fuzz-def', correlationId: 'fuzz-2' });
+  const plan = await call('POST', '/alterations/submit', {
+    id: 'fuzz-plan',
+    alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 2 }],
+    filter: { definitionIds: ['fuzz-def'] },
+  });
+  return {
+    definitionId: 'fuzz-def',
+    activityType: 'Elsa.Http.SendHttpRequest',
+    inputName: 'connection',
+    eventName: 'go',
+    type: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+    planId: String(plan.planId),
+    id: String(instance.workflowInstanceId),
+  };
+}
+
 async function main(): Promise<number> {
   if (!existsSync(schemathesis)) {
     process.stderr.write(`schemathesis not found at ${schemathesis}. Install it: python3 -m venv ${path.dirname(path.dirname(schemathesis))} && ${path.dirname(schemathesis)}/pip install schemathesis (or set SCHEMATHESIS).\n`);
@@ -79,7 +136,11 @@ async function main(): Promise<number> {
       process.stderr.write(serviceLog.join(''));
       throw err;
     });
+    const parameters = await seed(base, adminKey);
+    const configFile = path.join(dataDir, 'schemathesis.toml');
+    await writeFile(configFile, `parameters = { ${Object.entries(parameters).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(', ')} }\n`);
     const args = [
+      '--config-file', configFile,
       'run', `${base}/openapi.json`,
       '--header', `Authorization: ApiKey ${adminKey}`,
       '--phases', 'examples,coverage,fuzzing,stateful',
@@ -94,7 +155,7 @@ async function main(): Promise<number> {
       '--continue-on-failure',
     ];
     process.stdout.write(`schemathesis ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}\n`);
-    const fuzz = spawn(schemathesis, args, { cwd: root, stdio: 'inherit', env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
+    const fuzz = spawn(schemathesis, args, { cwd: dataDir, stdio: 'inherit', env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
     const code: number = await new Promise((resolve) => fuzz.on('exit', (c) => resolve(c ?? 1)));
     const serverErrors = serviceLog.join('').split('\n').filter((l) => l.includes('"unhandled error"'));
     if (serverErrors.length) process.stdout.write(`\n${serverErrors.length} unhandled errors in the service log, first:\n${serverErrors[0]}\n`);
