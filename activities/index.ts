@@ -1,24 +1,48 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps } from '../src/alterations/plans.js';
 import { ZodError } from 'zod';
+import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
 import { peekStep, runStep, type EngineDeps, type StepResult } from '../src/engine/executor.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {}
 
-/** Bad input never gets better by retrying: it becomes a non-retryable failure; anything else retries. */
-async function nonRetryableOnBadInput<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Plan activities retry only what a retry can fix. A transient failure (database or Temporal unreachable,
+ * a broken connection, a serialization failure, a pool timeout: `isTransientError`) is thrown as is and
+ * Temporal retries it within the workflow's bounded policy. Anything else fails the same way every time
+ * (bad data, SQLSTATE class 22; a failed constraint, 23; a stored plan that no longer parses; a bug), so it
+ * becomes a non-retryable failure whose message says what went wrong, and the plan ends Failed with it.
+ */
+async function retryOnlyTransient<T>(what: string, fn: () => Promise<T>, logger?: ActivityDeps['logger']): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof NotFoundError || err instanceof ValidationError) throw ApplicationFailure.nonRetryable(err.message, err.name);
-    // A stored plan that no longer parses (its alterations or filter) is bad input too.
-    if (err instanceof ZodError) {
-      const first = err.issues[0];
-      throw ApplicationFailure.nonRetryable(`The stored plan is not valid: ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : err.message}`, 'InvalidPlan');
-    }
-    throw err;
+    if (err instanceof ApplicationFailure || isTransientError(err)) throw err;
+    logger?.error({ err, activity: what }, 'plan activity failed with an error that a retry cannot fix');
+    throw ApplicationFailure.nonRetryable(describeFailure(err), failureType(err));
   }
+}
+
+/** What a user should read in the plan's failureReason: the cause in words, never SQL or a stack. */
+function describeFailure(err: unknown): string {
+  if (err instanceof NotFoundError || err instanceof ValidationError) return err.message;
+  if (err instanceof ZodError) {
+    const first = err.issues[0];
+    return `The stored plan is not valid: ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : err.message}`;
+  }
+  const state = sqlState(err);
+  if (state?.startsWith('22')) return `A value of the plan cannot be processed by the database: ${(err as Error).message}`;
+  if (state?.startsWith('23')) return `The plan's changes violate a database constraint: ${(err as Error).message}`;
+  if (state) return `The database refused the plan's processing (SQLSTATE ${state}): ${(err as Error).message}`;
+  return `Processing the plan failed: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+function failureType(err: unknown): string {
+  if (err instanceof ZodError) return 'InvalidPlan';
+  const state = sqlState(err);
+  if (state) return `SqlState${state}`;
+  return err instanceof Error ? err.name : 'Error';
 }
 
 /**
@@ -51,19 +75,19 @@ export function createActivities(deps: ActivityDeps) {
       return peekStep(deps, instanceId);
     },
     generateJobs(planId: string) {
-      return withHeartbeat(() => nonRetryableOnBadInput(() => generateJobs(deps, planId)));
+      return withHeartbeat(() => retryOnlyTransient('generateJobs', () => generateJobs(deps, planId), deps.logger));
     },
     runJobBatch(args: { planId: string; fromOrd: number; toOrd: number }) {
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
       const redispatch = Context.current().info.attempt > 1;
-      return withHeartbeat(() => nonRetryableOnBadInput(() => runJobBatch(deps, { ...args, redispatch })));
+      return withHeartbeat(() => retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...args, redispatch }), deps.logger));
     },
     completePlan(planId: string) {
-      return completePlan(deps, planId);
+      return retryOnlyTransient('completePlan', () => completePlan(deps, planId), deps.logger);
     },
     async failPlan(planId: string, reason: string) {
       deps.logger.error({ planId, reason }, 'alteration plan failed: it could not be processed');
-      await failPlan(deps, planId, reason);
+      await retryOnlyTransient('failPlan', () => failPlan(deps, planId, reason), deps.logger);
     },
   };
 }

@@ -2,6 +2,16 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
+/** An error as a log field: its type, message, stack and cause chain (pino writes nested errors as `{}`). */
+export function serializeError(err: unknown, depth = 0): Record<string, unknown> | unknown {
+  if (!(err instanceof Error)) return err;
+  const out: Record<string, unknown> = { type: err.name, message: err.message, stack: err.stack };
+  const code = (err as { code?: unknown }).code;
+  if (code !== undefined) out.code = code;
+  if (err.cause !== undefined && depth < 5) out.cause = serializeError(err.cause, depth + 1);
+  return out;
+}
+
 /**
  * Structured JSON logs. Credentials never reach a log line: the redaction list covers every place a
  * secret could travel (headers, bodies of identity routes, connection configurations).
@@ -27,6 +37,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // Errors are logged under `err` (the convention) or `error`: both print type, message, stack, cause.
+      serializers: { err: serializeError, error: serializeError },
     },
     destination,
   );

@@ -1,7 +1,20 @@
-import { ApplicationFailure, ContinueAsNew, continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  isCancellation,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 
-const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+/**
+ * Plan activities retry transient failures (the activities throw everything else as non-retryable), but
+ * not forever: 20 attempts with backoff capped at 30 s ride out about eight minutes of a database or
+ * worker outage; past that the plan ends Failed with the last error instead of hanging in Running.
+ */
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 } as const;
 
 const { generateJobs } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
@@ -30,6 +43,23 @@ export interface AlterationPlanInput {
   batchesPerRun: number;
   /** Set by continue-as-new: jobs were generated and batches before `nextBatch` are done. */
   progress?: { total: number; nextBatch: number };
+}
+
+/**
+ * The reason a plan cannot be processed, when `err` says so: an activity that failed non-retryably (bad
+ * data, a constraint, a stored plan that no longer parses, a bug in an activity) or ran out of attempts.
+ * Anything else (a bug in this workflow code) is not caught: the workflow task fails and a redeploy with a
+ * fix lets the same run carry on.
+ */
+function planFailureReason(err: unknown): string | undefined {
+  if (!(err instanceof ActivityFailure)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
+  if (err.retryState === 'MAXIMUM_ATTEMPTS_REACHED' || err.retryState === 'NON_RETRYABLE_FAILURE') {
+    return `${err.activityType} kept failing: ${cause?.message ?? err.message}`;
+  }
+  if (err.retryState === 'TIMEOUT') return `${err.activityType} timed out: ${cause?.message ?? err.message}`;
+  return undefined;
 }
 
 /**
@@ -76,10 +106,15 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<{ stat
     await completePlan(planId);
     return { status: 'Completed' };
   } catch (err) {
-    if (err instanceof ContinueAsNew) throw err;
-    // Only non-retryable failures reach here (retryable ones are retried by Temporal until they pass).
-    const reason = err instanceof ApplicationFailure ? err.message : err instanceof Error ? (err.cause as Error | undefined)?.message ?? err.message : String(err);
-    await failPlan(planId, reason);
+    if (isCancellation(err)) {
+      // An operator cancelled the workflow (Temporal UI or CLI): the plan row must not stay Running. The
+      // cleanup runs in a scope the cancellation cannot reach, then the cancellation goes on.
+      await CancellationScope.nonCancellable(() => failPlan(planId, 'The plan workflow was cancelled in Temporal'));
+      throw err;
+    }
+    const reason = planFailureReason(err);
+    if (reason === undefined) throw err;
+    await CancellationScope.nonCancellable(() => failPlan(planId, reason));
     return { status: 'Failed' };
   }
 }

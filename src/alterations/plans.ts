@@ -46,6 +46,8 @@ export interface PlanView {
   startedAt: string | null;
   completedAt: string | null;
   jobCounts: JobCounts;
+  /** Why a Failed plan could not be processed; null for every other status. */
+  failureReason: string | null;
 }
 
 export interface JobView {
@@ -71,6 +73,7 @@ interface PlanRow {
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
+  failure: string | null;
 }
 
 interface JobRow {
@@ -85,7 +88,7 @@ interface JobRow {
   completed_at: Date | null;
 }
 
-const PLAN_COLUMNS = 'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at';
+const PLAN_COLUMNS = 'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 
@@ -181,6 +184,7 @@ function planView(r: PlanRow, counts: JobCounts): PlanView {
     startedAt: r.started_at?.toISOString() ?? null,
     completedAt: r.completed_at?.toISOString() ?? null,
     jobCounts: counts,
+    failureReason: r.status === PLAN_STATUS.Failed ? r.failure : null,
   };
 }
 

@@ -1,5 +1,5 @@
 import { DefaultLogger, type LogLevel, Runtime } from '@temporalio/worker';
-import type { Logger } from '../logger.js';
+import { type Logger, serializeError } from '../logger.js';
 
 const LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
@@ -22,7 +22,18 @@ export function installTemporalRuntime(logger: Logger): void {
     // The service decides when its worker stops (src/main.ts), so the SDK installs no signal handlers.
     shutdownSignals: [],
     logger: new DefaultLogger('WARN', (entry) => {
-      logger[LEVELS[entry.level]]({ temporal: entry.meta }, entry.message);
+      logger[LEVELS[entry.level]]({ temporal: withErrorsSerialised(entry.meta) }, entry.message);
     }),
   });
+}
+
+/**
+ * The SDK puts failures in its metadata (`error`, `failure`) as Error objects, which pino would write as
+ * `{}` when nested: they are turned into their type, message, stack and cause first.
+ */
+function withErrorsSerialised(meta: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!meta) return meta;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(meta)) out[key] = value instanceof Error ? serializeError(value) : value;
+  return out;
 }

@@ -52,6 +52,7 @@ const PlanSchema = z
     startedAt: z.string().nullable(),
     completedAt: z.string().nullable(),
     jobCounts: JobCountsSchema,
+    failureReason: z.string().nullable().openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
   })
   .openapi('AlterationPlan');
 
