@@ -46,6 +46,8 @@ export class Lifecycle {
 
   private async runStops(): Promise<void> {
     const exitCode = this.requested?.exitCode ?? 1;
+    // A start that failed before starting anything (a taken port) has said all there is to say.
+    if (!this.requested && this.stops.length === 0) process.exit(exitCode);
     this.logger.info({ reason: this.requested?.reason ?? 'start failed' }, 'shutting down');
     for (const { name, stop } of this.stops) {
       // A stop that hangs must not keep the others (and the exit) waiting forever.
