@@ -52,6 +52,14 @@ async function main(): Promise<void> {
   const life = new Lifecycle(logger);
   process.on('SIGINT', () => life.request('SIGINT', 0));
   process.on('SIGTERM', () => life.request('SIGTERM', 0));
+  // A bug that escapes every handler stops the service in order (exit 1) instead of killing the process
+  // and leaving its Postgres running.
+  const fatal = (what: string) => (err: unknown) => {
+    logger.fatal({ err }, what);
+    life.request(what, 1);
+  };
+  process.on('uncaughtException', fatal('uncaught exception'));
+  process.on('unhandledRejection', fatal('unhandled rejection'));
   try {
     await start(role, config, logger, life);
     life.started();

@@ -55,7 +55,7 @@ interface Service {
   exited: Promise<number | null>;
 }
 
-function spawnService(dataDir: string, ports: Ports): Service {
+function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv = {}): Service {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Embedded mode: the shared test servers are not this service's.
   for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_API_KEY', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY']) delete env[name];
@@ -66,6 +66,7 @@ function spawnService(dataDir: string, ports: Ports): Service {
     TEMPORAL_DEV_SERVER_PORT: String(ports.temporal),
     TEMPORAL_UI_PORT: '0',
     LOG_LEVEL: 'info',
+    ...extraEnv,
   });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -225,6 +226,27 @@ describe('npm start in embedded mode', () => {
       }
     });
   }
+
+  it('stops what it started when a later step fails (here the Temporal dev server), exit 1, nothing left', async () => {
+    const dataDir = await freshDataDir();
+    const service = spawnService(dataDir, await freePorts(), { TEMPORAL_CLI_PATH: path.join(dataDir, 'no-such-temporal') });
+    const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 90_000))]);
+    expect(code).toBe(1);
+    expect(service.err()).toContain('Startup failed: The Temporal dev server did not start');
+    // Postgres had started (and made its folder): it was stopped, in order.
+    expect(existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true);
+    expect(service.out()).toContain('"msg":"stopped"');
+    expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
+  }, 120_000);
+
+  it.runIf(isRoot)('as root, says what to do when the postgres user cannot reach DATA_DIR', async () => {
+    const closed = await freshDataDir(); // 0700, root's
+    const dataDir = path.join(closed, 'data');
+    const service = spawnService(dataDir, await freePorts());
+    expect(await service.exited).toBe(1);
+    expect(service.err()).toContain(`cannot enter ${closed} (mode 700). Set DATA_DIR to a folder outside it`);
+    expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
+  }, 60_000);
 
   it.runIf(isRoot)('as root, prepares a private mktemp -d DATA_DIR for the postgres user', async () => {
     const dataDir = await freshDataDir();
