@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, unlink } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, unlink } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -181,12 +181,14 @@ describe('npm start in embedded mode', () => {
           await client.query("ALTER ROLE postgres PASSWORD 'postgres'");
           await client.end();
           await unlink(path.join(dataDir, 'postgres.password'));
+          await chmod(path.join(dataDir, 'temporal.sqlite'), 0o644); // as the old code left it
         }
         if (i === 1) {
           // The old folder works, and its fixed password was replaced by a generated one.
           const password = await passwordOf(dataDir);
           await expect(connectAs(ports.postgres, 'postgres')).rejects.toMatchObject({ code: '28P01' });
           await connectAs(ports.postgres, password);
+          expect(mode(path.join(dataDir, 'temporal.sqlite'))).toBe('600');
         }
 
         service.child.kill(signal);
