@@ -200,7 +200,8 @@ async function runPostgres(binary: string, opts: EmbeddedPostgresOptions, runAs:
 
 /** SIGINT is Postgres's fast shutdown; past the deadline SIGQUIT, then SIGKILL. Resolves once it is gone. */
 async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  // Never spawned (e.g. ENOENT), or already gone.
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const waitFor = (ms: number) => Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
   child.kill('SIGINT');
