@@ -76,6 +76,11 @@ async function start(role: Role, config: Config, logger: Logger, life: Lifecycle
   process.umask(0o077);
   await prepareDataDir(config.dataDir);
   installTemporalRuntime(logger);
+  // Without its embedded Postgres or dev server the service can do nothing: it stops, in order (exit 1).
+  const lost = (why: string) => {
+    logger.fatal(why);
+    life.request(why, 1);
+  };
 
   let databaseUrl = config.databaseUrl;
   let embeddedPg: EmbeddedPostgresHandle | undefined;
@@ -86,6 +91,7 @@ async function start(role: Role, config: Config, logger: Logger, life: Lifecycle
       port,
       database: 'workflow_alterations',
       logger,
+      onUnexpectedExit: lost,
     });
     databaseUrl = embeddedPg.url;
     life.add('embedded Postgres', () => embeddedPg!.stop());
@@ -110,6 +116,7 @@ async function start(role: Role, config: Config, logger: Logger, life: Lifecycle
       namespace: config.temporal.namespace,
       port: config.temporalDevServerPort,
       uiPort: config.temporal.uiPort,
+      onUnexpectedExit: lost,
     });
     connection = devServer.connection;
     nativeConnection = devServer.nativeConnection;

@@ -23,6 +23,8 @@ export interface EmbeddedPostgresOptions {
   logger?: Logger;
   /** false: the data folder is removed on stop (tests). */
   persistent?: boolean;
+  /** Called if Postgres exits without being stopped (the service cannot go on without it). */
+  onUnexpectedExit?: (why: string) => void;
 }
 
 const USER = 'postgres';
@@ -51,7 +53,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     await initdb(bins.initdb, opts.dataDir, password, runAs);
   }
   const child = await runPostgres(bins.postgres, opts, runAs);
+  let stopping = false;
+  child.once('exit', (code, signal) => {
+    if (!stopping) opts.onUnexpectedExit?.(`embedded Postgres exited (${signal ?? `code ${code}`})`);
+  });
   const stop = async () => {
+    stopping = true;
     await stopChild(child);
     if (opts.persistent === false) {
       await rm(opts.dataDir, { recursive: true, force: true });

@@ -25,6 +25,8 @@ export interface DevServerOptions {
   port?: number;
   /** 0 or absent: no Web UI. */
   uiPort?: number;
+  /** Called if a dev server we started exits without being stopped. */
+  onUnexpectedExit?: (why: string) => void;
 }
 
 /**
@@ -103,10 +105,15 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkf
     }
     if (exit) throw new Error(`temporal ${exit}: ${recent.join(' | ')}`);
     const env = await TestWorkflowEnvironment.createFromExistingServer({ address, namespace: opts.namespace });
+    let stopping = false;
+    child.once('exit', () => {
+      if (!stopping) opts.onUnexpectedExit?.(`Temporal dev server ${exit ?? 'exited'}`);
+    });
     // The environment's teardown closes its connections; ours also stops the server we started.
     const closeConnections = env.teardown.bind(env);
     return Object.assign(env, {
       teardown: async () => {
+        stopping = true;
         await closeConnections().catch(() => undefined);
         await stopChild(child);
       },

@@ -241,6 +241,22 @@ describe('npm start in embedded mode', () => {
     expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
   }, 120_000);
 
+  it('stops in order with exit 1 when its Temporal dev server dies under it, leaving nothing behind', async () => {
+    const dataDir = await freshDataDir();
+    const ports = await freePorts();
+    const service = spawnService(dataDir, ports);
+    await waitHealthy(service, ports.api);
+    const pids = processTree(service.child.pid!);
+    const temporal = pids.find((pid) => processTable().get(pid)?.cmdline.includes(`--port ${ports.temporal}`));
+    expect(temporal).toBeDefined();
+    process.kill(temporal!, 'SIGKILL');
+    const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+    expect(code).toBe(1);
+    expect(service.out()).toContain('Temporal dev server exited');
+    expect(service.out()).toContain('"msg":"stopped"');
+    expect(await noneLeft(pids, dataDir)).toEqual([]);
+  }, 180_000);
+
   it.runIf(isRoot)('as root, says what to do when the postgres user cannot reach DATA_DIR', async () => {
     const closed = await freshDataDir(); // 0700, root's
     const dataDir = path.join(closed, 'data');
