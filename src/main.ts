@@ -176,6 +176,12 @@ async function start(role: Role, config: Config, logger: Logger, life: Lifecycle
     server = serve({ fetch: app.fetch, port: config.port });
     const listening = server;
     life.add('API server', () => closeServer(listening));
+    // Listening before the banner says so (a port taken since the check fails the start here).
+    await new Promise<void>((resolve, reject) => {
+      if (listening.listening) resolve();
+      listening.once('listening', () => resolve());
+      listening.once('error', reject);
+    });
   }
 
   const base = `http://localhost:${config.port}`;
