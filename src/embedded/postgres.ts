@@ -166,7 +166,7 @@ async function runPostgres(binary: string, opts: EmbeddedPostgresOptions, runAs:
     '-c', 'fsync=on',
     '-c', 'lc_messages=C',
   ];
-  const child = spawn(binary, args, { ...spawnOptions(opts.dataDir, runAs), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(binary, args, { ...spawnOptions(opts.dataDir, runAs), stdio: ['ignore', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
   const recent: string[] = [];
   const onOutput = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {

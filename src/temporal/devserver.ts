@@ -84,7 +84,7 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkf
     ...(opts.dbFilename ? ['--db-filename', opts.dbFilename] : []),
     ...(ui ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
   ];
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
   const recent: string[] = [];
   const keep = (chunk: Buffer) => {
     recent.push(...chunk.toString('utf8').split('\n').filter(Boolean));
