@@ -55,7 +55,7 @@ interface Service {
   exited: Promise<number | null>;
 }
 
-function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv = {}): Service {
+function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv = {}, viaNpm = false): Service {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Embedded mode: the shared test servers are not this service's.
   for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_API_KEY', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY']) delete env[name];
@@ -68,7 +68,8 @@ function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv
     LOG_LEVEL: 'info',
     ...extraEnv,
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, args] = viaNpm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
+  const child = spawn(command, args as string[], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -200,6 +201,19 @@ describe('npm start in embedded mode', () => {
     },
     STOPS * 90_000,
   );
+
+  it('stops the same way when the signal goes to `npm start` (as Docker or a supervisor sends it)', async () => {
+    const dataDir = await freshDataDir();
+    const ports = await freePorts();
+    const service = spawnService(dataDir, ports, {}, true);
+    await waitHealthy(service, ports.api);
+    const pids = processTree(service.child.pid!);
+    service.child.kill('SIGTERM');
+    const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+    expect(code, service.err()).toBe(0);
+    expect(service.out()).toContain('"msg":"stopped"');
+    expect(await noneLeft(pids, dataDir)).toEqual([]);
+  }, 180_000);
 
   for (const [which, variable] of [
     ['api', 'PORT'],
