@@ -103,12 +103,22 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkf
       if (Date.now() > deadline) throw new Error(`temporal not ready within ${START_TIMEOUT_MS / 1000} s`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    if (exit) throw new Error(`temporal ${exit}: ${recent.join(' | ')}`);
-    const env = await TestWorkflowEnvironment.createFromExistingServer({ address, namespace: opts.namespace });
+    let env: TestWorkflowEnvironment | undefined;
+    while (!env) {
+      if (exit) throw new Error(`temporal ${exit}: ${recent.join(' | ')}`);
+      // Listening is not always serving yet: connect again until the deadline.
+      env = await TestWorkflowEnvironment.createFromExistingServer({ address, namespace: opts.namespace }).catch((err: unknown) => {
+        if (Date.now() > deadline) throw err;
+        return undefined;
+      });
+      if (!env) await new Promise((r) => setTimeout(r, 200));
+    }
     let stopping = false;
-    child.once('exit', () => {
+    const lost = () => {
       if (!stopping) opts.onUnexpectedExit?.(`Temporal dev server ${exit ?? 'exited'}`);
-    });
+    };
+    if (exit) lost();
+    else child.once('exit', lost);
     // The environment's teardown closes its connections; ours also stops the server we started.
     const closeConnections = env.teardown.bind(env);
     return Object.assign(env, {
