@@ -14,11 +14,13 @@ const ConfigSchema = z.object({
   PORT: port(3000),
   DATA_DIR: z.string().default('.data'),
   DATABASE_URL: optional,
+  EMBEDDED_POSTGRES_PORT: port(54329),
   TEMPORAL_ADDRESS: optional,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('workflow-alterations'),
   TEMPORAL_CLI_PATH: optional,
   TEMPORAL_UI_PORT: port(8233),
+  TEMPORAL_DEV_SERVER_PORT: port(7233),
   ADMIN_API_KEY: optional,
   ADMIN_PASSWORD: optional,
   AUTH_SIGNING_KEY: optional,
@@ -38,6 +40,8 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** Port of the embedded Postgres (loopback), used when no DATABASE_URL is set. */
+  embeddedPostgresPort: number;
   temporal: {
     address: string | undefined;
     namespace: string;
@@ -45,6 +49,8 @@ export interface Config {
     cliPath: string | undefined;
     uiPort: number;
   };
+  /** Frontend port of the embedded Temporal dev server, used when no TEMPORAL_ADDRESS is set. */
+  temporalDevServerPort: number;
   adminApiKey: string | undefined;
   adminPassword: string | undefined;
   authSigningKey: string | undefined;
@@ -75,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     dataDir: path.resolve(e.DATA_DIR),
     databaseUrl: e.DATABASE_URL,
+    embeddedPostgresPort: e.EMBEDDED_POSTGRES_PORT,
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -82,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cliPath: e.TEMPORAL_CLI_PATH,
       uiPort: e.TEMPORAL_UI_PORT,
     },
+    temporalDevServerPort: e.TEMPORAL_DEV_SERVER_PORT,
     adminApiKey: e.ADMIN_API_KEY,
     adminPassword: e.ADMIN_PASSWORD,
     authSigningKey: e.AUTH_SIGNING_KEY,

@@ -11,12 +11,15 @@ import { ensureAdminUser } from './auth/users.js';
 import { createConfigCipher } from './connections/cipher.js';
 import { checkEncryptionKey } from './connections/repository.js';
 import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
 import { createPool } from './db/pool.js';
+import { prepareDataDir } from './embedded/data-dir.js';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded/postgres.js';
 import { DefinitionCache } from './engine/definitions.js';
-import { createLogger } from './logger.js';
+import { Lifecycle, StopRequested } from './lifecycle.js';
+import { createLogger, type Logger } from './logger.js';
+import { assertPortsFree, PortInUseError, type PortUse } from './ports.js';
 import { startDevServer } from './temporal/devserver.js';
 import { temporalDispatcher } from './temporal/dispatch.js';
 import { startPendingPlans } from './temporal/plans.js';
@@ -34,30 +37,77 @@ function roleFromArgs(argv: string[]): Role {
 /**
  * `npm start`: configuration, embedded Postgres and Temporal when none is configured, migrations, then
  * the worker and the API in one process (`--api` / `--worker` run one role, the production shape).
+ * The process's end belongs to `Lifecycle`: SIGINT/SIGTERM, a fatal worker error or a failed start stop
+ * what was started, in order, and leave no child behind.
  */
 async function main(): Promise<void> {
   const role = roleFromArgs(process.argv.slice(2));
-  const config = loadConfig();
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    process.stderr.write(`Startup failed: ${describe(err)}\n`);
+    process.exit(1);
+  }
   const logger = createLogger(config.logLevel);
+  const life = new Lifecycle(logger);
+  process.on('SIGINT', () => life.request('SIGINT', 0));
+  process.on('SIGTERM', () => life.request('SIGTERM', 0));
+  // A bug that escapes every handler stops the service in order (exit 1) instead of killing the process
+  // and leaving its Postgres running.
+  const fatal = (what: string) => (err: unknown) => {
+    logger.fatal({ err }, what);
+    life.request(what, 1);
+  };
+  process.on('uncaughtException', fatal('uncaught exception'));
+  process.on('unhandledRejection', fatal('unhandled rejection'));
+  try {
+    await start(role, config, logger, life);
+    life.started();
+  } catch (err) {
+    if (!(err instanceof StopRequested)) process.stderr.write(`Startup failed: ${describe(err)}\n`);
+    await life.stop();
+  }
+}
+
+async function start(role: Role, config: Config, logger: Logger, life: Lifecycle): Promise<void> {
+  // Before anything is printed, generated or started: a taken port is one message naming it.
+  await assertPortsFree(portsOf(role, config));
+  // Whatever this process and its children (Temporal's SQLite, Postgres) create in DATA_DIR is private.
+  process.umask(0o077);
+  await prepareDataDir(config.dataDir);
   installTemporalRuntime(logger);
-  const stops: (() => Promise<unknown>)[] = [];
+  // Without its embedded Postgres or dev server the service can do nothing: it stops, in order (exit 1).
+  const lost = (why: string) => {
+    logger.fatal(why);
+    life.request(why, 1);
+  };
 
   let databaseUrl = config.databaseUrl;
   let embeddedPg: EmbeddedPostgresHandle | undefined;
   if (!databaseUrl) {
-    const port = Number(process.env.EMBEDDED_POSTGRES_PORT ?? 54329);
+    const port = config.embeddedPostgresPort;
     embeddedPg = await startEmbeddedPostgres({
       dataDir: path.join(config.dataDir, 'postgres'),
       port,
       database: 'workflow_alterations',
       logger,
+      onUnexpectedExit: lost,
     });
     databaseUrl = embeddedPg.url;
-    stops.unshift(() => embeddedPg!.stop());
+    life.add('embedded Postgres', () => embeddedPg!.stop());
     logger.info({ port }, 'embedded Postgres started');
   }
-  const pool = createPool(databaseUrl, 20);
-  stops.unshift(() => pool.end());
+  // Two budgets: the worker never takes the API's last connection, nor the API the worker's. The
+  // start-up steps use the API's pool (or the worker's, in a worker-only process).
+  const { apiPoolSize, workerPoolSize, apiStatementTimeoutMs } = config.database;
+  const apiPool = role !== 'worker'
+    ? createPool(databaseUrl, { max: apiPoolSize, acquireTimeoutMs: 5_000, statementTimeoutMs: apiStatementTimeoutMs, applicationName: 'workflow-alterations-api' })
+    : undefined;
+  const workerPool = role !== 'api' ? createPool(databaseUrl, { max: workerPoolSize, applicationName: 'workflow-alterations-worker' }) : undefined;
+  if (apiPool) life.add('API database pool', () => apiPool.end());
+  if (workerPool) life.add('worker database pool', () => workerPool.end());
+  const pool = (apiPool ?? workerPool)!;
   await migrate(pool, logger);
 
   let devServer: TestWorkflowEnvironment | undefined;
@@ -65,19 +115,21 @@ async function main(): Promise<void> {
   let nativeConnection: NativeConnection;
   if (config.temporal.address) {
     connection = await Connection.connect({ address: config.temporal.address });
+    life.add('Temporal connection', () => connection.close());
     nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
-    stops.unshift(() => connection.close(), () => nativeConnection.close());
+    life.add('Temporal worker connection', () => nativeConnection.close());
   } else {
     devServer = await startDevServer({
       cliPath: config.temporal.cliPath,
       dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
       namespace: config.temporal.namespace,
-      port: Number(process.env.TEMPORAL_DEV_SERVER_PORT ?? 7233),
+      port: config.temporalDevServerPort,
       uiPort: config.temporal.uiPort,
+      onUnexpectedExit: lost,
     });
     connection = devServer.connection;
     nativeConnection = devServer.nativeConnection;
-    stops.unshift(() => devServer!.teardown());
+    life.add('Temporal dev server', () => devServer!.teardown());
   }
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   const definitions = new DefinitionCache();
@@ -96,27 +148,33 @@ async function main(): Promise<void> {
   };
 
   let worker: Worker | undefined;
-  let workerRun: Promise<void> | undefined;
   if (role !== 'api') {
-    worker = await createWorker({
+    const running = await createWorker({
       connection: nativeConnection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool, definitions, logger, cipher, dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue) },
+      deps: { pool: workerPool!, definitions, logger, cipher, dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue) },
+      maxConcurrentActivities: workerPoolSize,
     });
-    workerRun = worker.run();
+    worker = running;
+    const workerRun = running.run();
+    // A worker that died leaves an API that accepts work nobody does: the whole process stops (exit 1).
     workerRun.catch((err: unknown) => {
       logger.fatal({ err }, 'worker stopped with an error');
-      process.exitCode = 1;
+      life.request('worker failed', 1);
     });
-    await startPendingPlans(pool, temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, logger);
+    life.add('worker', async () => {
+      if (running.getState() === 'RUNNING') running.shutdown();
+      await workerRun.catch(() => undefined);
+    });
+    await startPendingPlans(workerPool!, temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, logger);
   }
 
   let server: ReturnType<typeof serve> | undefined;
   if (role !== 'worker') {
     const app = createApp({
       config,
-      pool,
+      pool: apiPool!,
       temporal,
       dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue),
       definitions,
@@ -126,6 +184,14 @@ async function main(): Promise<void> {
       tokens,
     });
     server = serveApi(app, { port: config.port });
+    const listening = server;
+    life.add('API server', () => closeServer(listening));
+    // Listening before the banner says so (a port taken since the check fails the start here).
+    await new Promise<void>((resolve, reject) => {
+      if (listening.listening) resolve();
+      listening.once('listening', () => resolve());
+      listening.once('error', reject);
+    });
   }
 
   const base = `http://localhost:${config.port}`;
@@ -144,43 +210,36 @@ async function main(): Promise<void> {
   }
   lines.push('', '  Ctrl-C stops everything.', '');
   process.stdout.write(lines.join('\n') + '\n');
-
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    if (server) {
-      const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
-      (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-      await closed;
-    }
-    if (worker) {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await workerRun?.catch(() => undefined);
-    }
-    // On Ctrl-C the terminal signals Postgres and the dev server too; a child that is already gone must
-    // not hold up the exit, so every stop gets a deadline.
-    for (const stop of stops) {
-      await withDeadline(stop(), 10_000).catch((err: unknown) => logger.warn({ err }, 'error while stopping'));
-    }
-    logger.info('stopped');
-    process.exit(process.exitCode ?? 0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+/** The ports this start listens on, with the setting that moves each. */
+function portsOf(role: Role, config: Config): PortUse[] {
+  const uses: PortUse[] = [];
+  if (role !== 'worker') uses.push({ port: config.port, variable: 'PORT' });
+  if (!config.databaseUrl) {
+    uses.push({ port: config.embeddedPostgresPort, variable: 'EMBEDDED_POSTGRES_PORT', host: '127.0.0.1', alternative: 'or DATABASE_URL to a Postgres of your own' });
+  }
+  if (!config.temporal.address) {
+    uses.push({ port: config.temporalDevServerPort, variable: 'TEMPORAL_DEV_SERVER_PORT', host: '127.0.0.1', alternative: 'or TEMPORAL_ADDRESS to a running Temporal' });
+    uses.push({ port: config.temporal.uiPort, variable: 'TEMPORAL_UI_PORT', host: '127.0.0.1', alternative: 'or 0 for no Web UI' });
+  }
+  return uses;
 }
 
-main().catch((err: unknown) => {
-  const message = err instanceof ConfigError ? err.message : err instanceof Error ? `${err.message}${err.cause ? `\n  cause: ${String((err.cause as Error).message ?? err.cause)}` : ''}` : String(err);
-  process.stderr.write(`Startup failed: ${message}\n`);
-  process.exit(1);
-});
+/** Stops accepting, lets in-flight requests finish, then closes the idle keep-alive connections. */
+function closeServer(server: ReturnType<typeof serve>): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const http = server as { closeIdleConnections?: () => void };
+  http.closeIdleConnections?.();
+  // Connections that finish their request meanwhile become idle: close them as they do.
+  const sweep = setInterval(() => http.closeIdleConnections?.(), 100);
+  return closed.finally(() => clearInterval(sweep));
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ConfigError || err instanceof PortInUseError) return err.message;
+  if (!(err instanceof Error)) return String(err);
+  return `${err.message}${err.cause ? `\n  cause: ${String((err.cause as Error).message ?? err.cause)}` : ''}`;
+}
+
+void main();

@@ -1,6 +1,7 @@
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type pg from 'pg';
 import { pendingPlanIds } from '../alterations/plans.js';
+import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
 import { planWorkflowId, WORKFLOW_TYPES } from './names.js';
 
@@ -45,11 +46,24 @@ export async function startPendingPlans(pool: pg.Pool, client: Client, processin
   const started: string[] = [];
   for (const planId of await pendingPlanIds(pool)) {
     try {
-      await startPlanWorkflow(client, processing, planId);
+      await startPlanWorkflow(client, processing, planId, await storedPlanMemo(pool, planId));
       started.push(planId);
     } catch (err) {
       logger.warn({ err, planId }, 'could not start a pending plan');
     }
   }
   return started;
+}
+
+/**
+ * The memo the API gives a plan it starts (tenant as the API shows it, alteration types), read back
+ * from the stored plan, so a swept plan looks the same in the Temporal UI.
+ */
+async function storedPlanMemo(pool: pg.Pool, planId: string): Promise<Record<string, unknown> | undefined> {
+  const { rows } = await pool.query<{ tenant_id: string; alterations: { type: string }[] }>(
+    'SELECT tenant_id, alterations FROM alteration_plans WHERE id = $1',
+    [planId],
+  );
+  const row = rows[0];
+  return row ? { tenantId: tenantOut(row.tenant_id), alterations: row.alterations.map((a) => a.type) } : undefined;
 }

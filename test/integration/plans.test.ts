@@ -382,5 +382,10 @@ describe('a plan stored but never started', () => {
     expect(started).toContain('swept-plan');
     const done = await waitForPlan('swept-plan');
     expect(done.plan.jobCounts.completed).toBe(3);
+    // The same memo as a plan the API starts.
+    expect(await h.client.workflow.getHandle('alteration-plan-swept-plan').describe().then((d) => d.memo)).toEqual({
+      tenantId: null,
+      alterations: ['ModifyVariable'],
+    });
   });
 });

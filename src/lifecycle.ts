@@ -1,0 +1,73 @@
+import type { Logger } from './logger.js';
+
+/** Thrown by `Lifecycle.add` when a stop was requested while the service was still starting. */
+export class StopRequested extends Error {}
+
+const STOP_DEADLINE_MS = 30_000;
+
+/**
+ * The one owner of the process's end. What starts registers how it stops; a signal, a fatal worker
+ * error or a failed start asks for the stop, which runs each registered stop in reverse order of start
+ * (API, worker, Temporal, pools, Postgres), each awaited, then logs `stopped` and exits. Nothing else
+ * calls process.exit.
+ */
+export class Lifecycle {
+  private readonly stops: { name: string; stop: () => Promise<unknown> }[] = [];
+  private requested: { reason: string; exitCode: number } | undefined;
+  private running = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Registers a stop; once a stop was requested, the start unwinds here. */
+  add(name: string, stop: () => Promise<unknown>): void {
+    this.stops.unshift({ name, stop });
+    if (this.requested) throw new StopRequested(this.requested.reason);
+  }
+
+  /** The start is complete: a stop requested meanwhile runs now. */
+  started(): void {
+    this.running = true;
+    if (this.requested) void this.stop();
+  }
+
+  /** Asks for the stop. While starting, the start unwinds at its next step and then stops. */
+  request(reason: string, exitCode: number): void {
+    if (this.requested) return;
+    this.requested = { reason, exitCode };
+    if (this.running) void this.stop();
+  }
+
+  /** Runs the stops once and exits with the requested code (1 when none was requested: a failed start). */
+  stop(): Promise<void> {
+    this.stopping ??= this.runStops();
+    return this.stopping;
+  }
+
+  private async runStops(): Promise<void> {
+    const exitCode = this.requested?.exitCode ?? 1;
+    // A start that failed before starting anything (a taken port) has said all there is to say.
+    if (!this.requested && this.stops.length === 0) process.exit(exitCode);
+    this.logger.info({ reason: this.requested?.reason ?? 'start failed' }, 'shutting down');
+    for (const { name, stop } of this.stops) {
+      // A stop that hangs must not keep the others (and the exit) waiting forever.
+      const outcome = await withDeadline(stop(), STOP_DEADLINE_MS).catch((err: unknown) => {
+        this.logger.warn({ err, name }, 'error while stopping');
+        return 'failed';
+      });
+      if (outcome === TIMED_OUT) this.logger.warn({ name }, `not stopped within ${STOP_DEADLINE_MS / 1000} s`);
+    }
+    this.logger.info({ exitCode }, 'stopped');
+    process.exit(exitCode);
+  }
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
