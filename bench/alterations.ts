@@ -507,6 +507,7 @@ async function runSize(n: number): Promise<SizeResult> {
     taskQueue,
     deps: { pool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
     workflowBundlePath: process.env.BENCH_WORKFLOW_BUNDLE,
+    maxConcurrentActivities: 20,
     options: { interceptors: { activity: [timingInterceptor] } },
   });
   const workerRun = worker.run();

@@ -29,6 +29,9 @@ const ConfigSchema = z.object({
   PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
   CONNECTIONS_ENCRYPTION_KEY: optional,
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
+  DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
+  DATABASE_POOL_WORKER: z.coerce.number().int().min(2).max(500).default(20),
   ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
@@ -59,6 +62,8 @@ export interface Config {
   permissionModel: 'structured' | 'legacy';
   connectionsEncryptionKey: string | undefined;
   maxBodyBytes: number;
+  /** Separate connection budgets, so the worker never takes the API's last connection (or the reverse). */
+  database: { apiPoolSize: number; workerPoolSize: number; apiStatementTimeoutMs: number };
   /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
   alterations: { batchSize: number; window: number; batchesPerRun: number };
   logLevel: string;
@@ -98,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     permissionModel: e.PERMISSION_MODEL,
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    database: { apiPoolSize: e.DATABASE_POOL_API, workerPoolSize: e.DATABASE_POOL_WORKER, apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS },
     alterations: { batchSize: e.ALTERATION_BATCH_SIZE, window: e.ALTERATION_BATCH_WINDOW, batchesPerRun: e.ALTERATION_BATCHES_PER_RUN },
     logLevel: e.LOG_LEVEL,
   };

@@ -1,4 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { abortablePool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { methodNotAllowed } from './methods.js';
@@ -48,6 +49,12 @@ export function createApp(deps: AppDeps) {
       },
       'request',
     );
+  });
+
+  // Each request's statements run through a view of the pool that cancels them when the client goes away.
+  app.use('*', async (c, next) => {
+    c.set('deps', { ...deps, pool: abortablePool(deps.pool, c.req.raw.signal) });
+    await next();
   });
 
   // Bodies are read where a route reads them (src/api/request-body.ts), after authentication and

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ZodError } from 'zod';
+import { isTransientError, SQLSTATE, sqlState } from '../db/errors.js';
 import { DomainError, type FieldError, pointer } from '../errors.js';
 import type { AppEnv } from './context.js';
 
@@ -88,6 +89,16 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     return problem(c, status, err.message || TITLES[status] || 'Error');
+  }
+  // The database could not answer in time (API_STATEMENT_TIMEOUT_MS, no free connection, unreachable):
+  // a 503 the client may retry, not a 500 blaming the request.
+  if (sqlState(err) === SQLSTATE.queryCanceled) {
+    c.get('logger')?.warn({ err }, 'statement cancelled: over API_STATEMENT_TIMEOUT_MS or the client went away');
+    return problem(c, 503, 'The database did not answer within the time limit of an API request; try again later or narrow the request');
+  }
+  if (isTransientError(err)) {
+    c.get('logger')?.warn({ err }, 'database unavailable for a request');
+    return problem(c, 503, 'The database is busy or unavailable; try again later');
   }
   c.get('logger')?.error({ err }, 'unhandled error');
   return problem(c, 500, 'An unexpected error occurred. Quote the traceId when reporting it.');

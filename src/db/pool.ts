@@ -6,11 +6,82 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // int8 (bigint, count(*)) as a JS number: every count this service reads is far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export function createPool(connectionString: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: 'workflow-alterations' });
+export interface PoolOptions {
+  /** Connections at most. */
+  max: number;
+  /**
+   * How long a caller waits for a free connection before failing (a transient error: 503 for the API, a
+   * retry for an activity), instead of queueing behind a stuck neighbour forever.
+   */
+  acquireTimeoutMs?: number;
+  /** Postgres cancels any statement of this pool that runs longer (SQLSTATE 57014). */
+  statementTimeoutMs?: number;
+  /** Shown in pg_stat_activity, so an operator can tell the API's connections from the worker's. */
+  applicationName?: string;
+}
+
+const DEFAULT_ACQUIRE_TIMEOUT_MS = 10_000;
+
+export function createPool(connectionString: string, options: number | PoolOptions = 10): pg.Pool {
+  const o: PoolOptions = typeof options === 'number' ? { max: options } : options;
+  const pool = new pg.Pool({
+    connectionString,
+    max: o.max,
+    connectionTimeoutMillis: o.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
+    application_name: o.applicationName ?? 'workflow-alterations',
+    ...(o.statementTimeoutMs ? { statement_timeout: o.statementTimeoutMs } : {}),
+  });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => undefined);
   return pool;
+}
+
+/**
+ * A view of `pool` for one API request: the same `query` and `connect`, but the statements it runs are
+ * cancelled on the server (`pg_cancel_backend`) when `signal` aborts, i.e. when the client went away.
+ * Without it a dry-run the caller gave up on would keep a connection and a core busy until it ended.
+ */
+export function abortablePool(pool: pg.Pool, signal: AbortSignal): pg.Pool {
+  const active = new Set<pg.PoolClient>();
+  const onAbort = () => {
+    for (const client of active) {
+      const pid = (client as unknown as { processID?: number }).processID;
+      if (pid) void pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+    }
+  };
+  if (!signal.aborted) signal.addEventListener('abort', onAbort, { once: true });
+  const aborted = () => Object.assign(new Error('The client closed the connection; the request was abandoned'), { code: 'ECONNRESET' });
+
+  const connect = async (): Promise<pg.PoolClient> => {
+    if (signal.aborted) throw aborted();
+    const client = await pool.connect();
+    active.add(client);
+    const release = client.release.bind(client);
+    client.release = (err?: Error | boolean) => {
+      active.delete(client);
+      client.release = release;
+      return release(err);
+    };
+    return client;
+  };
+  const view = {
+    connect,
+    async query(...args: unknown[]) {
+      const client = await connect();
+      try {
+        return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      } finally {
+        client.release();
+      }
+    },
+  };
+  // Everything else (totalCount, end, on …) is the pool's own.
+  return new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop === 'connect' || prop === 'query') return view[prop];
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
 }
 
 /**

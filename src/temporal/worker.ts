@@ -12,6 +12,11 @@ export interface WorkerSetup {
   deps: ActivityDeps;
   /** A pre-built workflow bundle (tests build one for all files); else the workflows are bundled now. */
   workflowBundlePath?: string | undefined;
+  /**
+   * Activities run at once. Each holds at most one connection of the worker's pool at a time, so this is
+   * the worker pool's size: a slot never waits for a connection another slot of the same worker holds.
+   */
+  maxConcurrentActivities: number;
   /** Extra worker options (tests shorten the shutdown grace time). */
   options?: Partial<WorkerOptions>;
 }
@@ -24,7 +29,7 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     taskQueue: setup.taskQueue,
     ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(setup.deps),
-    maxConcurrentActivityTaskExecutions: 50,
+    maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     shutdownGraceTime: '10 seconds',
     ...setup.options,
   });

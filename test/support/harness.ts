@@ -36,7 +36,10 @@ export interface RequestOptions {
  * queue with a real worker, the HTTP app in process, an admin API key, and the log lines written.
  */
 export interface Harness {
+  /** The API's pool; tests use it for direct SQL too. */
   pool: pg.Pool;
+  /** The worker's own pool. */
+  workerPool: pg.Pool;
   databaseUrl: string;
   client: Client;
   taskQueue: string;
@@ -58,6 +61,8 @@ export async function createHarness(
     /** CONNECTIONS_ENCRYPTION_KEY */
     encryptionKey?: string;
     accessTokenLifetimeSeconds?: number;
+    /** API_STATEMENT_TIMEOUT_MS of the API pool. */
+    apiStatementTimeoutMs?: number;
     /** The clock tokens are issued and checked with (tests of expiry move it). */
     clock?: () => Date;
   } = {},
@@ -69,7 +74,9 @@ export async function createHarness(
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
   const databaseUrl = url.toString();
-  const pool = createPool(databaseUrl, 10);
+  // Two budgets, as in production: the API's pool (also used by tests for direct SQL) and the worker's.
+  const pool = createPool(databaseUrl, { max: 10, statementTimeoutMs: opts.apiStatementTimeoutMs ?? 15_000, applicationName: 'wfa-test-api' });
+  const workerPool = createPool(databaseUrl, { max: 10, applicationName: 'wfa-test-worker' });
 
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -116,8 +123,9 @@ export async function createHarness(
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      deps: { pool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
+      deps: { pool: workerPool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
       workflowBundlePath: inject('workflowBundlePath'),
+      maxConcurrentActivities: 10,
       options: { shutdownGraceTime: '2 seconds' },
     });
     running = worker.run();
@@ -133,6 +141,7 @@ export async function createHarness(
 
   const harness: Harness = {
     pool,
+    workerPool,
     databaseUrl,
     client,
     taskQueue,
@@ -171,6 +180,7 @@ export async function createHarness(
     async close() {
       await stopWorker();
       await pool.end();
+      await workerPool.end();
       await connection.close();
       await nativeConnection.close();
       const admin = new pg.Client({ connectionString: adminUrl });
