@@ -43,7 +43,7 @@ const InstanceSummarySchema = z
 
 /** The list's filters: each an exact match, except searchTerm (the alteration filter's substring search). */
 const ListQuerySchema = z.strictObject({
-  definitionId: z.string().min(1).max(1024).optional(),
+  definitionId: z.string().min(1).max(1024).optional().openapi({ description: 'Exact definition id (any version)' }),
   status: InstanceStatus.optional(),
   subStatus: InstanceSubStatus.optional(),
   correlationId: z.string().max(1024).optional().openapi({ description: 'Exact correlation id' }),
