@@ -48,6 +48,13 @@ interface SummaryRow {
 const POSITION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const CURSOR_ID = /^[\w.:-]{1,100}$/;
 
+/** A timestamp Postgres accepts: the pattern, years 1–9999, and a real date (no February 30). */
+function validPosition(p: string): boolean {
+  if (!POSITION.test(p) || p.startsWith('0000')) return false;
+  const ms = Date.parse(`${p.slice(0, 23)}Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === p.slice(0, 23);
+}
+
 const encodeCursor = (row: SummaryRow) => Buffer.from(JSON.stringify(['wi', row.position, row.id])).toString('base64url');
 
 /** Strict, although cursors are signed: a crafted position is a 400, never a value SQL chokes on. */
@@ -56,7 +63,7 @@ function decodeCursor(cursor: string): [string, string] {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (
       Array.isArray(parts) && parts.length === 3 && parts[0] === 'wi' &&
-      typeof parts[1] === 'string' && POSITION.test(parts[1]) && !Number.isNaN(Date.parse(parts[1])) &&
+      typeof parts[1] === 'string' && validPosition(parts[1]) &&
       typeof parts[2] === 'string' && CURSOR_ID.test(parts[2])
     ) {
       return [parts[1], parts[2]];
