@@ -14,6 +14,8 @@ import { identityRoutes } from './routes/identity.js';
 import { instanceRoutes } from './routes/instances.js';
 import { serviceRoutes } from './routes/service.js';
 
+const JSON_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
+
 /** Builds the HTTP app from its dependencies; tests drive it in process with `app.request()`. */
 export function createApp(deps: AppDeps) {
   const app = new OpenAPIHono<AppEnv>({
@@ -64,6 +66,23 @@ export function createApp(deps: AppDeps) {
     await settleBody(c);
   });
 
+  // Every JSON and problem+json body ends with a newline, so a terminal's next prompt (or the next
+  // curl output) starts on its own line.
+  app.use('*', async (c, next) => {
+    await next();
+    if (!JSON_TYPE.test(c.res.headers.get('content-type') ?? '') || !c.res.body) return;
+    const text = await c.res.text();
+    const headers = new Headers(c.res.headers);
+    // The adapter computes Content-Length from the new string body.
+    headers.delete('content-length');
+    const res = new Response(text.endsWith('\n') ? text : `${text}\n`, { status: c.res.status, headers });
+    // Cleared first: assigning over a response merges the old one's headers into the new one.
+    c.res = undefined;
+    c.res = res;
+  });
+
+  // The root points a person who opens the base URL at the API reference (curl without -L prints why).
+  app.get('/', (c) => c.text('The API reference is at /docs\n', 302, { location: '/docs' }));
   app.route('/', serviceRoutes());
   app.route('/', identityRoutes());
   app.route('/', definitionRoutes());

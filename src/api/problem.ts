@@ -35,9 +35,12 @@ const TYPES: Record<number, string> = {
   503: '/problems/unavailable',
 };
 
-/** The problem document alone, for answers written outside Hono (the server's client errors). */
+/**
+ * The problem document alone, for answers written outside Hono (the server's client errors); it ends
+ * with a newline like every JSON body the app writes.
+ */
 export function problemBody(status: number, detail: string): string {
-  return JSON.stringify({ type: TYPES[status] ?? 'about:blank', title: TITLES[status] ?? 'Error', status, detail });
+  return `${JSON.stringify({ type: TYPES[status] ?? 'about:blank', title: TITLES[status] ?? 'Error', status, detail })}\n`;
 }
 
 export interface Problem {

@@ -33,6 +33,7 @@ const ROUTES: { method: string; path: string; structured: string; legacy: string
   { method: 'POST', path: '/workflow-instances', structured: 'workflows/instances:execute', legacy: 'exec:workflow-definitions' },
   { method: 'POST', path: '/events/e1/trigger', structured: 'workflows/instances:execute', legacy: 'exec:workflow-definitions' },
   { method: 'GET', path: '/workflow-instances/i1', structured: 'workflows/instances:view', legacy: 'read:workflow-instances' },
+  { method: 'GET', path: '/workflow-instances', structured: 'workflows/instances:view', legacy: 'read:workflow-instances' },
   { method: 'POST', path: '/identity/users', structured: 'identity/users:create', legacy: '*' },
   { method: 'POST', path: '/identity/roles', structured: 'identity/roles:create', legacy: '*' },
   { method: 'POST', path: '/identity/api-keys', structured: 'identity/api-keys:create', legacy: '*' },

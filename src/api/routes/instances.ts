@@ -1,12 +1,16 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { triggerEvent } from '../../engine/events.js';
+import { listInstances } from '../../engine/instance-list.js';
+import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../../engine/instance-state.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
 import { type AppEnv, callerTenant } from '../context.js';
-import { Int32 } from '../input.js';
+import { openCursor, sealCursor } from '../cursor.js';
+import { Int32, QueryInt32 } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
 const EXECUTE = { structured: 'workflows/instances:execute', legacy: 'exec:workflow-definitions' };
+const VIEW = { structured: 'workflows/instances:view', legacy: 'read:workflow-instances' };
 
 const CreateInstanceSchema = z
   .strictObject({
@@ -18,6 +22,44 @@ const CreateInstanceSchema = z
   })
   .openapi('CreateWorkflowInstanceRequest');
 
+const InstanceStatus = z.enum(INSTANCE_STATUSES);
+const InstanceSubStatus = z.enum(INSTANCE_SUB_STATUSES);
+
+const InstanceSummarySchema = z
+  .object({
+    id: z.string(),
+    definitionId: z.string(),
+    version: z.number().int(),
+    name: z.string().nullable(),
+    correlationId: z.string().nullable(),
+    status: InstanceStatus,
+    subStatus: InstanceSubStatus,
+    incidentCount: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('WorkflowInstanceSummary');
+
+/** The list's filters: each an exact match, except searchTerm (the alteration filter's substring search). */
+const ListQuerySchema = z.strictObject({
+  definitionId: z.string().min(1).max(1024).optional().openapi({ description: 'Exact definition id (any version)' }),
+  status: InstanceStatus.optional(),
+  subStatus: InstanceSubStatus.optional(),
+  correlationId: z.string().max(1024).optional().openapi({ description: 'Exact correlation id' }),
+  searchTerm: z
+    .string()
+    .max(1024)
+    // eslint-disable-next-line no-control-regex
+    .regex(/^[^\u0000-\u001f]*$/, 'searchTerm must not contain control characters')
+    .optional()
+    .openapi({
+      description: 'Case-insensitive substring of the id, name, correlation id, definition id or definition version id (`%` and `_` are literal); empty is no constraint',
+    }),
+  after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
+  limit: QueryInt32.min(1).max(1000).default(100),
+});
+
 const InstanceSchema = z
   .object({
     id: z.string(),
@@ -26,8 +68,8 @@ const InstanceSchema = z
     version: z.number().int(),
     name: z.string().nullable(),
     correlationId: z.string().nullable(),
-    status: z.enum(['Running', 'Finished']),
-    subStatus: z.enum(['Pending', 'Executing', 'Suspended', 'Finished', 'Cancelled', 'Faulted']),
+    status: InstanceStatus,
+    subStatus: InstanceSubStatus,
     isSystem: z.boolean(),
     incidentCount: z.number().int(),
     incidents: z.array(z.object({ activityId: z.string(), activityType: z.string(), message: z.string(), timestamp: z.string() })),
@@ -65,17 +107,32 @@ const create = secureRoute(EXECUTE, {
   },
 });
 
-const read = secureRoute(
-  { structured: 'workflows/instances:view', legacy: 'read:workflow-instances' },
-  {
-    method: 'get',
-    path: '/workflow-instances/{id}',
-    tags: ['Workflow instances'],
-    summary: 'Read an instance with its variables, bookmarks, incidents, activity records and journal',
-    request: { params: z.object({ id: z.string() }) },
-    responses: { 200: jsonContent(InstanceSchema, 'The instance'), ...problems(401, 403, 404) },
+const list = secureRoute(VIEW, {
+  method: 'get',
+  path: '/workflow-instances',
+  tags: ['Workflow instances'],
+  summary: "A page of the tenant's instances, newest first; filters combine with AND",
+  request: { query: ListQuerySchema },
+  responses: {
+    200: jsonContent(
+      z.object({
+        items: z.array(InstanceSummarySchema),
+        nextCursor: z.string().nullable().openapi({ description: 'Pass as `after` for the next page; null on the last page' }),
+      }),
+      'A page of instances',
+    ),
+    ...problems(400, 401, 403),
   },
-);
+});
+
+const read = secureRoute(VIEW, {
+  method: 'get',
+  path: '/workflow-instances/{id}',
+  tags: ['Workflow instances'],
+  summary: 'Read an instance with its variables, bookmarks, incidents, activity records and journal',
+  request: { params: z.object({ id: z.string() }) },
+  responses: { 200: jsonContent(InstanceSchema, 'The instance'), ...problems(401, 403, 404) },
+});
 
 const trigger = secureRoute(EXECUTE, {
   method: 'post',
@@ -104,6 +161,13 @@ export function instanceRoutes() {
     await dispatcher.dispatch([id]);
     c.header('Location', `/workflow-instances/${id}`);
     return c.json({ workflowInstanceId: id }, 202);
+  });
+  app.openapi(list, async (c) => {
+    const { pool, tokens } = c.get('deps');
+    const query = c.req.valid('query');
+    const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
+    const page = await listInstances(pool, callerTenant(c), { ...query, after });
+    return c.json({ items: page.items, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
   });
   app.openapi(read, async (c) => {
     const { pool, definitions } = c.get('deps');

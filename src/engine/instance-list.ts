@@ -1,0 +1,137 @@
+import { escapeLike } from '../alterations/filter.js';
+import type { Queryable } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
+import type { InstanceStatus, InstanceSubStatus } from './instance-state.js';
+
+export interface InstanceSummary {
+  id: string;
+  definitionId: string;
+  version: number;
+  name: string | null;
+  correlationId: string | null;
+  status: InstanceStatus;
+  subStatus: InstanceSubStatus;
+  incidentCount: number;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+export interface InstanceListQuery {
+  definitionId?: string | undefined;
+  status?: InstanceStatus | undefined;
+  subStatus?: InstanceSubStatus | undefined;
+  correlationId?: string | undefined;
+  /** Case-insensitive substring of id, name, correlation id, definition id or version id; '' is no constraint. */
+  searchTerm?: string | undefined;
+  /** An unsealed cursor from a previous page. */
+  after?: string | undefined;
+  limit: number;
+}
+
+interface SummaryRow {
+  id: string;
+  definition_id: string;
+  version: number;
+  name: string | null;
+  correlation_id: string | null;
+  status: InstanceStatus;
+  sub_status: InstanceSubStatus;
+  incident_count: number;
+  created_at: Date;
+  /** created_at to the microsecond: the cursor must name the exact position, and Date keeps only ms. */
+  position: string;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+const POSITION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const CURSOR_ID = /^[\w.:-]{1,100}$/;
+
+/** A timestamp Postgres accepts: the pattern, years 1–9999, and a real date (no February 30). */
+function validPosition(p: string): boolean {
+  if (!POSITION.test(p) || p.startsWith('0000')) return false;
+  const ms = Date.parse(`${p.slice(0, 23)}Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === p.slice(0, 23);
+}
+
+const encodeCursor = (row: SummaryRow) => Buffer.from(JSON.stringify(['wi', row.position, row.id])).toString('base64url');
+
+/** Strict, although cursors are signed: a crafted position is a 400, never a value SQL chokes on. */
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(parts) && parts.length === 3 && parts[0] === 'wi' &&
+      typeof parts[1] === 'string' && validPosition(parts[1]) &&
+      typeof parts[2] === 'string' && CURSOR_ID.test(parts[2])
+    ) {
+      return [parts[1], parts[2]];
+    }
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('The cursor is not valid', [{ path: '/query/after', message: 'Not a cursor returned by this endpoint' }]);
+}
+
+/**
+ * A page of the tenant's instances, newest first (created_at DESC, id DESC), filters combined with AND.
+ * searchTerm means what it means in the alteration filter (`%` and `_` are literal); each equality filter
+ * has an index that ends in (created_at, id) (migration 006), so a page reads about `limit` rows.
+ */
+export async function listInstances(
+  db: Queryable,
+  tenantKey: string,
+  q: InstanceListQuery,
+): Promise<{ items: InstanceSummary[]; nextCursor: string | null }> {
+  const params: unknown[] = [tenantKey];
+  const param = (value: unknown, cast: string) => {
+    params.push(value);
+    return `$${params.length}::${cast}`;
+  };
+  // Plain equalities, not the alteration filter's `= ANY(list)`: only an equality lets the planner read
+  // an index that ends in (created_at, id) in order and stop after one page.
+  const clauses = ['i.tenant_id = $1'];
+  if (q.definitionId !== undefined) clauses.push(`i.definition_id = ${param(q.definitionId, 'text')}`);
+  if (q.status !== undefined) clauses.push(`i.status = ${param(q.status, 'text')}`);
+  if (q.subStatus !== undefined) clauses.push(`i.sub_status = ${param(q.subStatus, 'text')}`);
+  if (q.correlationId !== undefined) clauses.push(`i.correlation_id = ${param(q.correlationId, 'text')}`);
+  if (q.searchTerm) {
+    // The alteration filter's search (src/alterations/filter.ts): the trigram-indexed search text.
+    clauses.push(
+      `i.id IN (SELECT s.instance_id FROM workflow_instance_search s WHERE s.tenant_id = $1 AND s.search ILIKE ${param(`%${escapeLike(q.searchTerm)}%`, 'text')})`,
+    );
+  }
+  if (q.after !== undefined) {
+    const [position, id] = decodeCursor(q.after);
+    clauses.push(`(i.created_at, i.id) < (${param(position, 'timestamptz')}, ${param(id, 'text')})`);
+  }
+  const { rows } = await db.query<SummaryRow>(
+    `SELECT i.id, i.definition_id, i.version, i.name, i.correlation_id, i.status, i.sub_status, i.incident_count,
+            i.created_at, to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position,
+            i.updated_at, i.finished_at
+       FROM workflow_instances i
+      WHERE ${clauses.join(' AND ')}
+      ORDER BY i.created_at DESC, i.id DESC
+      LIMIT ${param(q.limit + 1, 'int')}`,
+    params,
+  );
+  const more = rows.length > q.limit;
+  const page = more ? rows.slice(0, q.limit) : rows;
+  return {
+    items: page.map((r) => ({
+      id: r.id,
+      definitionId: r.definition_id,
+      version: r.version,
+      name: r.name,
+      correlationId: r.correlation_id,
+      status: r.status,
+      subStatus: r.sub_status,
+      incidentCount: r.incident_count,
+      createdAt: r.created_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
+      finishedAt: r.finished_at?.toISOString() ?? null,
+    })),
+    nextCursor: more ? encodeCursor(page[page.length - 1]!) : null,
+  };
+}
