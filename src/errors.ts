@@ -8,7 +8,7 @@ export interface FieldError {
 export class DomainError extends Error {
   constructor(
     message: string,
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429,
     readonly errors?: FieldError[],
   ) {
     super(message);
@@ -50,4 +50,14 @@ export class ForbiddenError extends DomainError {
 export function pointer(segments: readonly (string | number)[]): string {
   if (segments.length === 0) return '';
   return '/' + segments.map((s) => String(s).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+}
+
+/** Too many failed guesses: the caller may try again after `retryAfterSeconds`. */
+export class TooManyAttemptsError extends DomainError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message, 429);
+  }
 }

@@ -4,10 +4,11 @@ import { grantsSatisfy, type PermissionSpec, requiredPermission } from '../auth/
 import type { Principal } from '../auth/principal.js';
 import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
-import type { AppDeps, AppEnv } from './context.js';
+import { addressKey, ADDRESS_RULE, assertNotBlocked, recordFailure } from '../auth/throttle.js';
+import { type AppDeps, type AppEnv, clientAddress } from './context.js';
 
 /** Reads the credentials of a request: `ApiKey <key>` or `Bearer <access token>`. */
-export async function authenticate(deps: AppDeps, header: string | undefined): Promise<Principal> {
+export async function authenticate(deps: AppDeps, header: string | undefined, address = 'in-process'): Promise<Principal> {
   if (!header || header.trim() === '') {
     throw new UnauthorizedError('No credentials: send "Authorization: ApiKey <key>" or "Authorization: Bearer <access token>"');
   }
@@ -20,7 +21,12 @@ export async function authenticate(deps: AppDeps, header: string | undefined): P
         return { kind: 'api-key', id: ADMIN_PRINCIPAL_ID, name: 'admin (ADMIN_API_KEY)', tenantId: null, permissions: ['*'] };
       }
       const principal = await findApiKeyPrincipal(deps.pool, credential);
-      if (!principal) throw new UnauthorizedError('Unknown API key');
+      if (!principal) {
+        // Guessing keys is throttled per client address; a valid key costs nothing extra.
+        await assertNotBlocked(deps.pool, [addressKey(address)]);
+        await recordFailure(deps.pool, addressKey(address), ADDRESS_RULE);
+        throw new UnauthorizedError('Unknown or expired API key');
+      }
       return principal;
     }
     case 'bearer':
@@ -38,7 +44,7 @@ export function authorize(spec: PermissionSpec) {
   return createMiddleware<AppEnv>(async (c, next) => {
     if (spec === 'public') return next();
     const deps = c.get('deps');
-    const principal = await authenticate(deps, c.req.header('authorization'));
+    const principal = await authenticate(deps, c.req.header('authorization'), clientAddress(c));
     c.set('principal', principal);
     const required = requiredPermission(spec, deps.config.permissionModel);
     if (required && !grantsSatisfy(deps.config.permissionModel, principal.permissions, required)) {

@@ -37,3 +37,12 @@ export interface AppEnv {
 export function callerTenant(c: { get(key: 'principal'): Pick<Principal, 'tenantId'> }): string {
   return tenantKey(c.get('principal').tenantId);
 }
+
+/**
+ * The client's address for throttling guesses: the socket's remote address (never X-Forwarded-For, which
+ * any client can write). In-process requests (tests) have no socket and share one key.
+ */
+export function clientAddress(c: { env?: unknown }): string {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return env?.incoming?.socket?.remoteAddress ?? 'in-process';
+}

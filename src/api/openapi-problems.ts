@@ -11,7 +11,8 @@ export function documentProblems(registry: OpenAPIHono['openAPIRegistry']): void
     if (def.type !== 'route') continue;
     const route = def.route as RouteConfig;
     const codes: ProblemStatus[] = [400, 500, 503];
-    if ((route.security ?? []).length > 0) codes.push(401);
+    // Credentials are needed: 401, and 429 once a client guesses too many API keys (section 8).
+    if ((route.security ?? []).length > 0) codes.push(401, 429);
     const responses = route.responses as Record<string, unknown>;
     for (const [code, response] of Object.entries(problems(...codes))) {
       if (!(code in responses)) responses[code] = response;

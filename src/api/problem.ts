@@ -3,7 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ZodError } from 'zod';
 import { isTransientError, SQLSTATE, sqlState } from '../db/errors.js';
-import { DomainError, type FieldError, pointer } from '../errors.js';
+import { TooManyAttemptsError, DomainError, type FieldError, pointer } from '../errors.js';
 import type { AppEnv } from './context.js';
 
 const TITLES: Record<number, string> = {
@@ -15,6 +15,7 @@ const TITLES: Record<number, string> = {
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -30,6 +31,7 @@ const TYPES: Record<number, string> = {
   409: '/problems/conflict',
   413: '/problems/payload-too-large',
   415: '/problems/unsupported-media-type',
+  429: '/problems/too-many-attempts',
   431: '/problems/headers-too-large',
   500: '/problems/internal',
   503: '/problems/unavailable',
@@ -87,6 +89,7 @@ export function zodFieldErrors(error: ZodError, prefix: (string | number)[] = []
 export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof DomainError) {
     const headers: Record<string, string> = err.status === 401 ? { 'www-authenticate': WWW_AUTHENTICATE } : {};
+    if (err instanceof TooManyAttemptsError) headers['retry-after'] = String(err.retryAfterSeconds);
     return problem(c, err.status, err.message, err.errors, headers);
   }
   if (err instanceof HTTPException) {

@@ -19,11 +19,12 @@ const PROBLEM_TEXT: Record<number, string> = {
   409: 'Conflict',
   413: 'Body larger than MAX_BODY_BYTES',
   415: 'Body is not application/json',
+  429: 'Too many failed attempts from this client or for this user name; retry after `Retry-After` seconds',
   500: 'Unexpected error: `detail` is generic; `traceId` matches the server log',
   503: 'A dependency (the database) is unavailable or too slow; retry later',
 };
 
-export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503;
+export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
 
 /** OpenAPI entries for the problem responses a route can give. */
 export function problems(...codes: ProblemStatus[]) {

@@ -21,26 +21,80 @@ export interface CreatedApiKey {
   key: string;
   permissions: string[];
   tenantId: string | null;
+  expiresAt: string | null;
+}
+
+/** A stored key as listed: never the key, never its hash. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  permissions: string[];
+  tenantId: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
 }
 
 /** Stores a new key's hash; the key itself is returned once and never stored. */
 export async function createApiKey(
   db: Queryable,
-  input: { name: string; permissions: string[]; tenantKey: string; isBootstrap?: boolean },
+  input: { name: string; permissions: string[]; tenantKey: string; isBootstrap?: boolean; expiresAt?: Date | null },
 ): Promise<CreatedApiKey> {
   const id = newId();
   const key = generateApiKey();
   await db.query(
-    'INSERT INTO api_keys (id, tenant_id, name, key_hash, permissions, is_bootstrap) VALUES ($1, $2, $3, $4, $5::text[], $6)',
-    [id, input.tenantKey, input.name, hashApiKey(key), input.permissions, input.isBootstrap ?? false],
+    'INSERT INTO api_keys (id, tenant_id, name, key_hash, permissions, is_bootstrap, expires_at) VALUES ($1, $2, $3, $4, $5::text[], $6, $7)',
+    [id, input.tenantKey, input.name, hashApiKey(key), input.permissions, input.isBootstrap ?? false, input.expiresAt ?? null],
   );
-  return { id, name: input.name, key, permissions: input.permissions, tenantId: tenantOut(input.tenantKey) };
+  return {
+    id,
+    name: input.name,
+    key,
+    permissions: input.permissions,
+    tenantId: tenantOut(input.tenantKey),
+    expiresAt: input.expiresAt ? input.expiresAt.toISOString() : null,
+  };
+}
+
+/** The tenant's keys, oldest first; never a key or a hash. */
+export async function listApiKeys(db: Queryable, tenantKey: string): Promise<{ items: ApiKeyView[]; totalCount: number }> {
+  const { rows } = await db.query<{
+    id: string; name: string; permissions: string[]; tenant_id: string; created_at: Date; last_used_at: Date | null; expires_at: Date | null;
+  }>(
+    'SELECT id, name, permissions, tenant_id, created_at, last_used_at, expires_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
+    [tenantKey],
+  );
+  const items = rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    permissions: r.permissions,
+    tenantId: tenantOut(r.tenant_id),
+    createdAt: r.created_at.toISOString(),
+    lastUsedAt: r.last_used_at?.toISOString() ?? null,
+    expiresAt: r.expires_at?.toISOString() ?? null,
+  }));
+  return { items, totalCount: items.length };
+}
+
+/** Revokes (deletes) a key of the tenant: the next request with it is a 401, on every node. */
+export async function revokeApiKey(db: Queryable, tenantKey: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM api_keys WHERE id = $1 AND tenant_id = $2', [id, tenantKey]);
+  return (rowCount ?? 0) > 0;
 }
 
 /** The principal behind an API key, or undefined for an unknown key. */
 export async function findApiKeyPrincipal(db: Queryable, key: string): Promise<Principal | undefined> {
+  // One statement: an expired key is no key, and last_used_at is written at most once a minute per key
+  // (not a write per request).
   const { rows } = await db.query<{ id: string; name: string; tenant_id: string; permissions: string[] }>(
-    'SELECT id, name, tenant_id, permissions FROM api_keys WHERE key_hash = $1',
+    `WITH k AS (
+       SELECT id, name, tenant_id, permissions, last_used_at FROM api_keys
+        WHERE key_hash = $1 AND (expires_at IS NULL OR expires_at > now())
+     ), touched AS (
+       UPDATE api_keys a SET last_used_at = now() FROM k
+        WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute')
+     )
+     SELECT id, name, tenant_id, permissions FROM k`,
     [hashApiKey(key)],
   );
   const r = rows[0];

@@ -53,3 +53,49 @@ export const LEGACY_REPLACEMENTS: Readonly<Record<string, string | null>> = {
   'connections:write': 'connections:create',
   'connections/descriptor:read': null,
 };
+
+/**
+ * Every structured permission a route requires (src/api/routes), plus those the product names without a
+ * route here yet. One list: grant validation and `GET /identity/permissions` read it, and a test checks
+ * that every route's `x-permission` is in it.
+ */
+export const STRUCTURED_PERMISSIONS = [
+  'alterations:execute',
+  'alterations:view',
+  'connections:create',
+  'connections:delete',
+  'connections:update',
+  'connections:view',
+  'identity/api-keys:create',
+  'identity/api-keys:delete',
+  'identity/api-keys:view',
+  'identity/roles:create',
+  'identity/users:create',
+  'identity/users:delete',
+  'user-tasks:supervise',
+  'workflows/definitions:create',
+  'workflows/definitions:view',
+  'workflows/instances:execute',
+  'workflows/instances:view',
+] as const;
+
+/** The legacy (3.8.0) strings, matched exactly in the legacy model. */
+export const LEGACY_PERMISSIONS = [...Object.keys(LEGACY_REPLACEMENTS), 'connections:delete'].filter((p, i, all) => all.indexOf(p) === i).sort();
+
+const RESOURCES = new Set(STRUCTURED_PERMISSIONS.map((p) => splitPermission(p)![0]));
+const VERBS = new Set(STRUCTURED_PERMISSIONS.map((p) => splitPermission(p)![1]));
+
+/**
+ * Is `grant` something either model can honour? A known permission of either model, `*` / `*:*`,
+ * `*:{known verb}` or `{known resource}:*`. Grants of the model not in force stay valid: a deployment may
+ * switch models. Anything else (a typo such as `workflows:read`) would silently grant nothing.
+ */
+export function isKnownGrant(grant: string): boolean {
+  if (grant === '*' || grant === '*:*') return true;
+  if ((STRUCTURED_PERMISSIONS as readonly string[]).includes(grant) || LEGACY_PERMISSIONS.includes(grant)) return true;
+  const parts = splitPermission(grant);
+  if (!parts) return false;
+  if (parts[0] === '*') return VERBS.has(parts[1]);
+  if (parts[1] === '*') return RESOURCES.has(parts[0]);
+  return false;
+}

@@ -1,3 +1,4 @@
+import { addressKey, ADDRESS_RULE, assertNotBlocked, clearFailures, recordFailure, userKey, USER_NAME_RULE } from './throttle.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -89,9 +90,17 @@ async function issue(db: Queryable, s: TokenSettings, user: StoredUser, sessionI
 }
 
 /** Signs in: a new session and its first token pair. */
-export async function login(pool: pg.Pool, s: TokenSettings, username: string, password: string): Promise<TokenPair> {
+export async function login(pool: pg.Pool, s: TokenSettings, username: string, password: string, address = 'in-process'): Promise<TokenPair> {
+  // Guessing is throttled per user name and per client address, before any password is checked.
+  const keys = [userKey(username), addressKey(address)];
+  await assertNotBlocked(pool, keys);
   const user = await verifyCredentials(pool, username, password);
-  if (!user) throw new UnauthorizedError('Unknown user name or wrong password');
+  if (!user) {
+    await recordFailure(pool, keys[0]!, USER_NAME_RULE);
+    await recordFailure(pool, keys[1]!, ADDRESS_RULE);
+    throw new UnauthorizedError('Unknown user name or wrong password');
+  }
+  await clearFailures(pool, keys[0]!);
   const sessionId = newId();
   await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [sessionId, user.id, user.tenantKey, nowOf(s)]);
   return issue(pool, s, user, sessionId);

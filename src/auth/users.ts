@@ -6,6 +6,9 @@ import { ConflictError, NotFoundError, pointer, ValidationError } from '../error
 import { newId } from '../ids.js';
 import { tenantOut } from './principal.js';
 
+/** The bootstrap administrator's user name (ADMIN_PASSWORD), reserved for the default tenant. */
+export const ADMIN_NAME = 'admin';
+
 /** Passwords and secrets: Argon2id (OWASP's first choice) with the library's salted defaults. */
 export function hashSecret(secret: string): Promise<string> {
   return argon2Hash(secret);
@@ -56,6 +59,10 @@ export async function createUser(
   input: { name: string; password: string; roles?: string[] | undefined; permissions?: string[] | undefined },
 ): Promise<UserView> {
   const roles = [...new Set(input.roles ?? [])];
+  // `admin` is the bootstrap user's name (ADMIN_PASSWORD gives it `*`): only the default tenant has one.
+  if (tenantKey !== '' && input.name.trim().toLowerCase() === ADMIN_NAME) {
+    throw new ConflictError('The user name "admin" is reserved for the bootstrap administrator of the default tenant');
+  }
   const passwordHash = await hashSecret(input.password);
   return withTransaction(pool, async (client) => {
     const { rows: found } = await client.query<{ id: string; name: string }>(
@@ -83,6 +90,12 @@ export async function createUser(
     }
     return { id, name: input.name, roles, permissions: input.permissions ?? [], tenantId: tenantOut(tenantKey) };
   });
+}
+
+/** The effective grants (own ∪ roles') of a user of the tenant, or undefined when there is no such user. */
+export async function userGrants(db: Queryable, tenantKey: string, id: string): Promise<string[] | undefined> {
+  const user = await loadUser(db, id);
+  return user && user.tenantKey === tenantKey ? user.permissions : undefined;
 }
 
 /** Deletes a user of the tenant; its sessions go with it (so its refresh and access tokens stop working). */
@@ -130,8 +143,18 @@ export async function verifyCredentials(db: Queryable, name: string, password: s
  * start; on later starts its password follows the variable.
  */
 export async function ensureAdminUser(pool: pg.Pool, password: string): Promise<void> {
-  const { rows } = await pool.query<{ id: string; password_hash: string }>("SELECT id, password_hash FROM users WHERE lower(name) = 'admin'");
+  const { rows } = await pool.query<{ id: string; tenant_id: string; password_hash: string }>(
+    "SELECT id, tenant_id, password_hash FROM users WHERE lower(name) = 'admin'",
+  );
   const existing = rows[0];
+  // The name is unique across tenants. A user `admin` of another tenant (made before the name was
+  // reserved) must never receive ADMIN_PASSWORD and `*`: the start stops and says what to do instead.
+  if (existing && existing.tenant_id !== '') {
+    throw new Error(
+      `ADMIN_PASSWORD is set, but the user named "admin" belongs to tenant "${existing.tenant_id}", not the default tenant; ` +
+        'it is not made the administrator. Delete or rename that user, or unset ADMIN_PASSWORD.',
+    );
+  }
   if (!existing) {
     try {
       await pool.query("INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, '', 'admin', $2, '{*}')", [

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isKnownGrant, LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../src/auth/permissions.js';
 import { createHarness, type Harness } from '../support/harness.js';
 
 /**
@@ -38,6 +39,9 @@ const ROUTES: { method: string; path: string; structured: string; legacy: string
   { method: 'POST', path: '/identity/roles', structured: 'identity/roles:create', legacy: '*' },
   { method: 'POST', path: '/identity/api-keys', structured: 'identity/api-keys:create', legacy: '*' },
   { method: 'DELETE', path: '/identity/users/u1', structured: 'identity/users:delete', legacy: '*' },
+  { method: 'GET', path: '/identity/api-keys', structured: 'identity/api-keys:view', legacy: '*' },
+  { method: 'DELETE', path: '/identity/api-keys/k1', structured: 'identity/api-keys:delete', legacy: '*' },
+  { method: 'GET', path: '/identity/permissions', structured: 'signed-in', legacy: 'signed-in' },
   { method: 'POST', path: '/identity/secrets/hash', structured: 'identity/users:create', legacy: '*' },
   { method: 'POST', path: '/identity/logout', structured: 'signed-in', legacy: 'signed-in' },
   { method: 'GET', path: '/features/installed', structured: 'signed-in', legacy: 'signed-in' },
@@ -156,6 +160,14 @@ describe('the table', () => {
         const declared = op['x-permission'];
         if (row!.structured !== 'public') expect(declared, `${method} ${path}`).toEqual({ structured: row!.structured, legacy: row!.legacy });
       }
+    }
+  });
+
+  it('names only permissions that grant validation knows', () => {
+    for (const r of ROUTES) {
+      if (r.structured.includes(':')) expect(STRUCTURED_PERMISSIONS as readonly string[], r.structured).toContain(r.structured);
+      if (r.legacy.includes(':')) expect(LEGACY_PERMISSIONS, r.legacy).toContain(r.legacy);
+      for (const p of [r.structured, r.legacy].filter((x) => x.includes(':') || x === '*')) expect(isKnownGrant(p), p).toBe(true);
     }
   });
 });

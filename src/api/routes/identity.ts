@@ -1,11 +1,12 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { createApiKey } from '../../auth/api-keys.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../auth/api-keys.js';
+import { checkGrantsKnown, checkHoldsAll, placementTenant, roleGrants } from '../../auth/delegation.js';
+import { LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
-import { createRole, createUser, deleteUser, hashSecret } from '../../auth/users.js';
-import { grantsSatisfy } from '../../auth/permissions.js';
-import { tenantKey } from '../../auth/principal.js';
-import { ForbiddenError } from '../../errors.js';
-import { type AppEnv, callerTenant } from '../context.js';
+import { createRole, createUser, deleteUser, hashSecret, userGrants } from '../../auth/users.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
+import { type AppEnv, callerTenant, clientAddress } from '../context.js';
+import { Timestamp } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -15,7 +16,8 @@ const CreateApiKeySchema = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     permissions: PermissionList,
-    tenantId: z.string().max(200).nullable().optional().openapi({ description: 'Place the key in a tenant (default: the caller\'s)' }),
+    tenantId: z.string().max(200).nullable().optional().openapi({ description: 'Place the key in a tenant (default: the caller\'s; another tenant needs "*")' }),
+    expiresAt: Timestamp.nullable().optional().openapi({ description: 'When the key stops working (in the future); absent or null: never' }),
   })
   .openapi('CreateApiKeyRequest');
 
@@ -30,10 +32,76 @@ const createKey = secureRoute(
     request: jsonBody(CreateApiKeySchema),
     responses: {
       201: jsonContent(
-        z.object({ id: z.string(), name: z.string(), key: z.string(), permissions: z.array(z.string()), tenantId: z.string().nullable() }),
+        z.object({
+          id: z.string(),
+          name: z.string(),
+          key: z.string(),
+          permissions: z.array(z.string()),
+          tenantId: z.string().nullable(),
+          expiresAt: z.string().nullable(),
+        }),
         'The new key (shown only in this response)',
       ),
       ...BODY_ROUTE_PROBLEMS,
+    },
+  },
+);
+
+const ApiKeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    permissions: z.array(z.string()),
+    tenantId: z.string().nullable(),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+    expiresAt: z.string().nullable(),
+  })
+  .openapi('ApiKey');
+
+const listKeys = secureRoute(
+  { structured: 'identity/api-keys:view', legacy: '*' },
+  {
+    method: 'get',
+    path: '/identity/api-keys',
+    tags: ['Identity'],
+    summary: "The caller's tenant's API keys (never the key itself)",
+    responses: {
+      200: jsonContent(z.object({ items: z.array(ApiKeySchema), totalCount: z.number().int() }), 'The keys'),
+      ...problems(401, 403),
+    },
+  },
+);
+
+const revokeKey = secureRoute(
+  { structured: 'identity/api-keys:delete', legacy: '*' },
+  {
+    method: 'delete',
+    path: '/identity/api-keys/{id}',
+    tags: ['Identity'],
+    summary: 'Revoke an API key: it stops working at once, on every node',
+    request: { params: z.object({ id: z.string().max(200) }) },
+    responses: { 204: { description: 'Revoked' }, ...problems(401, 403, 404) },
+  },
+);
+
+const permissionsRoute = secureRoute(
+  { structured: 'signed-in', legacy: 'signed-in' },
+  {
+    method: 'get',
+    path: '/identity/permissions',
+    tags: ['Identity'],
+    summary: 'The permissions of both models that a user, role or API key may be granted',
+    responses: {
+      200: jsonContent(
+        z.object({
+          structured: z.array(z.string()),
+          legacy: z.array(z.string()),
+          wildcards: z.array(z.string()),
+        }),
+        'Grantable permissions; wildcards are `*`, `*:{verb}` and `{resource}:*` of the structured names',
+      ),
+      ...problems(401),
     },
   },
 );
@@ -50,7 +118,7 @@ const loginRoute = secureRoute('public', {
   tags: TAGS,
   summary: 'Sign in with a user name and password: a new session and its tokens',
   request: jsonBody(z.strictObject({ username: z.string().min(1).max(200), password: z.string().min(1).max(1000) }).openapi('LoginRequest')),
-  responses: { 200: jsonContent(TokenPairSchema, 'Signed in'), ...problems(400, 401, 413, 415) },
+  responses: { 200: jsonContent(TokenPairSchema, 'Signed in'), ...problems(400, 401, 413, 415, 429) },
 });
 
 const refreshRoute = secureRoute('public', {
@@ -143,48 +211,46 @@ const hashRoute = secureRoute(
   },
 );
 
-/**
- * Rules for placing a new principal: a caller outside the default tenant may only create principals in
- * its own tenant, and nobody can hand out a grant they do not hold themselves.
- */
-export function checkDelegation(
-  caller: { tenantId: string | null; permissions: string[] },
-  requestedTenant: string | null | undefined,
-  permissions: string[],
-  model: 'structured' | 'legacy',
-): string {
-  const target = requestedTenant === undefined ? caller.tenantId : requestedTenant === '' ? null : requestedTenant;
-  if (caller.tenantId !== null && target !== caller.tenantId) {
-    throw new ForbiddenError('Only a principal of the default tenant can place a principal in another tenant');
-  }
-  for (const p of permissions) {
-    if (!grantsSatisfy(model, caller.permissions, p) && !caller.permissions.includes('*')) {
-      throw new ForbiddenError(`You cannot grant "${p}": you do not hold it yourself`);
-    }
-  }
-  return tenantKey(target);
-}
-
 export function identityRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(createKey, async (c) => {
     const { pool, config } = c.get('deps');
     const body = c.req.valid('json');
-    const tenant = checkDelegation(c.get('principal'), body.tenantId, body.permissions, config.permissionModel);
-    const created = await createApiKey(pool, { name: body.name, permissions: body.permissions, tenantKey: tenant });
+    const caller = c.get('principal');
+    checkGrantsKnown(body.permissions);
+    const tenant = placementTenant(caller, body.tenantId);
+    checkHoldsAll(caller, body.permissions, config.permissionModel);
+    const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now()) {
+      throw new ValidationError('expiresAt must be in the future', [{ path: '/expiresAt', message: 'Must be in the future' }]);
+    }
+    const created = await createApiKey(pool, { name: body.name, permissions: body.permissions, tenantKey: tenant, expiresAt });
     c.get('logger').info({ apiKeyId: created.id, tenant }, 'api key created');
+    c.header('cache-control', 'no-store');
     return c.json(created, 201);
   });
+  app.openapi(listKeys, async (c) => c.json(await listApiKeys(c.get('deps').pool, callerTenant(c)), 200));
+  app.openapi(revokeKey, async (c) => {
+    const id = c.req.valid('param').id;
+    if (!(await revokeApiKey(c.get('deps').pool, callerTenant(c), id))) throw new NotFoundError(`API key ${id} not found`);
+    c.get('logger').info({ apiKeyId: id }, 'api key revoked');
+    return c.body(null, 204);
+  });
+  app.openapi(permissionsRoute, (c) =>
+    c.json({ structured: [...STRUCTURED_PERMISSIONS], legacy: [...LEGACY_PERMISSIONS], wildcards: ['*', '*:{verb}', '{resource}:*'] }, 200),
+  );
 
   app.openapi(loginRoute, async (c) => {
     const { pool, tokens } = c.get('deps');
     const { username, password } = c.req.valid('json');
-    const pair = await login(pool, tokens, username, password);
+    const pair = await login(pool, tokens, username, password, clientAddress(c));
+    c.header('cache-control', 'no-store');
     return c.json(pair, 200);
   });
   app.openapi(refreshRoute, async (c) => {
     const { pool, tokens } = c.get('deps');
     const pair = await refresh(pool, tokens, c.req.valid('json').refreshToken ?? '');
+    c.header('cache-control', 'no-store');
     return c.json(pair, 200);
   });
   app.openapi(logoutRoute, async (c) => {
@@ -197,13 +263,10 @@ export function identityRoutes() {
     const { pool, config } = c.get('deps');
     const body = c.req.valid('json');
     const caller = c.get('principal');
-    const tenant = checkDelegation(caller, body.tenantId, body.permissions ?? [], config.permissionModel);
+    checkGrantsKnown(body.permissions ?? []);
+    const tenant = placementTenant(caller, body.tenantId);
     // Roles hand out their grants too: the caller must hold them.
-    const { rows } = await pool.query<{ p: string }>(
-      'SELECT DISTINCT unnest(permissions) AS p FROM roles WHERE tenant_id = $1 AND name = ANY($2::text[])',
-      [tenant, body.roles ?? []],
-    );
-    checkDelegation(caller, body.tenantId, rows.map((r) => r.p), config.permissionModel);
+    checkHoldsAll(caller, [...(body.permissions ?? []), ...(await roleGrants(pool, tenant, body.roles ?? []))], config.permissionModel);
     const user = await createUser(pool, tenant, body);
     c.get('logger').info({ userId: user.id, tenant }, 'user created');
     return c.json(user, 201);
@@ -211,12 +274,19 @@ export function identityRoutes() {
   app.openapi(createRoleRoute, async (c) => {
     const { pool, config } = c.get('deps');
     const body = c.req.valid('json');
-    const tenant = checkDelegation(c.get('principal'), undefined, body.permissions, config.permissionModel);
-    return c.json(await createRole(pool, tenant, body), 201);
+    const caller = c.get('principal');
+    checkGrantsKnown(body.permissions);
+    checkHoldsAll(caller, body.permissions, config.permissionModel);
+    return c.json(await createRole(pool, callerTenant(c), body), 201);
   });
   app.openapi(deleteUserRoute, async (c) => {
-    const { pool } = c.get('deps');
+    const { pool, config } = c.get('deps');
     const id = c.req.valid('param').id;
+    // Deleting a user is delegation too: only a caller holding every grant of that user may remove it
+    // (else `identity/users:delete` alone could delete the admin).
+    const grants = await userGrants(pool, callerTenant(c), id);
+    if (!grants) throw new NotFoundError(`User ${id} not found`);
+    checkHoldsAll(c.get('principal'), grants, config.permissionModel, 'delete a user holding');
     await deleteUser(pool, callerTenant(c), id);
     c.get('logger').info({ userId: id }, 'user deleted; its sessions ended');
     return c.body(null, 204);
