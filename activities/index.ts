@@ -3,7 +3,7 @@ import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps 
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
-import { peekStep, runStep, type EngineDeps, type StepResult } from '../src/engine/executor.js';
+import { peekStep, runStepOrFault, type EngineDeps, type StepResult } from '../src/engine/executor.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {}
 
@@ -69,7 +69,7 @@ export function createActivities(deps: ActivityDeps) {
     async executeInstanceStep(instanceId: string, finalAttempt = false): Promise<StepResult> {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
       const attempt = Context.current().info.attempt;
-      return withHeartbeat(() => runStep(deps, instanceId, { attempt, finalAttempt }));
+      return withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, finalAttempt }));
     },
     peekStep(instanceId: string) {
       return peekStep(deps, instanceId);

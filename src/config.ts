@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseNetworks } from './connections/http.js';
 
 /** Empty strings in the environment read as "unset", so `FOO= npm start` behaves like no FOO at all. */
 const optional = z
@@ -29,6 +30,7 @@ const ConfigSchema = z.object({
   PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
   CONNECTIONS_ENCRYPTION_KEY: optional,
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  OUTBOUND_HTTP_ALLOW_NETWORKS: z.string().default(''),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
   DATABASE_POOL_WORKER: z.coerce.number().int().min(2).max(500).default(20),
@@ -62,6 +64,8 @@ export interface Config {
   permissionModel: 'structured' | 'legacy';
   connectionsEncryptionKey: string | undefined;
   maxBodyBytes: number;
+  /** CIDR ranges HTTP activities may reach although loopback, link-local or private (OUTBOUND_HTTP_ALLOW_NETWORKS). */
+  outboundAllowNetworks: string[];
   /** Separate connection budgets, so the worker never takes the API's last connection (or the reverse). */
   database: { apiPoolSize: number; workerPoolSize: number; apiStatementTimeoutMs: number };
   /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
@@ -103,8 +107,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     permissionModel: e.PERMISSION_MODEL,
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    outboundAllowNetworks: parseAllowNetworks(e.OUTBOUND_HTTP_ALLOW_NETWORKS),
     database: { apiPoolSize: e.DATABASE_POOL_API, workerPoolSize: e.DATABASE_POOL_WORKER, apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS },
     alterations: { batchSize: e.ALTERATION_BATCH_SIZE, window: e.ALTERATION_BATCH_WINDOW, batchesPerRun: e.ALTERATION_BATCHES_PER_RUN },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+function parseAllowNetworks(value: string): string[] {
+  try {
+    return parseNetworks(value);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration in the environment: ${(err as Error).message}`);
+  }
 }

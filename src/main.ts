@@ -153,7 +153,14 @@ async function start(role: Role, config: Config, logger: Logger, life: Lifecycle
       connection: nativeConnection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool: workerPool!, definitions, logger, cipher, dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue) },
+      deps: {
+        pool: workerPool!,
+        definitions,
+        logger,
+        cipher,
+        dispatcher: temporalDispatcher(temporal, config.temporal.taskQueue),
+        outbound: { allowNetworks: config.outboundAllowNetworks },
+      },
       maxConcurrentActivities: workerPoolSize,
     });
     worker = running;

@@ -27,7 +27,12 @@ const HttpConnectionSchema = z.strictObject({
     .url({ protocol: /^https?$/, error: 'Must be an absolute http or https URL' })
     .meta(meta({ title: 'Base URL', description: 'Requests go to paths under this URL.' })),
   headers: z
-    .record(z.string(), z.string())
+    .record(
+      // RFC 9110 field names are tokens; values carry no CR, LF or NUL (no header injection).
+      z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'Not a valid HTTP header name (letters, digits and !#$%&\'*+.^_`|~- only)'),
+      // eslint-disable-next-line no-control-regex
+      z.string().regex(/^[^\r\n\u0000]*$/, 'A header value may not contain CR, LF or NUL'),
+    )
     .default({})
     .meta(meta({ title: 'Headers', description: 'Headers sent with every request.', uiHint: 'dictionary' })),
   bearerToken: z

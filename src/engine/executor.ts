@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { ConfigCipher } from '../connections/cipher.js';
-import { sendThroughConnection } from '../connections/http.js';
+import { type HttpOutcome, type OutboundPolicy, sendThroughConnection } from '../connections/http.js';
+import { isTransientError } from '../db/errors.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { type Queryable, withTransaction } from '../db/pool.js';
@@ -19,6 +20,8 @@ export interface EngineDeps {
   logger: Logger;
   /** Decrypts connection configurations when an activity's connection input is resolved. */
   cipher: ConfigCipher;
+  /** Where HTTP activities may connect (OUTBOUND_HTTP_ALLOW_NETWORKS); default: public addresses only. */
+  outbound?: OutboundPolicy;
   clock?: () => Date;
 }
 
@@ -92,26 +95,121 @@ export function recordIncident(s: InstanceState, activityId: string, activityTyp
   s.subStatus = 'Faulted';
 }
 
+/** An outbound call prepared by the first part of a step: recorded as started, not yet made. */
+interface PendingCall {
+  kind: 'call';
+  instanceId: string;
+  recordId: string;
+  activityId: string;
+  activityType: string;
+  connectionName: string;
+  configuration: HttpConnectionConfiguration;
+  method: string;
+  path: string;
+  body: unknown;
+  resultVariable: string | undefined;
+}
+
+const OUTBOUND_TYPE = 'Elsa.Http.SendHttpRequest';
+
 /**
- * Executes the next scheduled activity of one instance, in one transaction: lock the row, run the
- * activity, write the activity record, journal and new state, schedule successors. A retried call after
- * a crash finds the committed state and runs the *next* step, so no step's effect is recorded twice.
+ * Executes the next scheduled activity of one instance. Most activities run in one transaction: lock the
+ * row, run the activity, write the activity record, journal and new state, schedule successors. A retried
+ * call after a crash finds the committed state and runs the *next* step, so no step's effect is recorded
+ * twice.
+ *
+ * An activity that calls out (Send HTTP Request) runs in three parts, so that no network call is made
+ * while a transaction or row lock is held (a slow endpoint would otherwise hold a connection and the
+ * instance's lock for its whole timeout): (1) record it as started (a Running activity record) and
+ * commit; (2) call, holding nothing; (3) in a new transaction, re-check the instance and record the
+ * outcome. A retry after a crash between (1) and (3) finds the started record and calls again with the
+ * same Idempotency-Key (`{instanceId}:{recordId}`), so the receiver can tell.
  */
 export async function runStep(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
+  const first = await withTransaction(deps.pool, (client) => beginStep(deps, client, instanceId, options));
+  if (first.kind === 'done') return first.result;
+  const outcome = await sendThroughConnection(
+    first.configuration,
+    { method: first.method, path: first.path, body: first.body, idempotencyKey: `${first.instanceId}:${first.recordId}` },
+    deps.outbound,
+  );
+  return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options));
+}
+
+/**
+ * A step that failed with an error no retry can fix (bad data, a failed constraint, a header Node refuses
+ * to send, a bug) faults the instance with an incident naming the reason, in its own transaction, instead
+ * of being retried by Temporal forever. Transient errors and strategy retries are thrown on.
+ */
+export async function runStepOrFault(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
+  try {
+    return await runStep(deps, instanceId, options);
+  } catch (err) {
+    if (err instanceof RetryableActivityFault || isTransientError(err)) throw err;
+    deps.logger.error({ err, instanceId }, 'workflow instance step failed with an error a retry cannot fix; the instance is faulted');
+    const message = `The step failed: ${err instanceof Error ? err.message : String(err)}`;
+    const now = (deps.clock ?? (() => new Date()))();
+    await withTransaction(deps.pool, async (client) => {
+      const s = await lockInstance(client, instanceId);
+      if (!s || s.status === 'Finished') return;
+      const { rows } = await client.query<{ id: string; activity_id: string; activity_type: string }>(
+        `UPDATE activity_records SET status = 'Faulted', completed_at = $2
+          WHERE instance_id = $1 AND status = 'Running' AND activity_type = $3 RETURNING id, activity_id, activity_type`,
+        [instanceId, now, OUTBOUND_TYPE],
+      );
+      const activityId = rows[0]?.activity_id ?? s.scheduled[0] ?? 'unknown';
+      const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
+      const activityType = rows[0]?.activity_type ?? (def ? findActivity(def.root, activityId)?.type : undefined) ?? 'unknown';
+      recordIncident(s, activityId, activityType, message, now);
+      s.updatedAt = now;
+      await saveInstance(client, s);
+    });
+    return { hasMoreWork: false };
+  }
+}
+
+type StepStart = { kind: 'done'; result: StepResult } | PendingCall;
+
+/** Part one of a step, in a transaction holding the instance's row lock. */
+async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: string, options: StepOptions): Promise<StepStart> {
   const clock = deps.clock ?? (() => new Date());
-  return withTransaction(deps.pool, async (client) => {
+  const done = (result: StepResult): StepStart => ({ kind: 'done', result });
+  {
     const s = await lockInstance(client, instanceId);
-    if (!s || s.status === 'Finished' || s.subStatus === 'Faulted') return { hasMoreWork: false };
+    if (!s || s.status === 'Finished' || s.subStatus === 'Faulted') return done({ hasMoreWork: false });
     const now = clock();
     s.updatedAt = now;
     const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
     if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
 
+    // A call started by an earlier attempt whose outcome was never recorded: call again, same key.
+    const { rows: started } = await client.query<{ id: string; activity_id: string }>(
+      `SELECT id, activity_id FROM activity_records WHERE instance_id = $1 AND status = 'Running' AND activity_type = $2
+        ORDER BY started_at LIMIT 1`,
+      [s.id, OUTBOUND_TYPE],
+    );
+    if (started[0]) {
+      const activity = findActivity(def.root, started[0].activity_id);
+      const type = activity ? findActivityType(activity.type) : undefined;
+      if (activity && type) {
+        const inputs = evaluateInputs(type, activity, def, s.variables);
+        const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantId, type, inputs, {
+          instanceId: s.id,
+          activityId: activity.id,
+        });
+        if (connection?.configuration && typeof inputs.method === 'string' && typeof inputs.path === 'string') {
+          return pendingCall(s.id, started[0].id, activity, connection.name ?? '', connection.configuration, inputs);
+        }
+      }
+      // It can no longer be called (the definition or connection changed): the record ends Faulted below.
+      await client.query(`UPDATE activity_records SET status = 'Faulted', completed_at = $2 WHERE id = $1`, [started[0].id, now]);
+    }
+
     const activityId = s.scheduled.shift();
     if (activityId === undefined) {
       settle(s, now);
       await saveInstance(client, s);
-      return { hasMoreWork: false };
+      return done({ hasMoreWork: false });
     }
     if (s.subStatus === 'Pending') s.subStatus = 'Executing';
 
@@ -123,7 +221,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
         : `Activity ${activityId} does not exist in version ${def.version} of ${def.definitionId}`;
       recordIncident(s, activityId, activity?.type ?? 'unknown', message, now);
       await saveInstance(client, s);
-      return { hasMoreWork: false, executedActivityId: activityId };
+      return done({ hasMoreWork: false, executedActivityId: activityId });
     }
 
     const inputs = evaluateInputs(type, activity, def, s.variables);
@@ -186,31 +284,10 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
           await fault('Send HTTP Request needs a method and a path (text)');
           break;
         }
-        const outcome = await sendThroughConnection(connection.configuration as HttpConnectionConfiguration, {
-          method: inputs.method,
-          path: inputs.path,
-          body: inputs.body,
-        });
-        if (!outcome.ok) {
-          await fault(`HTTP request through connection "${connection.name}" failed: ${outcome.error}`);
-          break;
-        }
-        const resultVariable = typeof inputs.resultVariable === 'string' && inputs.resultVariable ? inputs.resultVariable : undefined;
-        if (resultVariable) {
-          const variable = def.variables.find((v) => v.id === resultVariable);
-          const converted = variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, outcome.status) : undefined;
-          if (!variable || !converted?.ok) {
-            await fault(`Variable with ID ${resultVariable} cannot hold the status code`);
-            break;
-          }
-          s.variables[resultVariable] = converted.value;
-        }
-        if (outcome.status < 200 || outcome.status > 299) {
-          await fault(`HTTP request through connection "${connection.name}" returned status ${outcome.status}`);
-          break;
-        }
-        await complete('Done');
-        break;
+        // Part one ends here: the record is Running and the activity left the schedule; commit, then call.
+        if ((s.subStatus as string) === 'Pending') s.subStatus = 'Executing';
+        await saveInstance(client, s);
+        return pendingCall(s.id, recordId, activity, connection.name ?? '', connection.configuration, inputs);
       }
       case 'Elsa.Event':
         // The record stays Running until the event is triggered; the bookmark suspends the instance.
@@ -233,8 +310,91 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
     settle(s, now);
     await saveInstance(client, s);
     if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
-    const hasMoreWork = s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0;
-    const nextRetry = hasMoreWork ? await nextRetryPolicy(deps, client, s) : undefined;
-    return { hasMoreWork, executedActivityId: activity.id, ...(nextRetry ? { nextRetry } : {}) };
-  });
+    return done(await stepResult(deps, client, s, activity.id));
+  }
+}
+
+function pendingCall(
+  instanceId: string,
+  recordId: string,
+  activity: { id: string; type: string },
+  connectionName: string,
+  configuration: Record<string, unknown>,
+  inputs: Record<string, unknown>,
+): PendingCall {
+  return {
+    kind: 'call',
+    instanceId,
+    recordId,
+    activityId: activity.id,
+    activityType: activity.type,
+    connectionName,
+    configuration: configuration as HttpConnectionConfiguration,
+    method: String(inputs.method),
+    path: String(inputs.path),
+    body: inputs.body,
+    resultVariable: typeof inputs.resultVariable === 'string' && inputs.resultVariable ? inputs.resultVariable : undefined,
+  };
+}
+
+async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, activityId: string): Promise<StepResult> {
+  const hasMoreWork = s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0;
+  const nextRetry = hasMoreWork ? await nextRetryPolicy(deps, db, s) : undefined;
+  return { hasMoreWork, executedActivityId: activityId, ...(nextRetry ? { nextRetry } : {}) };
+}
+
+/**
+ * Part three of an outbound step: the instance is locked again and re-checked. When it changed meanwhile
+ * so that this call no longer belongs to its execution (finished, cancelled, faulted, or the record was
+ * closed by an alteration), only the activity record notes the outcome; otherwise the outcome is applied
+ * as the one-transaction step would have.
+ */
+async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: PendingCall, outcome: HttpOutcome, options: StepOptions): Promise<StepResult> {
+  const now = (deps.clock ?? (() => new Date()))();
+  const s = await lockInstance(client, call.instanceId);
+  const { rows } = await client.query<{ status: string }>('SELECT status FROM activity_records WHERE id = $1 FOR UPDATE', [call.recordId]);
+  const finishRecord = (status: 'Completed' | 'Faulted') =>
+    client.query(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [call.recordId, status, now]);
+  const succeeded = outcome.ok && outcome.status >= 200 && outcome.status <= 299;
+  if (!s || rows[0]?.status !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted') {
+    if (rows[0]?.status === 'Running') await finishRecord(succeeded ? 'Completed' : 'Faulted');
+    deps.logger.info({ instanceId: call.instanceId, activityId: call.activityId }, 'outbound call finished after its instance moved on; outcome recorded on the activity record only');
+    return { hasMoreWork: false, executedActivityId: call.activityId };
+  }
+  s.updatedAt = now;
+  const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
+  if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
+  const strategy = findResilienceStrategy(findActivity(def.root, call.activityId)?.resilienceStrategyId);
+  const fault = async (message: string) => {
+    if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
+      // The record stays Running: the retry calls again with the same Idempotency-Key.
+      throw new RetryableActivityFault(`${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`);
+    }
+    recordIncident(s, call.activityId, call.activityType, message, now);
+    await finishRecord('Faulted');
+  };
+  if (!outcome.ok) {
+    await fault(`HTTP request through connection "${call.connectionName}" failed: ${outcome.error}`);
+  } else {
+    let stored = true;
+    if (call.resultVariable) {
+      const variable = def.variables.find((v) => v.id === call.resultVariable);
+      const converted = variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, outcome.status) : undefined;
+      if (!variable || !converted?.ok) {
+        stored = false;
+        await fault(`Variable with ID ${call.resultVariable} cannot hold the status code`);
+      } else {
+        s.variables[call.resultVariable] = converted.value;
+      }
+    }
+    if (stored && !succeeded) await fault(`HTTP request through connection "${call.connectionName}" returned status ${outcome.status}`);
+    else if (stored) {
+      await finishRecord('Completed');
+      scheduleSuccessors(s, def, call.activityId, 'Done');
+    }
+  }
+  settle(s, now);
+  await saveInstance(client, s);
+  if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: call.activityId }, 'workflow instance faulted');
+  return stepResult(deps, client, s, call.activityId);
 }

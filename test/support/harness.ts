@@ -61,6 +61,8 @@ export async function createHarness(
     /** CONNECTIONS_ENCRYPTION_KEY */
     encryptionKey?: string;
     accessTokenLifetimeSeconds?: number;
+    /** OUTBOUND_HTTP_ALLOW_NETWORKS of the worker; tests call local servers, so loopback by default. */
+    outboundAllowNetworks?: string[];
     /** API_STATEMENT_TIMEOUT_MS of the API pool. */
     apiStatementTimeoutMs?: number;
     /** The clock tokens are issued and checked with (tests of expiry move it). */
@@ -123,7 +125,14 @@ export async function createHarness(
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      deps: { pool: workerPool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
+      deps: {
+        pool: workerPool,
+        definitions: new DefinitionCache(),
+        logger,
+        cipher,
+        dispatcher: temporalDispatcher(client, taskQueue),
+        outbound: { allowNetworks: opts.outboundAllowNetworks ?? ['127.0.0.0/8'] },
+      },
       workflowBundlePath: inject('workflowBundlePath'),
       maxConcurrentActivities: 10,
       options: { shutdownGraceTime: '2 seconds' },
