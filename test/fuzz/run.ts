@@ -14,25 +14,15 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../support/free-port.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const cacheHome = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
 const schemathesis = process.env.SCHEMATHESIS ?? path.join(cacheHome, 'wf-alter', 'schemathesis-venv', 'bin', 'schemathesis');
 const maxExamples = process.env.FUZZ_MAX_EXAMPLES ?? '30';
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 async function waitForHealth(url: string, child: { exitCode: number | null }, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,5 +1,4 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -9,6 +8,7 @@ import { createPool } from '../../src/db/pool.js';
 import { ensureDatabase, startEmbeddedPostgres } from '../../src/embedded/postgres.js';
 import { startDevServer } from '../../src/temporal/devserver.js';
 import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { freePort } from './free-port.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -21,16 +21,6 @@ declare module 'vitest' {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /**
  * Starts what every test file shares: one real Postgres (DATABASE_URL's server, or an embedded one) with a
