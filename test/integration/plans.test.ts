@@ -7,6 +7,8 @@ import { seedInstances } from '../support/seed.js';
 import { approvalWithNote, chain, event, writeLine } from '../support/workflows.js';
 
 let h: Harness;
+// Plan ids are also Temporal workflow ids, and a Temporal server (TEMPORAL_ADDRESS) may outlive one test run.
+const run = Math.random().toString(36).slice(2, 8);
 let versionId: string;
 
 const definition = (definitionId: string, doneText = 'done') => approvalWithNote(definitionId, doneText);
@@ -171,23 +173,23 @@ describe('submitting and processing a plan', () => {
 describe('idempotent submit', () => {
   it('returns the same plan for the same id and body, and 409 for another body or tenant', async () => {
     await seedInstances(h.pool, { definitionVersionId: versionId, count: 3, namePrefix: 'idem-' });
-    const body = { id: 'nightly-fix-1', alterations: setAmount(3), filter: { searchTerm: 'idem-' } };
-    expect(await submit(body)).toBe('nightly-fix-1');
-    await waitForPlan('nightly-fix-1');
+    const body = { id: `nightly-fix-1-${run}`, alterations: setAmount(3), filter: { searchTerm: 'idem-' } };
+    expect(await submit(body)).toBe(`nightly-fix-1-${run}`);
+    await waitForPlan(`nightly-fix-1-${run}`);
     // Same body, keys in another order: the same plan, nothing new started.
-    const again = await h.request('POST', '/alterations/submit', { body: { filter: { searchTerm: 'idem-' }, alterations: setAmount(3), id: 'nightly-fix-1' } });
+    const again = await h.request('POST', '/alterations/submit', { body: { filter: { searchTerm: 'idem-' }, alterations: setAmount(3), id: `nightly-fix-1-${run}` } });
     expect(again.status).toBe(202);
-    expect(again.body.planId).toBe('nightly-fix-1');
-    const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = 'nightly-fix-1'");
+    expect(again.body.planId).toBe(`nightly-fix-1-${run}`);
+    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = $1', [`nightly-fix-1-${run}`]);
     expect(rows[0].n).toBe(3);
     const runs = [];
-    for await (const w of h.client.workflow.list({ query: 'WorkflowId = "alteration-plan-nightly-fix-1"' })) runs.push(w);
+    for await (const w of h.client.workflow.list({ query: `WorkflowId = "alteration-plan-nightly-fix-1-${run}"` })) runs.push(w);
     expect(runs).toHaveLength(1);
 
     const different = await h.request('POST', '/alterations/submit', { body: { ...body, alterations: setAmount(4) } });
     expect(different.status).toBe(409);
     expect(different.headers.get('content-type')).toContain('application/problem+json');
-    expect(different.body.detail).toBe('Plan id nightly-fix-1 is already used by a different plan');
+    expect(different.body.detail).toBe(`Plan id nightly-fix-1-${run} is already used by a different plan`);
     const otherTenant = await h.request('POST', '/alterations/submit', { key: await h.keyWith(['alterations:execute'], 'tenant-b'), body });
     expect(otherTenant.status).toBe(409);
     expect(otherTenant.body.detail).toBe(different.body.detail);
@@ -347,43 +349,44 @@ describe('a plan that cannot be processed', () => {
     // A stored plan whose filter no longer parses (as if written by an incompatible version).
     await h.pool.query(
       `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at)
-       VALUES ('broken-plan', '', '[]', '{"statuses": ["Sleeping"]}', 'x', 0, now())`,
+       VALUES ($1, '', '[]', '{"statuses": ["Sleeping"]}', 'x', 0, now())`,
+      [`broken-plan-${run}`],
     );
     await h.client.workflow.start('alterationPlan', {
-      workflowId: 'alteration-plan-broken-plan',
+      workflowId: `alteration-plan-broken-plan-${run}`,
       taskQueue: h.taskQueue,
-      args: [{ planId: 'broken-plan', batchSize: 10, window: 1, batchesPerRun: 5 }],
+      args: [{ planId: `broken-plan-${run}`, batchSize: 10, window: 1, batchesPerRun: 5 }],
     });
-    const body = await waitForPlan('broken-plan', 5);
+    const body = await waitForPlan(`broken-plan-${run}`, 5);
     expect(body.plan.completedAt).not.toBeNull();
     expect(body.jobs).toEqual([]);
-    const { rows } = await h.pool.query("SELECT failure FROM alteration_plans WHERE id = 'broken-plan'");
+    const { rows } = await h.pool.query('SELECT failure FROM alteration_plans WHERE id = $1', [`broken-plan-${run}`]);
     expect(rows[0].failure).toContain('statuses');
-    expect(h.logs.some((l) => l.msg === 'alteration plan failed: it could not be processed' && l.planId === 'broken-plan')).toBe(true);
+    expect(h.logs.some((l) => l.msg === 'alteration plan failed: it could not be processed' && l.planId === `broken-plan-${run}`)).toBe(true);
   });
 });
 
 describe('a plan stored but never started', () => {
   it('is started by resubmitting the same id and body', async () => {
     await seedInstances(h.pool, { definitionVersionId: versionId, count: 4, namePrefix: 'orphan-' });
-    const body = { id: 'orphaned-plan', alterations: setAmount(21), filter: { searchTerm: 'orphan-' } };
+    const body = { id: `orphaned-plan-${run}`, alterations: setAmount(21), filter: { searchTerm: 'orphan-' } };
     // As if the API stopped between storing the plan and starting its workflow.
     await submitPlan(h.pool, '', body as Parameters<typeof submitPlan>[2]);
-    expect((await h.request('GET', '/alterations/orphaned-plan')).body.plan.status).toBe(0);
-    expect(await submit(body)).toBe('orphaned-plan');
-    const done = await waitForPlan('orphaned-plan');
+    expect((await h.request('GET', `/alterations/orphaned-plan-${run}`)).body.plan.status).toBe(0);
+    expect(await submit(body)).toBe(`orphaned-plan-${run}`);
+    const done = await waitForPlan(`orphaned-plan-${run}`);
     expect(done.plan.jobCounts.completed).toBe(4);
   });
 
   it('is started by the next worker start', async () => {
     await seedInstances(h.pool, { definitionVersionId: versionId, count: 3, namePrefix: 'swept-' });
-    await submitPlan(h.pool, '', { id: 'swept-plan', alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 22 }], filter: { searchTerm: 'swept-' } });
+    await submitPlan(h.pool, '', { id: `swept-plan-${run}`, alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 22 }], filter: { searchTerm: 'swept-' } });
     const started = await startPendingPlans(h.pool, h.client, { taskQueue: h.taskQueue, batchSize: 10, window: 1, batchesPerRun: 5 }, createLogger('silent'));
-    expect(started).toContain('swept-plan');
-    const done = await waitForPlan('swept-plan');
+    expect(started).toContain(`swept-plan-${run}`);
+    const done = await waitForPlan(`swept-plan-${run}`);
     expect(done.plan.jobCounts.completed).toBe(3);
     // The same memo as a plan the API starts.
-    expect(await h.client.workflow.getHandle('alteration-plan-swept-plan').describe().then((d) => d.memo)).toEqual({
+    expect(await h.client.workflow.getHandle(`alteration-plan-swept-plan-${run}`).describe().then((d) => d.memo)).toEqual({
       tenantId: null,
       alterations: ['ModifyVariable'],
     });
