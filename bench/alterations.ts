@@ -17,30 +17,25 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
-import { type ActivityInterceptorsFactory, bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Client } from '@temporalio/client';
+import { type ActivityInterceptorsFactory, bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
-import { createApp } from '../src/api/app.js';
 import { createApiKey } from '../src/auth/api-keys.js';
-import type { TokenSettings } from '../src/auth/tokens.js';
 import { loadConfig } from '../src/config.js';
-import { createConfigCipher } from '../src/connections/cipher.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { type EmbeddedPostgresHandle, startEmbeddedPostgres } from '../src/embedded/postgres.js';
-import { DefinitionCache } from '../src/engine/definitions.js';
 import { createLogger } from '../src/logger.js';
+import { createService } from '../src/service.js';
 import { startDevServer } from '../src/temporal/devserver.js';
-import { temporalDispatcher } from '../src/temporal/dispatch.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
-import { createWorker, WORKFLOWS_PATH } from '../src/temporal/worker.js';
+import { WORKFLOWS_PATH } from '../src/temporal/worker.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = path.join(BENCH_DIR, 'results', 'latest.json');
@@ -50,7 +45,6 @@ const RAW_VALUE = 2002;
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
 const PLAN_TIMEOUT_MS = Number(process.env.BENCH_PLAN_TIMEOUT_MS ?? 30 * 60_000);
 const DRY_RUNS = 5;
-const DEFAULT_CLI = '/root/.cache/wf-alter/temporal-cli/v1.5.1/temporal';
 
 // ---------------------------------------------------------------------------------------------------
 // Shapes of the results
@@ -477,7 +471,6 @@ async function runSize(n: number): Promise<SizeResult> {
   const address = process.env.BENCH_TEMPORAL_ADDRESS!;
   const config = loadConfig();
   const logger = createLogger('warn');
-  installTemporalRuntime(logger);
   const log = (msg: string) => process.stdout.write(`[bench N=${n}] ${msg}\n`);
 
   const database = `wfa_bench_${n}`;
@@ -486,56 +479,35 @@ async function runSize(n: number): Promise<SizeResult> {
   // The bench's own statements (seed, verify, the raw UPDATE) go through a pool of their own, uncounted.
   const benchPool = createPool(url, 2);
   await migrate(benchPool);
-  const pool = createPool(url, 20);
-  instrumentPool(pool);
 
-  const connection = await Connection.connect({ address });
-  const nativeConnection = await NativeConnection.connect({ address });
-  const namespace = config.temporal.namespace;
-  const client = new Client({ connection, namespace });
+  // The service as production wires it (src/service.ts), in process: API through `app.request`, the
+  // worker on its own task queue, both pools counted.
   const taskQueue = `wfa-bench-${n}-${process.pid}`;
-  // The app's other dependencies, wired as src/main.ts does (the bench only calls API-key routes).
-  const cipher = createConfigCipher(config.connectionsEncryptionKey);
-  const tokens: TokenSettings = {
-    key: randomBytes(32),
-    accessTokenLifetimeSeconds: config.accessTokenLifetimeSeconds,
-    refreshTokenLifetimeSeconds: config.refreshTokenLifetimeSeconds,
-  };
-  const worker = await createWorker({
-    connection: nativeConnection,
-    namespace,
-    taskQueue,
-    deps: { pool, definitions: new DefinitionCache(), logger, cipher, dispatcher: temporalDispatcher(client, taskQueue) },
-    workflowBundlePath: process.env.BENCH_WORKFLOW_BUNDLE,
-    maxConcurrentActivities: 20,
-    options: { interceptors: { activity: [timingInterceptor] } },
-  });
-  const workerRun = worker.run();
+  const service = await createService(
+    {
+      ...config,
+      databaseUrl: url,
+      authSigningKey: randomBytes(32).toString('base64url'),
+      adminApiKey: `wfa_unused_${randomBytes(8).toString('hex')}`,
+      temporal: { ...config.temporal, address, taskQueue },
+    },
+    {
+      logger,
+      listen: false,
+      workflowBundlePath: process.env.BENCH_WORKFLOW_BUNDLE,
+      workerOptions: { interceptors: { activity: [timingInterceptor] } },
+      onPool: (p) => instrumentPool(p),
+    },
+  );
+  const pool = service.pool;
+  const client = service.client;
   const stop = async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun.catch(() => undefined);
-    await pool.end();
+    await service.stop();
     await benchPool.end();
-    await connection.close();
-    await nativeConnection.close();
   };
 
   try {
-    const app = createApp({
-      config: {
-        permissionModel: 'structured',
-        maxBodyBytes: 1 << 20,
-        temporal: { ...config.temporal, address, taskQueue },
-        alterations: config.alterations,
-      },
-      pool,
-      temporal: client,
-      dispatcher: temporalDispatcher(client, taskQueue),
-      definitions: new DefinitionCache(),
-      cipher,
-      tokens,
-      logger,
-    });
+    const app = service.app!;
     const admin = await createApiKey(pool, { name: 'bench admin', permissions: ['*'], tenantKey: '' });
     const api = async <T = any>(method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> => {
       const headers: Record<string, string> = { authorization: `ApiKey ${admin.key}` };
@@ -928,9 +900,8 @@ async function parent(): Promise<void> {
       address = config.temporal.address;
       temporalDescription = `TEMPORAL_ADDRESS ${address}`;
     } else {
-      const cliPath = config.temporal.cliPath ?? (existsSync(DEFAULT_CLI) ? DEFAULT_CLI : undefined);
-      const env: TestWorkflowEnvironment = await startDevServer({
-        cliPath,
+      const env = await startDevServer({
+        cliPath: config.temporal.cliPath,
         dbFilename: path.join(work, 'temporal.sqlite'),
         namespace: config.temporal.namespace,
         port: Number(process.env.BENCH_TEMPORAL_PORT ?? 7243),
@@ -938,7 +909,7 @@ async function parent(): Promise<void> {
       });
       stops.unshift(() => env.teardown());
       address = env.address;
-      temporalDescription = `dev server ${address} (${cliPath ?? 'SDK download'}), SQLite in ${work}`;
+      temporalDescription = `dev server ${address}, SQLite in ${work}`;
     }
     log(`Postgres: ${pgDescription}`);
     log(`Temporal: ${temporalDescription}`);

@@ -6,22 +6,57 @@ export class StopRequested extends Error {}
 const STOP_DEADLINE_MS = 30_000;
 
 /**
+ * What was started, and how each part stops: run once, in reverse order of start (API, worker, Temporal,
+ * pools, Postgres), each awaited within a deadline so that one that hangs does not keep the others waiting.
+ */
+export class Stops {
+  private readonly stops: { name: string; stop: () => Promise<unknown> }[] = [];
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly logger: Logger) {}
+
+  add(name: string, stop: () => Promise<unknown>): void {
+    this.stops.unshift({ name, stop });
+  }
+
+  get size(): number {
+    return this.stops.length;
+  }
+
+  run(): Promise<void> {
+    this.running ??= this.runAll();
+    return this.running;
+  }
+
+  private async runAll(): Promise<void> {
+    for (const { name, stop } of this.stops) {
+      const outcome = await withDeadline(stop(), STOP_DEADLINE_MS).catch((err: unknown) => {
+        this.logger.warn({ err, name }, 'error while stopping');
+        return 'failed';
+      });
+      if (outcome === TIMED_OUT) this.logger.warn({ name }, `not stopped within ${STOP_DEADLINE_MS / 1000} s`);
+    }
+  }
+}
+
+/**
  * The one owner of the process's end. What starts registers how it stops; a signal, a fatal worker
- * error or a failed start asks for the stop, which runs each registered stop in reverse order of start
- * (API, worker, Temporal, pools, Postgres), each awaited, then logs `stopped` and exits. Nothing else
- * calls process.exit.
+ * error or a failed start asks for the stop, which runs the registered stops (`Stops`), then logs
+ * `stopped` and exits. Nothing else calls process.exit.
  */
 export class Lifecycle {
-  private readonly stops: { name: string; stop: () => Promise<unknown> }[] = [];
+  private readonly stops: Stops;
   private requested: { reason: string; exitCode: number } | undefined;
   private running = false;
   private stopping: Promise<void> | undefined;
 
-  constructor(private readonly logger: Logger) {}
+  constructor(private readonly logger: Logger) {
+    this.stops = new Stops(logger);
+  }
 
   /** Registers a stop; once a stop was requested, the start unwinds here. */
   add(name: string, stop: () => Promise<unknown>): void {
-    this.stops.unshift({ name, stop });
+    this.stops.add(name, stop);
     if (this.requested) throw new StopRequested(this.requested.reason);
   }
 
@@ -47,16 +82,9 @@ export class Lifecycle {
   private async runStops(): Promise<void> {
     const exitCode = this.requested?.exitCode ?? 1;
     // A start that failed before starting anything (a taken port) has said all there is to say.
-    if (!this.requested && this.stops.length === 0) process.exit(exitCode);
+    if (!this.requested && this.stops.size === 0) process.exit(exitCode);
     this.logger.info({ reason: this.requested?.reason ?? 'start failed' }, 'shutting down');
-    for (const { name, stop } of this.stops) {
-      // A stop that hangs must not keep the others (and the exit) waiting forever.
-      const outcome = await withDeadline(stop(), STOP_DEADLINE_MS).catch((err: unknown) => {
-        this.logger.warn({ err, name }, 'error while stopping');
-        return 'failed';
-      });
-      if (outcome === TIMED_OUT) this.logger.warn({ name }, `not stopped within ${STOP_DEADLINE_MS / 1000} s`);
-    }
+    await this.stops.run();
     this.logger.info({ exitCode }, 'stopped');
     process.exit(exitCode);
   }

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
+import { loadConfig } from '../../src/config.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
 import { ensureDatabase, startEmbeddedPostgres } from '../../src/embedded/postgres.js';
@@ -32,9 +33,11 @@ export default async function setup(project: TestProject) {
   const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-test-'));
   const stops: (() => Promise<unknown>)[] = [];
 
+  // The same settings the service reads: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_CLI_PATH.
+  const config = loadConfig();
   let adminUrl: string;
-  if (process.env.DATABASE_URL) {
-    const url = new URL(process.env.DATABASE_URL);
+  if (config.databaseUrl) {
+    const url = new URL(config.databaseUrl);
     url.pathname = '/postgres';
     adminUrl = url.toString();
   } else {
@@ -55,9 +58,9 @@ export default async function setup(project: TestProject) {
   await migrate(pool);
   await pool.end();
 
-  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  let temporalAddress = config.temporal.address;
   if (!temporalAddress) {
-    const env = await startDevServer({ cliPath: process.env.TEMPORAL_CLI_PATH, namespace: 'default' });
+    const env = await startDevServer({ cliPath: config.temporal.cliPath, namespace: 'default' });
     temporalAddress = env.address;
     stops.unshift(() => env.teardown());
   }

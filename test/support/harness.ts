@@ -1,20 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createApp } from '../../src/api/app.js';
+import type { createApp } from '../../src/api/app.js';
 import { createApiKey } from '../../src/auth/api-keys.js';
 import type { TokenSettings } from '../../src/auth/tokens.js';
-import { createConfigCipher } from '../../src/connections/cipher.js';
-import { createPool } from '../../src/db/pool.js';
+import { type Config, loadConfig } from '../../src/config.js';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
-import { DefinitionCache } from '../../src/engine/definitions.js';
+import type { DefinitionCache } from '../../src/engine/definitions.js';
 import { createLogger } from '../../src/logger.js';
-import { temporalDispatcher } from '../../src/temporal/dispatch.js';
-import { installTemporalRuntime } from '../../src/temporal/runtime.js';
-import { createWorker } from '../../src/temporal/worker.js';
+import { createService } from '../../src/service.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -76,9 +72,6 @@ export async function createHarness(
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
   const databaseUrl = url.toString();
-  // Two budgets, as in production: the API's pool (also used by tests for direct SQL) and the worker's.
-  const pool = createPool(databaseUrl, { max: 10, statementTimeoutMs: opts.apiStatementTimeoutMs ?? 15_000, applicationName: 'wfa-test-api' });
-  const workerPool = createPool(databaseUrl, { max: 10, applicationName: 'wfa-test-worker' });
 
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -87,75 +80,47 @@ export async function createHarness(
       cb();
     },
   });
-  const logger = createLogger('debug', sink);
-  installTemporalRuntime(createLogger('error'));
-
-  const address = inject('temporalAddress');
-  const connection = await Connection.connect({ address });
-  const nativeConnection = await NativeConnection.connect({ address });
-  const client = new Client({ connection, namespace: 'default' });
   const taskQueue = `test-${suffix}`;
-  const definitions = new DefinitionCache();
-  const permissionModel = opts.permissionModel ?? 'structured';
-  const cipher = createConfigCipher(opts.encryptionKey);
-  const tokens: TokenSettings = {
-    key: new TextEncoder().encode(`test signing key ${suffix}`),
+  // The service as production wires it (src/service.ts), on this file's database and task queue.
+  const base = loadConfig({});
+  const config: Config = {
+    ...base,
+    databaseUrl,
+    // Set, so that no bootstrap key is generated into the database; the tests use `adminKey` below.
+    adminApiKey: `wfa_unused_${suffix}`,
+    authSigningKey: `test signing key ${suffix}`,
     accessTokenLifetimeSeconds: opts.accessTokenLifetimeSeconds ?? 900,
     refreshTokenLifetimeSeconds: 3600,
+    permissionModel: opts.permissionModel ?? 'structured',
+    connectionsEncryptionKey: opts.encryptionKey,
+    maxBodyBytes: 64 * 1024,
+    // Tests call local servers: loopback by default.
+    outboundAllowNetworks: opts.outboundAllowNetworks ?? ['127.0.0.0/8'],
+    temporal: { ...base.temporal, address: inject('temporalAddress'), namespace: 'default', taskQueue, uiPort: 0 },
+    database: { apiPoolSize: 10, workerPoolSize: 10, apiStatementTimeoutMs: opts.apiStatementTimeoutMs ?? 15_000 },
+    alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 },
+  };
+  const service = await createService(config, {
+    logger: createLogger('debug', sink),
+    runtimeLogger: createLogger('error'),
+    listen: false,
+    startWorker: opts.worker !== false,
+    workflowBundlePath: inject('workflowBundlePath'),
+    workerOptions: { shutdownGraceTime: '2 seconds' },
     ...(opts.clock ? { clock: opts.clock } : {}),
-  };
-
-  const app = createApp({
-    config: { permissionModel, maxBodyBytes: 64 * 1024, temporal: { address, namespace: 'default', taskQueue, cliPath: undefined, uiPort: 0 }, alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 } },
-    pool,
-    temporal: client,
-    dispatcher: temporalDispatcher(client, taskQueue),
-    definitions,
-    cipher,
-    tokens,
-    logger,
   });
+  const pool = service.apiPool!;
+  const app = service.app!;
   const admin = await createApiKey(pool, { name: 'test admin', permissions: ['*'], tenantKey: '' });
-
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
-  const startWorker = async () => {
-    if (worker) throw new Error('worker already running');
-    worker = await createWorker({
-      connection: nativeConnection,
-      namespace: 'default',
-      taskQueue,
-      deps: {
-        pool: workerPool,
-        definitions: new DefinitionCache(),
-        logger,
-        cipher,
-        dispatcher: temporalDispatcher(client, taskQueue),
-        outbound: { allowNetworks: opts.outboundAllowNetworks ?? ['127.0.0.0/8'] },
-      },
-      workflowBundlePath: inject('workflowBundlePath'),
-      maxConcurrentActivities: 10,
-      options: { shutdownGraceTime: '2 seconds' },
-    });
-    running = worker.run();
-  };
-  const stopWorker = async () => {
-    if (!worker) return;
-    worker.shutdown();
-    await running;
-    worker = undefined;
-    running = undefined;
-  };
-  if (opts.worker !== false) await startWorker();
 
   const harness: Harness = {
     pool,
-    workerPool,
+    workerPool: service.workerPool!,
     databaseUrl,
-    client,
+    client: service.client,
     taskQueue,
-    definitions,
-    tokens,
+    definitions: service.definitions,
+    tokens: service.tokens,
     adminKey: admin.key,
     logs,
     app,
@@ -184,14 +149,10 @@ export async function createHarness(
       const created = await createApiKey(pool, { name: `test ${permissions.join(',')}`, permissions, tenantKey: tenantId ?? '' });
       return created.key;
     },
-    startWorker,
-    stopWorker,
+    startWorker: () => service.startWorker(),
+    stopWorker: () => service.stopWorker(),
     async close() {
-      await stopWorker();
-      await pool.end();
-      await workerPool.end();
-      await connection.close();
-      await nativeConnection.close();
+      await service.stop();
       const admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => undefined);
