@@ -145,10 +145,20 @@ async function main(): Promise<number> {
       '--continue-on-failure',
     ];
     process.stdout.write(`schemathesis ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}\n`);
-    const fuzz = spawn(schemathesis, args, { cwd: dataDir, stdio: 'inherit', env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
-    const code: number = await new Promise((resolve) => fuzz.on('exit', (c) => resolve(c ?? 1)));
+    const fuzz = spawn(schemathesis, args, { cwd: dataDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
+    const output: string[] = [];
+    fuzz.stdout.on('data', (d: Buffer) => {
+      output.push(d.toString());
+      process.stdout.write(d);
+    });
+    const code: number = await new Promise((resolve) => fuzz.on('close', (c) => resolve(c ?? 1)));
     const serverErrors = serviceLog.join('').split('\n').filter((l) => l.includes('"unhandled error"'));
     if (serverErrors.length) process.stdout.write(`\n${serverErrors.length} unhandled errors in the service log, first:\n${serverErrors[0]}\n`);
+    // One plain closing line with the counts, as the test suite ends (schemathesis's own ends on a
+    // pytest-like "N warnings in Xs" that reads as a run of no test).
+    const counts = casesOf(output.join(''));
+    const failed = Math.max(counts.failed, code === 0 ? 0 : 1);
+    process.stdout.write(`\nfuzz: ${counts.passed} passed, ${failed} failed\n`);
     return code;
   } finally {
     service.kill('SIGTERM');
@@ -164,6 +174,15 @@ async function main(): Promise<number> {
     });
     await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** The "Test cases: N generated, N passed[, N failed]" of schemathesis's summary. */
+function casesOf(text: string): { passed: number; failed: number } {
+  // eslint-disable-next-line no-control-regex
+  const plain = text.replace(/\u001b\[[0-9;]*m/g, '');
+  const line = /(\d+) generated, ([^\n]*)/.exec(plain)?.[2] ?? '';
+  const count = (what: string) => Number(new RegExp(`(\\d+) ${what}`).exec(line)?.[1] ?? 0);
+  return { passed: count('passed'), failed: count('failed') };
 }
 
 main().then(
