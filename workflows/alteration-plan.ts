@@ -8,13 +8,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-
-/**
- * Plan activities retry transient failures (the activities throw everything else as non-retryable), but
- * not forever: 20 attempts with backoff capped at 30 s ride out about eight minutes of a database or
- * worker outage; past that the plan ends Failed with the last error instead of hanging in Running.
- */
-const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 } as const;
+import { PLAN_RETRY as RETRY } from './retry.js';
 
 const { generateJobs } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',

@@ -1,5 +1,6 @@
 import { ActivityFailure, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import { TRANSIENT_RETRY } from './retry.js';
 
 type StepRetryPolicy = NonNullable<Awaited<ReturnType<Activities['executeInstanceStep']>>['nextRetry']>;
 const STEP_TIMEOUT = '10 minutes';
@@ -11,7 +12,7 @@ const STEP_HEARTBEAT = '10 seconds';
 const steps = proxyActivities<Activities>({
   startToCloseTimeout: STEP_TIMEOUT,
   heartbeatTimeout: STEP_HEARTBEAT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  retry: TRANSIENT_RETRY,
 });
 
 /** A step whose activity names a resilience strategy runs under that strategy's retry policy. */

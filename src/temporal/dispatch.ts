@@ -1,6 +1,7 @@
 import type { Client} from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { instanceWorkflowId, WORK_AVAILABLE_SIGNAL, WORKFLOW_TYPES } from './names.js';
+import { instanceExecution, workAvailable } from '../../workflows/index.js';
+import { instanceWorkflowId } from './names.js';
 
 /** Hands instances with scheduled work to a worker. */
 export interface Dispatcher {
@@ -20,11 +21,11 @@ export function temporalDispatcher(client: Client, taskQueue: string): Dispatche
       const queue = [...new Set(instanceIds)];
       const workers = Array.from({ length: Math.min(DISPATCH_CONCURRENCY, queue.length) }, async () => {
         for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-          await client.workflow.signalWithStart(WORKFLOW_TYPES.instanceExecution, {
+          await client.workflow.signalWithStart(instanceExecution, {
             workflowId: instanceWorkflowId(id),
             taskQueue,
             args: [{ instanceId: id }],
-            signal: WORK_AVAILABLE_SIGNAL,
+            signal: workAvailable,
             signalArgs: [],
             workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
           });

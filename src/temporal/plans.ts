@@ -3,7 +3,8 @@ import type pg from 'pg';
 import { pendingPlanIds } from '../alterations/plans.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
-import { planWorkflowId, WORKFLOW_TYPES } from './names.js';
+import { alterationPlan } from '../../workflows/index.js';
+import { planWorkflowId } from './names.js';
 
 export interface PlanProcessing {
   taskQueue: string;
@@ -25,7 +26,7 @@ export async function startPlanWorkflow(
   memo?: Record<string, unknown>,
 ): Promise<void> {
   try {
-    await client.workflow.start(WORKFLOW_TYPES.alterationPlan, {
+    await client.workflow.start(alterationPlan, {
       workflowId: planWorkflowId(planId),
       taskQueue: processing.taskQueue,
       args: [{ planId, batchSize: processing.batchSize, window: processing.window, batchesPerRun: processing.batchesPerRun }],

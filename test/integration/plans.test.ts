@@ -3,6 +3,7 @@ import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { submitPlan } from '../../src/alterations/plans.js';
 import { createLogger } from '../../src/logger.js';
 import { startPendingPlans } from '../../src/temporal/plans.js';
+import { alterationPlan } from '../../workflows/index.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote, chain, event, writeLine } from '../support/workflows.js';
 
@@ -352,7 +353,7 @@ describe('a plan that cannot be processed', () => {
        VALUES ($1, '', '[]', '{"statuses": ["Sleeping"]}', 'x', 0, now())`,
       [`broken-plan-${run}`],
     );
-    await h.client.workflow.start('alterationPlan', {
+    await h.client.workflow.start(alterationPlan, {
       workflowId: `alteration-plan-broken-plan-${run}`,
       taskQueue: h.taskQueue,
       args: [{ planId: `broken-plan-${run}`, batchSize: 10, window: 1, batchesPerRun: 5 }],

@@ -1,0 +1,12 @@
+/**
+ * How activities are retried. Activities throw what a retry cannot fix as non-retryable
+ * (`ApplicationFailure.nonRetryable`), so a retry policy only ever meets transient failures: a database or
+ * Temporal that is briefly away, a worker that died mid-activity.
+ */
+export const TRANSIENT_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+
+/**
+ * Plan activities: the same backoff, but not forever. 20 attempts ride out about eight minutes of a
+ * database or worker outage; past that the plan ends Failed with the last error instead of hanging.
+ */
+export const PLAN_RETRY = { ...TRANSIENT_RETRY, maximumAttempts: 20 } as const;
