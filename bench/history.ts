@@ -1,0 +1,73 @@
+import type { Client } from '@temporalio/client';
+import type { SizeResult } from './report.js';
+import { round, sleep, stat } from './util.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Temporal history of the plan's runs
+
+export type HistoryEvent = Record<string, any>;
+export const longToNumber = (v: unknown): number => (v == null ? 0 : typeof v === 'number' ? v : Number(String(v)));
+export const eventMs = (e: HistoryEvent): number => longToNumber(e.eventTime?.seconds) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+
+export async function planHistory(client: Client, planId: string, window: number): Promise<SizeResult['temporal']> {
+  const workflowId = `alteration-plan-${planId}`;
+  // Visibility is eventually consistent: wait until the run that completed the plan is listed.
+  let runs: { runId: string; status: string }[] = [];
+  for (let attempt = 0; attempt < 100; attempt++) {
+    runs = [];
+    for await (const info of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+      runs.push({ runId: info.runId, status: info.status.name });
+    }
+    if (runs.some((r) => r.status === 'COMPLETED')) break;
+    await sleep(100);
+  }
+  const historyEvents: number[] = [];
+  const scheduleToStart: number[] = [];
+  const startToClose: number[] = [];
+  const workflowTasks: number[] = [];
+  let phaseStart = Infinity;
+  let phaseEnd = -Infinity;
+  for (const run of runs) {
+    const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    const events = (history.events ?? []) as HistoryEvent[];
+    historyEvents.push(events.length);
+    const scheduled = new Map<string, { type: string; at: number }>();
+    const started = new Map<string, number>();
+    const wftScheduled = new Map<string, number>();
+    for (const e of events) {
+      const id = String(longToNumber(e.eventId));
+      if (e.activityTaskScheduledEventAttributes) {
+        scheduled.set(id, { type: e.activityTaskScheduledEventAttributes.activityType?.name ?? '?', at: eventMs(e) });
+      } else if (e.activityTaskStartedEventAttributes) {
+        started.set(String(longToNumber(e.activityTaskStartedEventAttributes.scheduledEventId)), eventMs(e));
+      } else if (e.activityTaskCompletedEventAttributes) {
+        const sid = String(longToNumber(e.activityTaskCompletedEventAttributes.scheduledEventId));
+        const s = scheduled.get(sid);
+        const st = started.get(sid);
+        if (s?.type === 'runJobBatch' && st !== undefined) {
+          scheduleToStart.push(st - s.at);
+          startToClose.push(eventMs(e) - st);
+          phaseStart = Math.min(phaseStart, s.at);
+          phaseEnd = Math.max(phaseEnd, eventMs(e));
+        }
+      } else if (e.workflowTaskScheduledEventAttributes) {
+        wftScheduled.set(id, eventMs(e));
+      } else if (e.workflowTaskCompletedEventAttributes) {
+        const at = wftScheduled.get(String(longToNumber(e.workflowTaskCompletedEventAttributes.scheduledEventId)));
+        if (at !== undefined) workflowTasks.push(eventMs(e) - at);
+      }
+    }
+  }
+  const batchPhaseMs = phaseEnd > phaseStart ? phaseEnd - phaseStart : 0;
+  const busy = startToClose.reduce((a, b) => a + b, 0);
+  return {
+    runs: runs.length,
+    maxHistoryEvents: Math.max(0, ...historyEvents),
+    historyEvents,
+    batchScheduleToStart: stat(scheduleToStart),
+    batchStartToClose: stat(startToClose),
+    workflowTasks: stat(workflowTasks),
+    windowUtilisation: batchPhaseMs > 0 ? round(busy / (window * batchPhaseMs), 2) : 0,
+    batchPhaseMs: round(batchPhaseMs),
+  };
+}

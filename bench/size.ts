@@ -1,0 +1,357 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import pg from 'pg';
+import { createApiKey } from '../src/auth/api-keys.js';
+import { loadConfig } from '../src/config.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
+import { createLogger } from '../src/logger.js';
+import { createService } from '../src/service.js';
+import { cpuBetween, cpuSnapshot } from './cpu.js';
+import { planHistory } from './history.js';
+import { activityRecords, instrumentPool, sqlStats, sqlTable, timingInterceptor } from './instrument.js';
+import type { SizeResult } from './report.js';
+import { dbUrl, mb, round, sleep, stat } from './util.js';
+
+export const DEFINITION_ID = 'bench-def';
+export const PLAN_VALUE = 1001;
+export const RAW_VALUE = 2002;
+export const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
+export const PLAN_TIMEOUT_MS = Number(process.env.BENCH_PLAN_TIMEOUT_MS ?? 30 * 60_000);
+export const DRY_RUNS = 5;
+
+// ---------------------------------------------------------------------------------------------------
+// One size, in a child process
+
+export const SEED_SQL = `
+  INSERT INTO workflow_instances
+    (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
+     variables, scheduled, bookmarks, created_at, updated_at)
+  SELECT gen_random_uuid()::text, '', d.definition_id, d.id, d.version, 'bench-' || n, 'bench-' || n, 'Running', 'Suspended',
+         '{"amount":0}'::jsonb, '[]'::jsonb, '[{"activityId":"wait","eventName":"approve"}]'::jsonb,
+         now() + n * interval '1 microsecond', now()
+    FROM workflow_definitions d, generate_series(1, $2::int) AS n
+   WHERE d.id = $1`;
+
+export const RAW_UPDATE_SQL = `UPDATE workflow_instances SET variables = jsonb_set(variables, '{amount}', '${RAW_VALUE}'), updated_at = now()
+  WHERE tenant_id = '' AND definition_id = $1`;
+
+export const lit = (value: unknown, typeName = 'String') => ({ typeName, expression: { type: 'Literal', value } });
+export const DEFINITION = {
+  definitionId: DEFINITION_ID,
+  name: 'Bench',
+  root: {
+    type: 'Elsa.Flowchart',
+    id: 'flow1',
+    activities: [
+      { id: 'start', type: 'Elsa.WriteLine', version: 1, text: lit('start') },
+      { id: 'wait', type: 'Elsa.Event', version: 1, eventName: lit('approve') },
+    ],
+    connections: [{ source: { activity: 'start', port: 'Done' }, target: { activity: 'wait', port: 'In' } }],
+  },
+  variables: [{ id: 'amount', name: 'Amount', typeName: 'Int32', value: 0 }],
+};
+
+export async function walLsn(db: pg.Pool): Promise<string | null> {
+  const { rows } = await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn').catch(() => ({ rows: [] as { lsn: string }[] }));
+  return rows[0]?.lsn ?? null;
+}
+
+export async function walMbSince(db: pg.Pool, from: string | null): Promise<number | null> {
+  if (from === null) return null;
+  const { rows } = await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes', [from]);
+  return mb(Number(rows[0]!.bytes));
+}
+
+export async function recreateDatabase(adminUrl: string, database: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
+  } finally {
+    await admin.end();
+  }
+}
+
+type Api = <T = any>(method: string, path: string, body?: unknown) => Promise<{ status: number; body: T }>;
+
+function expectStatus(r: { status: number; body: unknown }, status: number, what: string): void {
+  if (r.status !== status) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`);
+}
+
+/** The service as production wires it (src/service.ts), in process, on a fresh database; both pools counted. */
+async function startBenchService(n: number) {
+  const adminUrl = process.env.BENCH_PG_ADMIN_URL!;
+  const address = process.env.BENCH_TEMPORAL_ADDRESS!;
+  const config = loadConfig();
+  const database = `wfa_bench_${n}`;
+  await recreateDatabase(adminUrl, database);
+  const url = dbUrl(adminUrl, database);
+  // The bench's own statements (seed, verify, the raw UPDATE) go through a pool of their own, uncounted.
+  const benchPool = createPool(url, 2);
+  await migrate(benchPool);
+  const service = await createService(
+    {
+      ...config,
+      databaseUrl: url,
+      authSigningKey: randomBytes(32).toString('base64url'),
+      adminApiKey: `wfa_unused_${randomBytes(8).toString('hex')}`,
+      temporal: { ...config.temporal, address, taskQueue: `wfa-bench-${n}-${process.pid}` },
+    },
+    {
+      logger: createLogger('warn'),
+      listen: false,
+      workflowBundlePath: process.env.BENCH_WORKFLOW_BUNDLE,
+      workerOptions: { interceptors: { activity: [timingInterceptor] } },
+      onPool: (p) => instrumentPool(p),
+    },
+  );
+  const app = service.app!;
+  const admin = await createApiKey(service.pool, { name: 'bench admin', permissions: ['*'], tenantKey: '' });
+  const api: Api = async (method, p, body) => {
+    const headers: Record<string, string> = { authorization: `ApiKey ${admin.key}` };
+    let text: string | undefined;
+    if (body !== undefined) {
+      text = JSON.stringify(body);
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(text));
+    }
+    const res = await app.request(p, { method, headers, ...(text !== undefined ? { body: text } : {}) });
+    const raw = await res.text();
+    return { status: res.status, body: raw ? JSON.parse(raw) : undefined };
+  };
+  const stop = async () => {
+    await service.stop();
+    await benchPool.end();
+  };
+  return { config, service, benchPool, api, stop };
+}
+
+/** Definition through the API, N instances in one statement, statistics. */
+async function seed(api: Api, benchPool: pg.Pool, n: number): Promise<number> {
+  const def = await api<{ id: string }>('POST', '/workflow-definitions', DEFINITION);
+  expectStatus(def, 201, 'publish definition');
+  const t = performance.now();
+  const seeded = await benchPool.query(SEED_SQL, [def.body.id, n]);
+  const seedMs = performance.now() - t;
+  if (seeded.rowCount !== n) throw new Error(`seeded ${seeded.rowCount} instances, expected ${n}`);
+  await benchPool.query('VACUUM ANALYZE workflow_instances');
+  await benchPool.query('CHECKPOINT').catch(() => undefined); // superuser only; just less noise
+  return seedMs;
+}
+
+/** Memory, CPU and event loop sampled while the plan runs; `stop()` returns what was seen. */
+function startSampling() {
+  const rssBefore = process.memoryUsage().rss;
+  let rssPeak = rssBefore;
+  let heapPeak = process.memoryUsage().heapUsed;
+  let samples = 0;
+  const timeline: { s: number; rssMb: number; heapUsedMb: number }[] = [];
+  const from = performance.now();
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    rssPeak = Math.max(rssPeak, m.rss);
+    heapPeak = Math.max(heapPeak, m.heapUsed);
+    if (samples++ % 20 === 0) timeline.push({ s: round((performance.now() - from) / 1000), rssMb: mb(m.rss), heapUsedMb: mb(m.heapUsed) });
+  }, 50);
+  // heapUsed just after each major GC: the live set, whatever the GC's timing (the peaks above are not).
+  const afterMajorGc: number[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      if ((e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+        afterMajorGc.push(process.memoryUsage().heapUsed);
+      }
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const cpu0 = cpuSnapshot();
+  return {
+    stop() {
+      const cpu = cpuBetween(cpu0, cpuSnapshot());
+      loopDelay.disable();
+      clearInterval(sampler);
+      gcObserver.disconnect();
+      const gc = (globalThis as { gc?: () => void }).gc;
+      gc?.();
+      const afterPlanGc = gc ? process.memoryUsage() : undefined;
+      const memory = {
+        rssBeforePlanMb: mb(rssBefore),
+        rssPeakDuringPlanMb: mb(rssPeak),
+        heapUsedPeakDuringPlanMb: mb(heapPeak),
+        samples,
+        liveHeapAfterMajorGcMb: {
+          max: afterMajorGc.length ? mb(Math.max(...afterMajorGc)) : null,
+          last: afterMajorGc.length ? mb(afterMajorGc[afterMajorGc.length - 1]!) : null,
+          majorGcs: afterMajorGc.length,
+        },
+        afterPlanFullGc: afterPlanGc ? { heapUsedMb: mb(afterPlanGc.heapUsed), rssMb: mb(afterPlanGc.rss) } : null,
+        timeline,
+        maxRssAfterPlanMb: mb(process.resourceUsage().maxRSS * 1024),
+      };
+      const eventLoopDelay = {
+        p50Ms: round(loopDelay.percentile(50) / 1e6),
+        p99Ms: round(loopDelay.percentile(99) / 1e6),
+        maxMs: round(loopDelay.max / 1e6),
+      };
+      return { cpu, memory, eventLoopDelay };
+    },
+  };
+}
+
+/** Submit -> status 4, polled every POLL_MS. */
+async function runPlan(api: Api, filter: unknown) {
+  const t0 = performance.now();
+  const submit = await api<{ planId: string }>('POST', '/alterations/submit', {
+    alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: PLAN_VALUE }],
+    filter,
+  });
+  const submitMs = performance.now() - t0;
+  expectStatus(submit, 202, 'submit');
+  const planId = submit.body.planId;
+  const polls: number[] = [];
+  for (;;) {
+    const p0 = performance.now();
+    const r = await api<{ plan: { status: number } }>('GET', `/alterations/${planId}`);
+    const now = performance.now();
+    polls.push(now - p0);
+    expectStatus(r, 200, 'read plan');
+    if (r.body.plan.status === 4) return { planId, planMs: now - t0, submitMs, polls };
+    if (r.body.plan.status > 4) throw new Error(`plan ended with status ${r.body.plan.status}`);
+    if (now - t0 > PLAN_TIMEOUT_MS) throw new Error(`plan not completed after ${PLAN_TIMEOUT_MS} ms`);
+    await sleep(POLL_MS);
+  }
+}
+
+/** In SQL: every instance holds the plan's value and every job Completed. */
+async function verifyPlan(benchPool: pg.Pool, planId: string, n: number) {
+  const { rows: planRows } = await benchPool.query<{ created: Date; started: Date; completed: Date; job_total: number }>(
+    'SELECT created_at AS created, started_at AS started, completed_at AS completed, job_total FROM alteration_plans WHERE id = $1',
+    [planId],
+  );
+  const planRow = planRows[0]!;
+  const { rows: altered } = await benchPool.query<{ n: number }>(
+    `SELECT count(*) AS n FROM workflow_instances WHERE tenant_id = '' AND definition_id = $1 AND variables->'amount' = $2::jsonb`,
+    [DEFINITION_ID, JSON.stringify(PLAN_VALUE)],
+  );
+  const { rows: jobs } = await benchPool.query<{ n: number }>('SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1 AND status = 2', [planId]);
+  const verified = { instancesAltered: altered[0]!.n, jobsCompleted: jobs[0]!.n, jobTotal: planRow.job_total };
+  const ok = verified.instancesAltered === n && verified.jobsCompleted === n && verified.jobTotal === n;
+  return { planRow, verified: { ...verified, ok } };
+}
+
+function activityBreakdown(): SizeResult['breakdown']['activities'] {
+  const activities: SizeResult['breakdown']['activities'] = {};
+  for (const type of [...new Set(activityRecords.map((a) => a.type))]) {
+    const of = activityRecords.filter((a) => a.type === type);
+    activities[type] = {
+      ...stat(of.map((a) => a.wallMs)),
+      sqlMs: round(of.reduce((s, a) => s + a.sqlMs, 0)),
+      queries: of.reduce((s, a) => s + a.queries, 0),
+    };
+  }
+  return activities;
+}
+
+/** The floor: the same change as one UPDATE, on a vacuumed table, after a checkpoint. */
+async function rawUpdate(benchPool: pg.Pool, n: number) {
+  await benchPool.query('VACUUM ANALYZE workflow_instances');
+  await benchPool.query('CHECKPOINT').catch(() => undefined);
+  const walBefore = await walLsn(benchPool);
+  const t = performance.now();
+  const res = await benchPool.query(RAW_UPDATE_SQL, [DEFINITION_ID]);
+  const ms = performance.now() - t;
+  const walMb = await walMbSince(benchPool, walBefore);
+  const { rows } = await benchPool.query<{ n: number }>(
+    `SELECT count(*) AS n FROM workflow_instances WHERE tenant_id = '' AND definition_id = $1 AND variables->'amount' = $2::jsonb`,
+    [DEFINITION_ID, JSON.stringify(RAW_VALUE)],
+  );
+  return { ms, walMb, result: { ms: round(ms), rows: res.rowCount ?? 0, verified: rows[0]!.n, ok: res.rowCount === n && rows[0]!.n === n } };
+}
+
+/** Dry-run latency, the median of DRY_RUNS, on a vacuumed table with statistics. */
+async function dryRuns(api: Api, benchPool: pg.Pool, filter: unknown, n: number) {
+  await benchPool.query('VACUUM ANALYZE workflow_instances');
+  const runsMs: number[] = [];
+  let count = -1;
+  for (let i = 0; i < DRY_RUNS; i++) {
+    const d0 = performance.now();
+    const r = await api<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', filter);
+    runsMs.push(round(performance.now() - d0));
+    expectStatus(r, 200, 'dry-run');
+    count = r.body.workflowInstanceIds.length;
+    if (count !== n) break;
+  }
+  return { medianMs: stat(runsMs).medianMs, runsMs, count, ok: count === n };
+}
+
+export async function runSize(n: number): Promise<SizeResult> {
+  const log = (msg: string) => process.stdout.write(`[bench N=${n}] ${msg}\n`);
+  const { config, service, benchPool, api, stop } = await startBenchService(n);
+  try {
+    const seedMs = await seed(api, benchPool, n);
+    log(`seeded ${n} instances in ${round(seedMs / 1000, 2)} s`);
+
+    const filter = { definitionIds: [DEFINITION_ID] };
+    activityRecords.length = 0;
+    sqlStats.worker.clear();
+    sqlStats.api.clear();
+    const walBeforePlan = await walLsn(benchPool);
+    const sampling = startSampling();
+    const plan = await runPlan(api, filter);
+    const sampled = sampling.stop();
+    const walPlan = await walMbSince(benchPool, walBeforePlan);
+    log(`plan ${plan.planId} completed in ${round(plan.planMs / 1000, 2)} s (${Math.round(n / (plan.planMs / 1000))} instances/s)`);
+    const { planRow, verified } = await verifyPlan(benchPool, plan.planId, n);
+    if (!verified.ok) log(`VERIFICATION FAILED: ${JSON.stringify(verified)}`);
+    const temporal = await planHistory(service.client, plan.planId, config.alterations.window);
+    const workerSql = sqlTable(sqlStats.worker);
+    const apiSql = sqlTable(sqlStats.api);
+
+    const raw = await rawUpdate(benchPool, n);
+    log(`raw UPDATE in ${round(raw.ms / 1000, 2)} s`);
+    const dryRun = await dryRuns(api, benchPool, filter, n);
+    log(`dry-run median ${dryRun.medianMs} ms (${dryRun.count} ids)`);
+
+    return {
+      n,
+      seedMs: round(seedMs),
+      plan: {
+        planId: plan.planId,
+        ms: round(plan.planMs),
+        submitMs: round(plan.submitMs),
+        instancesPerSecond: Math.round(n / (plan.planMs / 1000)),
+        serverSide: {
+          createdToStartedMs: planRow.started.getTime() - planRow.created.getTime(),
+          createdToCompletedMs: planRow.completed.getTime() - planRow.created.getTime(),
+        },
+        verified,
+        polls: stat(plan.polls),
+      },
+      raw: raw.result,
+      ratio: round(plan.planMs / raw.ms, 2),
+      dryRun,
+      memory: { ...sampled.memory, maxRssAtEndMb: mb(process.resourceUsage().maxRSS * 1024) },
+      temporal,
+      breakdown: {
+        activities: activityBreakdown(),
+        workerSql,
+        apiSql,
+        cpu: sampled.cpu,
+        walMb: { plan: walPlan, raw: raw.walMb },
+        eventLoopDelay: sampled.eventLoopDelay,
+      },
+    };
+  } finally {
+    await stop();
+  }
+}
+
+export async function child(): Promise<void> {
+  const n = Number(process.env.BENCH_CHILD_SIZE);
+  const result = await runSize(n);
+  await writeFile(process.env.BENCH_RESULT_FILE!, JSON.stringify(result));
+}

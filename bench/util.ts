@@ -1,0 +1,28 @@
+import type { Stat } from './report.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Small helpers
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+export const round = (v: number, d = 1) => Math.round(v * 10 ** d) / 10 ** d;
+
+export function stat(values: number[]): Stat {
+  if (values.length === 0) return { n: 0, totalMs: 0, medianMs: 0, p95Ms: 0, maxMs: 0 };
+  const s = [...values].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+  const total = s.reduce((a, b) => a + b, 0);
+  return { n: s.length, totalMs: round(total), medianMs: round(at(0.5)), p95Ms: round(at(0.95)), maxMs: round(s[s.length - 1]!) };
+}
+
+export function dbUrl(adminUrl: string, database: string): string {
+  const u = new URL(adminUrl);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export function redactUrl(url: string): string {
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
+}
