@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
-import { scheduleSuccessors, settle } from './executor.js';
+import { scheduleSuccessors, settle } from './transitions.js';
 import { hasRunnableWork, INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, writeInstanceStates } from './instance-state.js';
 
 export interface TriggerFilter {

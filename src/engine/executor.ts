@@ -7,11 +7,14 @@ import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { type Queryable, withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
 import { findActivityType } from './activity-types.js';
-import type { DefinitionCache, DefinitionVersion } from './definitions.js';
-import { findActivity, nodeIdOf, successors } from './flowchart.js';
+import type { DefinitionCache } from './definitions.js';
+import { findActivity, nodeIdOf } from './flowchart.js';
+import { type CallRequest, findHandler } from './handlers/index.js';
+import { callRequest } from './handlers/send-http-request.js';
 import { evaluateInputs, recordedInputs } from './inputs.js';
 import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, lockInstance, saveInstance } from './instance-state.js';
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
+import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
 import { convertValue, isVariableType } from './values.js';
 
 export interface EngineDeps {
@@ -66,48 +69,12 @@ export async function peekStep(deps: EngineDeps, instanceId: string): Promise<{ 
   return nextRetry ? { nextRetry } : {};
 }
 
-/**
- * Settles the sub-status after a change: executing while work is scheduled, suspended on bookmarks,
- * finished when neither is left. A faulted or finished instance keeps its state.
- */
-export function settle(s: InstanceState, now: Date): void {
-  if (s.status === 'Finished' || s.subStatus === 'Faulted') return;
-  if (s.scheduled.length > 0) {
-    s.subStatus = s.subStatus === 'Pending' ? 'Pending' : 'Executing';
-  } else if (s.bookmarks.length > 0) {
-    s.subStatus = 'Suspended';
-  } else {
-    s.status = 'Finished';
-    s.subStatus = 'Finished';
-    s.finishedAt = now;
-  }
-}
-
-/** Adds the flowchart successors of an activity's outcome to the schedule, once each. */
-export function scheduleSuccessors(s: InstanceState, def: DefinitionVersion, activityId: string, outcome: string): void {
-  for (const next of successors(def.root, activityId, outcome)) {
-    if (!s.scheduled.includes(next)) s.scheduled.push(next);
-  }
-}
-
-export function recordIncident(s: InstanceState, activityId: string, activityType: string, message: string, now: Date): void {
-  s.incidents.push({ activityId, activityType, message, timestamp: now.toISOString() });
-  s.subStatus = 'Faulted';
-}
-
 /** An outbound call prepared by the first part of a step: recorded as started, not yet made. */
-interface PendingCall {
-  kind: 'call';
+interface PendingCall extends CallRequest {
   instanceId: string;
   recordId: string;
   activityId: string;
   activityType: string;
-  connectionName: string;
-  configuration: HttpConnectionConfiguration;
-  method: string;
-  path: string;
-  body: unknown;
-  resultVariable: string | undefined;
 }
 
 const OUTBOUND_TYPE = 'Elsa.Http.SendHttpRequest';
@@ -129,7 +96,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
   const first = await withTransaction(deps.pool, (client) => beginStep(deps, client, instanceId, options));
   if (first.kind === 'done') return first.result;
   const outcome = await sendThroughConnection(
-    first.configuration,
+    first.configuration as HttpConnectionConfiguration,
     { method: first.method, path: first.path, body: first.body, idempotencyKey: `${first.instanceId}:${first.recordId}` },
     deps.outbound,
   );
@@ -198,7 +165,8 @@ async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: st
           activityId: activity.id,
         });
         if (connection?.configuration && typeof inputs.method === 'string' && typeof inputs.path === 'string') {
-          return pendingCall(s.id, started[0].id, activity, connection.name ?? '', connection.configuration, inputs);
+          const call = callRequest(connection.name ?? '', connection.configuration, inputs);
+          return { ...call, instanceId: s.id, recordId: started[0].id, activityId: activity.id, activityType: activity.type };
         }
       }
       // It can no longer be called (the definition or connection changed): the record ends Faulted below.
@@ -251,90 +219,20 @@ async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: st
       scheduleSuccessors(s, def, activity.id, outcome);
     };
 
-    switch (activity.type) {
-      case 'Elsa.WriteLine':
-        await client.query('INSERT INTO journal_entries (instance_id, activity_id, message, timestamp) VALUES ($1, $2, $3, $4)', [
-          s.id, activity.id, inputs.text === null || inputs.text === undefined ? '' : String(inputs.text), now,
-        ]);
-        await complete('Done');
-        break;
-      case 'Elsa.SetVariable': {
-        const variableId = String(inputs.variable);
-        const variable = def.variables.find((v) => v.id === variableId);
-        const converted = variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, inputs.value) : undefined;
-        if (!variable) await fault(`Variable with ID ${variableId} not found`);
-        else if (!converted?.ok) await fault(`Value is not a valid ${variable.typeName} for variable ${variableId}`);
-        else {
-          s.variables[variableId] = converted.value;
-          await complete('Done');
-        }
-        break;
-      }
-      case 'Elsa.Http.SendHttpRequest': {
-        if (!connection?.configuration) {
-          await fault(
-            connection?.name
-              ? `Connection "${connection.name}" could not be resolved: no ${connection.connectionType} of that name exists in this tenant`
-              : 'No connection is selected for Send HTTP Request',
-          );
-          break;
-        }
-        // An absent method or path is the input's default (GET, ''); one evaluated to nothing is an error.
-        if (typeof inputs.method !== 'string' || inputs.method === '' || typeof inputs.path !== 'string') {
-          await fault('Send HTTP Request needs a method and a path (text)');
-          break;
-        }
-        // Part one ends here: the record is Running and the activity left the schedule; commit, then call.
-        if ((s.subStatus as string) === 'Pending') s.subStatus = 'Executing';
-        await saveInstance(client, s);
-        return pendingCall(s.id, recordId, activity, connection.name ?? '', connection.configuration, inputs);
-      }
-      case 'Elsa.Event':
-        // The record stays Running until the event is triggered; the bookmark suspends the instance.
-        s.bookmarks.push({ activityId: activity.id, eventName: String(inputs.eventName) });
-        break;
-      case 'Elsa.Fault':
-        await fault(inputs.message === null || inputs.message === undefined ? 'Faulted' : String(inputs.message));
-        break;
-      case 'Elsa.Finish':
-        await finishRecord('Completed');
-        s.scheduled = [];
-        s.bookmarks = [];
-        s.status = 'Finished';
-        s.subStatus = 'Finished';
-        s.finishedAt = now;
-        break;
-      default:
-        await fault(`Activity type ${activity.type} has no executor`);
+    const handler = findHandler(activity.type);
+    const call = handler
+      ? await handler.execute({ client, s, def, activity, inputs, connection, now, complete, fault, finishRecord })
+      : await fault(`Activity type ${activity.type} has no executor`);
+    if (call) {
+      // Part one ends here: the record is Running and the activity left the schedule; commit, then call.
+      await saveInstance(client, s);
+      return { ...call, instanceId: s.id, recordId, activityId: activity.id, activityType: activity.type };
     }
     settle(s, now);
     await saveInstance(client, s);
     if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
     return done(await stepResult(deps, client, s, activity.id));
   }
-}
-
-function pendingCall(
-  instanceId: string,
-  recordId: string,
-  activity: { id: string; type: string },
-  connectionName: string,
-  configuration: Record<string, unknown>,
-  inputs: Record<string, unknown>,
-): PendingCall {
-  return {
-    kind: 'call',
-    instanceId,
-    recordId,
-    activityId: activity.id,
-    activityType: activity.type,
-    connectionName,
-    configuration: configuration as HttpConnectionConfiguration,
-    method: String(inputs.method),
-    path: String(inputs.path),
-    body: inputs.body,
-    resultVariable: typeof inputs.resultVariable === 'string' && inputs.resultVariable ? inputs.resultVariable : undefined,
-  };
 }
 
 async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, activityId: string): Promise<StepResult> {

@@ -1,0 +1,47 @@
+import type pg from 'pg';
+import type { ConnectionInput } from '../../connections/resolve.js';
+import type { ActivityNode } from '../definition-schema.js';
+import type { DefinitionVersion } from '../definitions.js';
+import type { InstanceState } from '../instance-state.js';
+
+/** What a handler sees of the step running its activity, inside the step's transaction. */
+export interface StepContext {
+  client: pg.PoolClient;
+  /** The locked instance; handlers change it in memory, the executor saves it. */
+  s: InstanceState;
+  def: DefinitionVersion;
+  activity: ActivityNode;
+  /** The activity's inputs, evaluated against the instance's variables. */
+  inputs: Record<string, unknown>;
+  /** The activity's connection input, resolved in the instance's tenant (when it has one). */
+  connection: ConnectionInput | undefined;
+  now: Date;
+  /** Completes the activity record and schedules the successors of `outcome`. */
+  complete(outcome: string): Promise<void>;
+  /** Faults the activity: retried under its resilience strategy while attempts remain, else an incident. */
+  fault(message: string): Promise<void>;
+  /** Closes the activity record without scheduling anything. */
+  finishRecord(status: 'Completed' | 'Faulted'): Promise<unknown>;
+}
+
+/** An outbound call a handler asks for: made after the step's transaction committed, holding nothing. */
+export interface CallRequest {
+  kind: 'call';
+  connectionName: string;
+  configuration: Record<string, unknown>;
+  method: string;
+  path: string;
+  body: unknown;
+  /** The variable the response status goes into, if any. */
+  resultVariable: string | undefined;
+}
+
+/**
+ * How one activity type runs. `execute` does the activity's work within the step's transaction; an
+ * activity that calls out returns a `CallRequest` instead, and the executor makes the call between two
+ * transactions (src/engine/executor.ts).
+ */
+export interface ActivityHandler {
+  typeName: string;
+  execute(ctx: StepContext): Promise<void | CallRequest>;
+}
