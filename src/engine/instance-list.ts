@@ -2,20 +2,7 @@ import { escapeLike } from '../alterations/filter.js';
 import type { Queryable } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
 import type { InstanceStatus, InstanceSubStatus } from './instance-state.js';
-
-export interface InstanceSummary {
-  id: string;
-  definitionId: string;
-  version: number;
-  name: string | null;
-  correlationId: string | null;
-  status: InstanceStatus;
-  subStatus: InstanceSubStatus;
-  incidentCount: number;
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-}
+import type { InstanceSummary } from './instance-views.js';
 
 export interface InstanceListQuery {
   definitionId?: string | undefined;

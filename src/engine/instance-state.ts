@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/pool.js';
 
-export type InstanceStatus = 'Running' | 'Finished';
-export type InstanceSubStatus = 'Pending' | 'Executing' | 'Suspended' | 'Finished' | 'Cancelled' | 'Faulted';
 export const INSTANCE_STATUSES = ['Running', 'Finished'] as const;
 export const INSTANCE_SUB_STATUSES = ['Pending', 'Executing', 'Suspended', 'Finished', 'Cancelled', 'Faulted'] as const;
+export type InstanceStatus = (typeof INSTANCE_STATUSES)[number];
+export type InstanceSubStatus = (typeof INSTANCE_SUB_STATUSES)[number];
 
 export interface Bookmark {
   activityId: string;

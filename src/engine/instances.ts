@@ -4,6 +4,7 @@ import { newId } from '../ids.js';
 import { findDefinition, type DefinitionCache } from './definitions.js';
 import { startActivityId } from './flowchart.js';
 import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from './instance-state.js';
+import type { ActivityRecordStatus, InstanceView } from './instance-views.js';
 import { convertValue, isVariableType } from './values.js';
 
 export interface CreateInstanceRequest {
@@ -64,37 +65,6 @@ export async function createInstance(
   return id;
 }
 
-export interface InstanceView {
-  id: string;
-  definitionId: string;
-  definitionVersionId: string;
-  version: number;
-  name: string | null;
-  correlationId: string | null;
-  status: string;
-  subStatus: string;
-  isSystem: boolean;
-  incidentCount: number;
-  incidents: { activityId: string; activityType: string; message: string; timestamp: string }[];
-  variables: { id: string; name: string; typeName: string; value: unknown }[];
-  scheduledActivityIds: string[];
-  bookmarks: { activityId: string; eventName: string }[];
-  activityRecords: {
-    activityId: string;
-    nodeId: string;
-    activityType: string;
-    name: string | null;
-    status: string;
-    inputs: Record<string, unknown>;
-    startedAt: string;
-    completedAt: string | null;
-  }[];
-  journal: { activityId: string; message: string; timestamp: string }[];
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-}
-
 /** The full read model of one instance in the tenant; 404 when it is absent or another tenant's. */
 export async function getInstanceView(
   db: Queryable,
@@ -110,7 +80,7 @@ export async function getInstanceView(
   const s = instanceFromRow(rows[0]);
   const def = await definitions.byVersionId(db, s.definitionVersionId);
   const [records, journal] = await Promise.all([
-    db.query<{ activity_id: string; node_id: string; activity_type: string; name: string | null; status: string;
+    db.query<{ activity_id: string; node_id: string; activity_type: string; name: string | null; status: ActivityRecordStatus;
       inputs: Record<string, unknown>; started_at: Date; completed_at: Date | null }>(
       `SELECT activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at
          FROM activity_records WHERE instance_id = $1 ORDER BY id`,

@@ -1,8 +1,8 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { triggerEvent } from '../../engine/events.js';
 import { listInstances } from '../../engine/instance-list.js';
-import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../../engine/instance-state.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
+import { InstanceStatusSchema, InstanceSubStatusSchema, InstanceSummarySchema, InstanceViewSchema } from '../../engine/instance-views.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../input.js';
@@ -22,30 +22,11 @@ const CreateInstanceSchema = z
   })
   .openapi('CreateWorkflowInstanceRequest');
 
-const InstanceStatus = z.enum(INSTANCE_STATUSES);
-const InstanceSubStatus = z.enum(INSTANCE_SUB_STATUSES);
-
-const InstanceSummarySchema = z
-  .object({
-    id: z.string(),
-    definitionId: z.string(),
-    version: z.number().int(),
-    name: z.string().nullable(),
-    correlationId: z.string().nullable(),
-    status: InstanceStatus,
-    subStatus: InstanceSubStatus,
-    incidentCount: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-    finishedAt: z.string().nullable(),
-  })
-  .openapi('WorkflowInstanceSummary');
-
 /** The list's filters: each an exact match, except searchTerm (the alteration filter's substring search). */
 const ListQuerySchema = z.strictObject({
   definitionId: z.string().min(1).max(1024).optional().openapi({ description: 'Exact definition id (any version)' }),
-  status: InstanceStatus.optional(),
-  subStatus: InstanceSubStatus.optional(),
+  status: InstanceStatusSchema.optional(),
+  subStatus: InstanceSubStatusSchema.optional(),
   correlationId: z.string().max(1024).optional().openapi({ description: 'Exact correlation id' }),
   searchTerm: z
     .string()
@@ -59,41 +40,6 @@ const ListQuerySchema = z.strictObject({
   after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
   limit: QueryInt32.min(1).max(1000).default(100),
 });
-
-const InstanceSchema = z
-  .object({
-    id: z.string(),
-    definitionId: z.string(),
-    definitionVersionId: z.string(),
-    version: z.number().int(),
-    name: z.string().nullable(),
-    correlationId: z.string().nullable(),
-    status: InstanceStatus,
-    subStatus: InstanceSubStatus,
-    isSystem: z.boolean(),
-    incidentCount: z.number().int(),
-    incidents: z.array(z.object({ activityId: z.string(), activityType: z.string(), message: z.string(), timestamp: z.string() })),
-    variables: z.array(z.object({ id: z.string(), name: z.string(), typeName: z.string(), value: z.unknown() })),
-    scheduledActivityIds: z.array(z.string()),
-    bookmarks: z.array(z.object({ activityId: z.string(), eventName: z.string() })),
-    activityRecords: z.array(
-      z.object({
-        activityId: z.string(),
-        nodeId: z.string(),
-        activityType: z.string(),
-        name: z.string().nullable(),
-        status: z.enum(['Running', 'Completed', 'Canceled', 'Faulted']),
-        inputs: z.record(z.string(), z.unknown()),
-        startedAt: z.string(),
-        completedAt: z.string().nullable(),
-      }),
-    ),
-    journal: z.array(z.object({ activityId: z.string(), message: z.string(), timestamp: z.string() })),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-    finishedAt: z.string().nullable(),
-  })
-  .openapi('WorkflowInstance');
 
 const create = secureRoute(EXECUTE, {
   method: 'post',
@@ -131,7 +77,7 @@ const read = secureRoute(VIEW, {
   tags: ['Workflow instances'],
   summary: 'Read an instance with its variables, bookmarks, incidents, activity records and journal',
   request: { params: z.object({ id: z.string() }) },
-  responses: { 200: jsonContent(InstanceSchema, 'The instance'), ...problems(401, 403, 404) },
+  responses: { 200: jsonContent(InstanceViewSchema, 'The instance'), ...problems(401, 403, 404) },
 });
 
 const trigger = secureRoute(EXECUTE, {
@@ -172,7 +118,7 @@ export function instanceRoutes() {
   app.openapi(read, async (c) => {
     const { pool, definitions } = c.get('deps');
     const view = await getInstanceView(pool, definitions, callerTenant(c), c.req.valid('param').id);
-    return c.json(view as z.infer<typeof InstanceSchema>, 200);
+    return c.json(view, 200);
   });
   app.openapi(trigger, async (c) => {
     const { pool, definitions, dispatcher } = c.get('deps');
