@@ -1,16 +1,9 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { selectInstanceIds } from '../../alterations/filter.js';
-import {
-  AlterationSchema,
-  FilterSchema,
-  JOB_STATUS,
-  JobStatusInput,
-  LOG_LEVEL,
-  PLAN_STATUS,
-  PlanStatusInput,
-} from '../../alterations/model.js';
+import { AlterationSchema, FilterSchema, JobStatusInput, PLAN_STATUS, PlanStatusInput } from '../../alterations/model.js';
 import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
+import { JobSchema, PlanSchema, RunResultSchema } from '../../alterations/views.js';
 import { startPlanWorkflow } from '../../temporal/plans.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
@@ -22,61 +15,6 @@ const EXECUTE = { structured: 'alterations:execute', legacy: 'run:alterations' }
 const VIEW = { structured: 'alterations:view', legacy: 'read:alterations' };
 const TAGS = ['Alterations'];
 
-const enumDescription = (values: Record<string, number>) => Object.entries(values).map(([k, v]) => `${v} ${k}`).join(', ');
-
-const LogEntrySchema = z
-  .object({
-    message: z.string(),
-    logLevel: z.number().int().openapi({ description: enumDescription(LOG_LEVEL) }),
-    timestamp: z.string(),
-    eventName: z.string().nullable(),
-  })
-  .openapi('AlterationLogEntry');
-
-const JobCountsSchema = z.object({
-  total: z.number().int(),
-  pending: z.number().int(),
-  running: z.number().int(),
-  completed: z.number().int(),
-  failed: z.number().int(),
-  cancelled: z.number().int(),
-});
-
-const PlanSchema = z
-  .object({
-    id: z.string(),
-    alterations: z.array(AlterationSchema),
-    workflowInstanceFilter: FilterSchema,
-    status: z.number().int().openapi({ description: enumDescription(PLAN_STATUS) }),
-    createdAt: z.string(),
-    startedAt: z.string().nullable(),
-    completedAt: z.string().nullable(),
-    jobCounts: JobCountsSchema,
-    failureReason: z.string().nullable().openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
-  })
-  .openapi('AlterationPlan');
-
-const JobSchema = z
-  .object({
-    id: z.string(),
-    planId: z.string(),
-    workflowInstanceId: z.string(),
-    status: z.number().int().openapi({ description: enumDescription(JOB_STATUS) }),
-    log: z.array(LogEntrySchema),
-    createdAt: z.string(),
-    startedAt: z.string().nullable(),
-    completedAt: z.string().nullable(),
-  })
-  .openapi('AlterationJob');
-
-const RunResultSchema = z
-  .object({
-    workflowInstanceId: z.string(),
-    isSuccessful: z.boolean(),
-    workflowHasScheduledWork: z.boolean(),
-    log: z.array(LogEntrySchema),
-  })
-  .openapi('AlterationRunResult');
 const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openapi('AlterationRunResponse');
 
 const Alterations = z.array(AlterationSchema).min(1).max(100);
@@ -234,7 +172,7 @@ export function alterationRoutes() {
     if (result.moreJobs) {
       c.header('Link', `</alterations/${encodeURIComponent(planId)}/jobs?after=${sealCursor(tokens.key, result.moreJobs)}>; rel="next"`);
     }
-    return c.json({ plan: result.plan, jobs: result.jobs } as never, 200);
+    return c.json({ plan: result.plan, jobs: result.jobs }, 200);
   });
 
   app.openapi(readJobs, async (c) => {
@@ -242,7 +180,7 @@ export function alterationRoutes() {
     const query = c.req.valid('query');
     const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
     const page = await listJobs(pool, callerTenant(c), c.req.valid('param').planId, { ...query, after });
-    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) } as never, 200);
+    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
   });
 
   app.openapi(listAll, async (c) => {
@@ -250,7 +188,7 @@ export function alterationRoutes() {
     const query = c.req.valid('query');
     const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
     const page = await listPlans(pool, callerTenant(c), { ...query, after });
-    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) } as never, 200);
+    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
   });
 
   app.openapi(cancel, async (c) => {

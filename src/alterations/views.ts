@@ -1,0 +1,68 @@
+import { z } from '@hono/zod-openapi';
+import { AlterationSchema, FilterSchema, JOB_STATUS, LOG_LEVEL, PLAN_STATUS } from './model.js';
+
+/**
+ * What the API shows of plans and jobs, defined once: the routes document these schemas, the read models
+ * return their inferred types and the typed client (src/client) is built on them.
+ */
+
+const enumDescription = (values: Record<string, number>) => Object.entries(values).map(([k, v]) => `${v} ${k}`).join(', ');
+
+export const LogEntrySchema = z
+  .object({
+    message: z.string(),
+    logLevel: z.number().int().openapi({ description: enumDescription(LOG_LEVEL) }),
+    timestamp: z.string(),
+    eventName: z.string().nullable(),
+  })
+  .openapi('AlterationLogEntry');
+export type LogEntryView = z.infer<typeof LogEntrySchema>;
+
+export const JobCountsSchema = z.object({
+  total: z.number().int(),
+  pending: z.number().int(),
+  running: z.number().int(),
+  completed: z.number().int(),
+  failed: z.number().int(),
+  cancelled: z.number().int(),
+});
+export type JobCounts = z.infer<typeof JobCountsSchema>;
+
+export const PlanSchema = z
+  .object({
+    id: z.string(),
+    alterations: z.array(AlterationSchema),
+    workflowInstanceFilter: FilterSchema,
+    status: z.number().int().openapi({ description: enumDescription(PLAN_STATUS) }),
+    createdAt: z.string(),
+    startedAt: z.string().nullable(),
+    completedAt: z.string().nullable(),
+    jobCounts: JobCountsSchema,
+    failureReason: z.string().nullable().openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
+  })
+  .openapi('AlterationPlan');
+export type PlanView = z.infer<typeof PlanSchema>;
+
+export const JobSchema = z
+  .object({
+    id: z.string(),
+    planId: z.string(),
+    workflowInstanceId: z.string(),
+    status: z.number().int().openapi({ description: enumDescription(JOB_STATUS) }),
+    log: z.array(LogEntrySchema),
+    createdAt: z.string(),
+    startedAt: z.string().nullable(),
+    completedAt: z.string().nullable(),
+  })
+  .openapi('AlterationJob');
+export type JobView = z.infer<typeof JobSchema>;
+
+export const RunResultSchema = z
+  .object({
+    workflowInstanceId: z.string(),
+    isSuccessful: z.boolean(),
+    workflowHasScheduledWork: z.boolean(),
+    log: z.array(LogEntrySchema),
+  })
+  .openapi('AlterationRunResult');
+export type RunResultView = z.infer<typeof RunResultSchema>;
