@@ -276,6 +276,13 @@ export async function getPlan(db: Queryable, tenantKey: string, planId: string):
   return { plan: planView(row, counts.get(planId)!), jobs: jobs.items, moreJobs: jobs.nextCursor };
 }
 
+/** A plan with its job counts, without jobs: what a progress stream reads again and again (two small queries). */
+export async function getPlanView(db: Queryable, tenantKey: string, planId: string): Promise<PlanView> {
+  const row = await planRow(db, tenantKey, planId);
+  const counts = await countJobs(db, [row]);
+  return planView(row, counts.get(planId)!);
+}
+
 /** The tenant's plans, newest first. */
 export async function listPlans(
   db: Queryable,

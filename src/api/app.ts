@@ -7,6 +7,7 @@ import { documentProblems } from './openapi-problems.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
 import { settleBody } from './request-body.js';
 import { alterationRoutes } from './routes/alterations.js';
+import { planEventRoutes } from './routes/plan-events.js';
 import { catalogRoutes } from './routes/catalogs.js';
 import { connectionRoutes } from './routes/connections.js';
 import { definitionRoutes } from './routes/definitions.js';
@@ -88,6 +89,7 @@ export function createApp(deps: AppDeps) {
   app.route('/', definitionRoutes());
   app.route('/', instanceRoutes());
   app.route('/', alterationRoutes());
+  app.route('/', planEventRoutes());
   app.route('/', connectionRoutes());
   app.route('/', catalogRoutes());
 

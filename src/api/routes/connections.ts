@@ -18,7 +18,7 @@ import { secureRoute } from '../secure-route.js';
 const TAGS = ['Connections'];
 const SIGNED_IN = { structured: 'signed-in', legacy: 'connections/descriptor:read' } as const;
 
-const ConnectionRequestSchema = z
+export const ConnectionRequestSchema = z
   .strictObject({
     name: z.string().max(200),
     description: z.string().max(2000).nullish(),
@@ -27,7 +27,7 @@ const ConnectionRequestSchema = z
   })
   .openapi('ConnectionRequest');
 
-const ConnectionSchema = z
+export const ConnectionSchema = z
   .object({
     id: z.string(),
     tenantId: z.string().nullable(),

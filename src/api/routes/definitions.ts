@@ -7,7 +7,7 @@ import { QueryInt32 } from '../input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
-const DefinitionSchema = z
+export const DefinitionSchema = z
   .object({
     id: z.string().openapi({ description: 'The definition version id' }),
     definitionId: z.string(),

@@ -1,0 +1,103 @@
+import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { streamSSE } from 'hono/streaming';
+import { PLAN_STATUS } from '../../alterations/model.js';
+import { getPlanView } from '../../alterations/plans.js';
+import type { JobCounts, PlanView } from '../../alterations/views.js';
+import { type AppEnv, callerTenant } from '../context.js';
+import { problems } from '../schemas.js';
+import { secureRoute } from '../secure-route.js';
+
+const VIEW = { structured: 'alterations:view', legacy: 'read:alterations' };
+
+/** Polling of Postgres per stream: fast while the plan moves, slower while it does not. */
+const MIN_INTERVAL_MS = 500;
+const MAX_INTERVAL_MS = 2_000;
+/** A comment line this often keeps proxies from closing a quiet stream. */
+const KEEPALIVE_MS = 15_000;
+/** Streams one API node serves at once; past it, 503 (each stream polls the database). */
+export const MAX_STREAMS_PER_NODE = 200;
+
+const events = secureRoute(VIEW, {
+  method: 'get',
+  path: '/alterations/{planId}/events',
+  tags: ['Alterations'],
+  summary: 'Live progress of a plan as server-sent events: `progress` at once and on change, then `done`; the stream ends',
+  description:
+    'Each `progress` event carries `{status, jobCounts, instancesPerSecond, pauseReason}`; the last event, `done`, ' +
+    'carries the finished plan view. Read from Postgres, so any API node serves any plan; a client that reconnects gets ' +
+    'the current state at once.',
+  request: { params: z.object({ planId: z.string() }) },
+  responses: {
+    200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string() } } },
+    ...problems(401, 403, 404, 503),
+  },
+});
+
+const isFinished = (status: number) => status === PLAN_STATUS.Completed || status === PLAN_STATUS.Failed || status === PLAN_STATUS.Cancelled;
+const done = (c: JobCounts) => c.completed + c.failed + c.cancelled;
+
+export function planEventRoutes() {
+  const app = new OpenAPIHono<AppEnv>();
+  let open = 0;
+  app.openapi(events, async (c) => {
+    const { planId } = c.req.valid('param');
+    const { pool } = c.get('deps');
+    const tenant = callerTenant(c);
+    // Read once before streaming: an unknown plan (or another tenant's) is a 404 problem, not an empty stream.
+    let plan: PlanView = await getPlanView(pool, tenant, planId);
+    if (open >= MAX_STREAMS_PER_NODE) {
+      return c.json({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'Too many event streams on this node; retry later' }, 503, {
+        'content-type': 'application/problem+json',
+        'retry-after': '5',
+      });
+    }
+    open++;
+    c.header('Cache-Control', 'no-store');
+    return streamSSE(c, async (stream) => {
+      let closed = false;
+      stream.onAbort(() => {
+        closed = true;
+      });
+      try {
+        let last = '';
+        let lastSample = { at: Date.now(), done: done(plan.jobCounts) };
+        let rate = 0;
+        let interval = MIN_INTERVAL_MS;
+        let lastWrite = Date.now();
+        while (!closed) {
+          if (isFinished(plan.status)) {
+            await stream.writeSSE({ event: 'done', data: JSON.stringify(plan) });
+            break;
+          }
+          const now = Date.now();
+          const progressed = done(plan.jobCounts);
+          if (now > lastSample.at && progressed !== lastSample.done) {
+            rate = Math.round(((progressed - lastSample.done) * 1000) / (now - lastSample.at));
+            lastSample = { at: now, done: progressed };
+          } else if (now - lastSample.at > 5_000) {
+            rate = 0;
+          }
+          const progress = JSON.stringify({ status: plan.status, jobCounts: plan.jobCounts, instancesPerSecond: rate, pauseReason: null });
+          if (progress !== last) {
+            await stream.writeSSE({ event: 'progress', data: progress });
+            last = progress;
+            lastWrite = Date.now();
+            interval = MIN_INTERVAL_MS;
+          } else {
+            interval = Math.min(MAX_INTERVAL_MS, Math.round(interval * 1.5));
+            if (Date.now() - lastWrite >= KEEPALIVE_MS) {
+              await stream.write(': keep-alive\n\n');
+              lastWrite = Date.now();
+            }
+          }
+          await stream.sleep(interval);
+          if (closed) break;
+          plan = await getPlanView(pool, tenant, planId);
+        }
+      } finally {
+        open--;
+      }
+    });
+  });
+  return app;
+}

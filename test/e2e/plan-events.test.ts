@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createClient, type PlanEvent, ProblemError } from '../../src/client/index.js';
+import { createService, type Service } from '../../src/service.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+let h: Harness;
+let node2: Service;
+const run = Math.random().toString(36).slice(2, 8);
+let versionId: string;
+
+/** The typed client, talking to an app in process (`app.request` takes the same arguments as fetch). */
+const clientOf = (app: { request: (input: string, init?: RequestInit) => Response | Promise<Response> }, apiKey: string | null = h.adminKey) =>
+  createClient({ baseUrl: 'http://service.test', apiKey: apiKey ?? undefined, fetch: ((input: string, init?: RequestInit) => app.request(input, init)) as typeof fetch });
+
+async function collect(stream: AsyncIterable<PlanEvent>): Promise<{ events: PlanEvent[]; firstAfterMs: number }> {
+  const started = performance.now();
+  let firstAfterMs = -1;
+  const events: PlanEvent[] = [];
+  for await (const e of stream) {
+    if (firstAfterMs < 0) firstAfterMs = performance.now() - started;
+    events.push(e);
+  }
+  return { events, firstAfterMs };
+}
+
+beforeAll(async () => {
+  h = await createHarness({ alterations: { batchSize: 50, window: 1, batchesPerRun: 500 } });
+  const r = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('events-def') });
+  versionId = r.body.id;
+  // A second API node on the same database: no worker, no listener, its own pools.
+  const base = loadConfig({});
+  node2 = await createService(
+    {
+      ...base,
+      databaseUrl: h.databaseUrl,
+      adminApiKey: `wfa_unused_node2_${run}`,
+      authSigningKey: `node2 ${run}`,
+      temporal: { ...base.temporal, address: inject('temporalAddress'), taskQueue: h.taskQueue, uiPort: 0 },
+    },
+    { role: 'api', listen: false, logger: createLogger('silent') },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await node2?.stop();
+  await h?.close();
+});
+
+describe('GET /alterations/{planId}/events', () => {
+  it('sends progress at once, counts that only grow, then done with the finished plan, and ends', async () => {
+    await seedInstances(h.pool, { definitionVersionId: versionId, count: 600, variables: { amount: 0 }, namePrefix: 'sse-' });
+    const client = clientOf(h.app);
+    const { planId } = await client.plans.submit({
+      id: `sse-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
+      filter: { definitionIds: ['events-def'] },
+    });
+    const { events, firstAfterMs } = await collect(client.plans.events(planId));
+
+    expect(firstAfterMs).toBeLessThan(2_000);
+    expect(events[0]!.event).toBe('progress');
+    const last = events[events.length - 1]!;
+    expect(last.event).toBe('done');
+    expect(events.filter((e) => e.event === 'done')).toHaveLength(1);
+    if (last.event !== 'done') throw new Error('unreachable');
+    expect(last.data.id).toBe(planId);
+    expect(last.data.status).toBe(4);
+    expect(last.data.jobCounts).toMatchObject({ total: 600, completed: 600, failed: 0 });
+
+    const progress = events.flatMap((e) => (e.event === 'progress' ? [e.data] : []));
+    const doneCounts = progress.map((p) => p.jobCounts.completed + p.jobCounts.failed);
+    expect(doneCounts).toEqual([...doneCounts].sort((a, b) => a - b));
+    for (const p of progress) {
+      expect(p).toEqual({ status: expect.any(Number), jobCounts: expect.any(Object), instancesPerSecond: expect.any(Number), pauseReason: null });
+    }
+  });
+
+  it('gives a client that reconnects, on this node or another, the current state at once', async () => {
+    const planId = `sse-${run}`;
+    for (const app of [h.app, node2.app!]) {
+      const { events, firstAfterMs } = await collect(clientOf(app).plans.events(planId));
+      expect(firstAfterMs).toBeLessThan(2_000);
+      expect(events.map((e) => e.event)).toEqual(['done']);
+    }
+  });
+
+  it('serves a running plan from another API node', async () => {
+    await seedInstances(h.pool, { definitionVersionId: versionId, count: 400, variables: { amount: 1 }, namePrefix: 'sse2-' });
+    const { planId } = await clientOf(h.app).plans.submit({
+      id: `sse-other-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 8 }],
+      filter: { definitionIds: ['events-def'], searchTerm: 'sse2-' },
+    });
+    const { events } = await collect(clientOf(node2.app!).plans.events(planId));
+    const last = events[events.length - 1]!;
+    expect(last.event).toBe('done');
+    if (last.event === 'done') expect(last.data.jobCounts.completed).toBe(400);
+  });
+
+  it('answers as the plan read does: 401 without credentials, 403 without alterations:view, 404 for another tenant', async () => {
+    const planId = `sse-${run}`;
+    const statusOf = async (apiKey: string | null, id = planId) => {
+      try {
+        for await (const e of clientOf(h.app, apiKey).plans.events(id)) void e;
+        return 200;
+      } catch (err) {
+        if (err instanceof ProblemError) return err.status;
+        throw err;
+      }
+    };
+    expect(await statusOf(null)).toBe(401);
+    expect(await statusOf(await h.keyWith(['workflows/instances:view']))).toBe(403);
+    expect(await statusOf(await h.keyWith(['alterations:view']))).toBe(200);
+    expect(await statusOf(await h.keyWith(['*'], 'other-tenant'))).toBe(404);
+    expect(await statusOf(h.adminKey, 'no-such-plan')).toBe(404);
+  });
+});
