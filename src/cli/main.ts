@@ -1,0 +1,309 @@
+import { readFile } from 'node:fs/promises';
+import { Command, CommanderError } from 'commander';
+import { type Client, createClient, type PlanView, ProblemError } from '../client/index.js';
+import { type CliEnvironment, cliEnvironment, loadCredentials, removeCredentials, saveCredentials } from './credentials.js';
+import { jobStatusName, n, planStatusName, stackedBar, table } from './format.js';
+import { watchPlan } from './watch.js';
+
+/**
+ * `wfa`: the service from a terminal. Human tables by default, `--json` for scripts; a failed request
+ * prints the problem's detail and the paths of the offending fields, never a stack.
+ */
+
+interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  isTty: boolean;
+}
+
+/** Thrown to end with a message and an exit code (1 unless said otherwise). */
+class CliFailure extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export async function runCli(argv: string[], env: CliEnvironment = cliEnvironment(), io: Io = defaultIo()): Promise<number> {
+  let exitCode = 0;
+  const program = new Command('wfa')
+    .description('Bulk, safe alterations of workflow instances: the CLI of workflow-alterations')
+    .option('--url <url>', 'the service URL (WFA_URL; default: the one `wfa login` stored, else http://localhost:3000)')
+    .option('--json', 'machine-readable JSON output')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
+
+  const opts = () => program.opts<{ url?: string; json?: boolean }>();
+  const print = (human: () => string, json: unknown) => io.out(opts().json ? JSON.stringify(json, null, 2) : human());
+  const client = () => connect(env, opts().url);
+
+  program
+    .command('login')
+    .description('sign in and store the credentials (0600) under ~/.config/wfa; WFA_URL and WFA_API_KEY override them')
+    .option('--username <name>', 'user name (default: admin)', 'admin')
+    .option('--password <password>', 'password (or WFA_PASSWORD, or one line on standard input)')
+    .option('--api-key <key>', 'store this API key instead of signing in')
+    .action(async (o: { username: string; password?: string; apiKey?: string }) => {
+      const url = opts().url ?? env.url ?? 'http://localhost:3000';
+      if (o.apiKey) {
+        const c = createClient({ baseUrl: url, apiKey: o.apiKey });
+        await c.identity.permissions();
+        const file = await saveCredentials(env.configDir, { url, apiKey: o.apiKey });
+        return print(() => `Stored the API key for ${url} in ${file}`, { url, file });
+      }
+      const password = o.password ?? env.password ?? (await readStdinLine());
+      if (!password) throw new CliFailure('No password: pass --password, set WFA_PASSWORD, or pipe it on standard input', 2);
+      const tokens = await createClient({ baseUrl: url }).identity.login(o.username, password);
+      const file = await saveCredentials(env.configDir, {
+        url,
+        accessToken: tokens.accessToken,
+        refreshToken: tokens.refreshToken,
+        accessTokenExpiresAt: Date.now() + tokens.expiresIn * 1000,
+      });
+      print(() => `Signed in to ${url} as ${o.username}; credentials in ${file}`, { url, file });
+    });
+
+  program
+    .command('logout')
+    .description('sign out and remove the stored credentials')
+    .action(async () => {
+      const stored = await loadCredentials(env.configDir);
+      if (stored?.accessToken) await (await client()).identity.logout(stored.refreshToken).catch(() => undefined);
+      await removeCredentials(env.configDir);
+      print(() => 'Signed out', { ok: true });
+    });
+
+  const definitions = program.command('definitions').description('workflow definitions');
+  definitions
+    .command('publish <file>')
+    .description('publish the next version of the definition in FILE (version 3 JSON)')
+    .action(async (file: string) => {
+      const d = await (await client()).definitions.publish(await readJson(file));
+      print(() => `Published ${d.definitionId} version ${d.version} (${d.id})`, d);
+    });
+  definitions
+    .command('list')
+    .description('the latest version of each definition')
+    .action(async () => {
+      const r = await (await client()).definitions.list();
+      print(() => table(r.items.map((d) => ({ id: d.definitionId, version: d.version, name: d.name, created: d.createdAt })), ['id', 'version', 'name', 'created']), r);
+    });
+
+  const instances = program.command('instances').description('workflow instances');
+  instances
+    .command('list')
+    .description("a page of the tenant's instances, newest first")
+    .option('--definition <id>', 'only this definition')
+    .option('--status <status>', 'Running or Finished')
+    .option('--sub-status <subStatus>', 'Pending, Executing, Suspended, Finished, Cancelled or Faulted')
+    .option('--search <term>', 'substring of id, name, correlation id or definition')
+    .option('--limit <n>', 'page size', '50')
+    .action(async (o: { definition?: string; status?: string; subStatus?: string; search?: string; limit: string }) => {
+      const page = await (await client()).instances.list({
+        ...(o.definition ? { definitionId: o.definition } : {}),
+        ...(o.status ? { status: o.status } : {}),
+        ...(o.subStatus ? { subStatus: o.subStatus } : {}),
+        ...(o.search ? { searchTerm: o.search } : {}),
+        limit: Number(o.limit),
+      });
+      print(
+        () => table(page.items.map((i) => ({ id: i.id, definition: `${i.definitionId} v${i.version}`, status: `${i.status}/${i.subStatus}`, incidents: i.incidentCount, updated: i.updatedAt })), ['id', 'definition', 'status', 'incidents', 'updated']),
+        page,
+      );
+    });
+  instances
+    .command('show <id>')
+    .description('an instance with its variables, incidents and journal')
+    .action(async (id: string) => {
+      const i = await (await client()).instances.get(id);
+      print(
+        () =>
+          [
+            `${i.id}  ${i.definitionId} v${i.version}  ${i.status}/${i.subStatus}`,
+            '',
+            table(i.variables.map((v) => ({ variable: v.id, type: v.typeName, value: v.value })), ['variable', 'type', 'value']),
+            ...(i.incidents.length ? ['', table(i.incidents, ['activityId', 'activityType', 'message', 'timestamp'])] : []),
+            ...(i.bookmarks.length ? ['', `Waiting on: ${i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', ')}`] : []),
+          ].join('\n'),
+        i,
+      );
+    });
+
+  const plans = program.command('plans').description('alteration plans');
+  plans
+    .command('dry-run <file>')
+    .description('the instances the filter of FILE ({alterations, filter} or a filter) matches')
+    .action(async (file: string) => {
+      const body = await readJson<Record<string, unknown>>(file);
+      const filter = (body.filter ?? body) as Parameters<Client['plans']['dryRun']>[0];
+      const r = await (await client()).plans.dryRun(filter);
+      print(() => [`${n(r.workflowInstanceIds.length)} instances match`, ...r.workflowInstanceIds.slice(0, 20), ...(r.workflowInstanceIds.length > 20 ? ['…'] : [])].join('\n'), r);
+    });
+  plans
+    .command('submit <file>')
+    .description('submit the plan in FILE ({alterations, filter}); --watch follows it to the end')
+    .option('--id <id>', 'plan id (resubmitting the same id and body is idempotent)')
+    .option('--watch', 'draw its progress until it ends; the exit code says how it ended')
+    .action(async (file: string, o: { id?: string; watch?: boolean }) => {
+      const body = await readJson<Parameters<Client['plans']['submit']>[0]>(file);
+      const c = await client();
+      const { planId } = await c.plans.submit({ ...body, ...(o.id ? { id: o.id } : {}) });
+      if (!o.watch) return print(() => `Submitted plan ${planId}`, { planId });
+      if (!opts().json) io.out(`Submitted plan ${planId}`);
+      exitCode = await watchPlan(c, planId, { json: Boolean(opts().json), ...io });
+    });
+  plans
+    .command('watch <planId>')
+    .description('draw the progress of a plan until it ends; exit 1 when it Failed or has failed jobs')
+    .action(async (planId: string) => {
+      exitCode = await watchPlan(await client(), planId, { json: Boolean(opts().json), ...io });
+    });
+  plans
+    .command('list')
+    .description("the tenant's plans, newest first")
+    .option('--status <status>', 'a status name or number')
+    .option('--limit <n>', 'page size', '50')
+    .action(async (o: { status?: string; limit: string }) => {
+      const page = await (await client()).plans.list({ ...(o.status ? { status: o.status } : {}), limit: Number(o.limit) });
+      print(() => table(page.items.map(planRow), ['id', 'status', 'done', 'failed', 'total', 'created']), page);
+    });
+  plans
+    .command('show <planId>')
+    .description('a plan with a bar of its jobs by status')
+    .action(async (planId: string) => {
+      const r = await (await client()).plans.get(planId);
+      print(() => showPlan(r.plan), r.plan);
+    });
+  plans
+    .command('jobs <planId>')
+    .description("a page of a plan's jobs")
+    .option('--failed', 'only failed jobs, with their log')
+    .option('--limit <n>', 'page size', '100')
+    .action(async (planId: string, o: { failed?: boolean; limit: string }) => {
+      const page = await (await client()).plans.jobs(planId, { ...(o.failed ? { status: 'Failed' } : {}), limit: Number(o.limit) });
+      print(
+        () =>
+          table(
+            page.items.map((j) => ({ instance: j.workflowInstanceId, status: jobStatusName(j.status), log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined })),
+            o.failed ? ['instance', 'status', 'log'] : ['instance', 'status'],
+          ),
+        page,
+      );
+    });
+  plans
+    .command('cancel <planId>')
+    .description('cancel a plan: pending jobs are cancelled, finished ones stay')
+    .action(async (planId: string) => {
+      const r = await (await client()).plans.cancel(planId);
+      print(() => `Cancelled plan ${planId}`, r);
+    });
+
+  const connections = program.command('connections').description('connections to external systems');
+  connections
+    .command('list')
+    .action(async () => {
+      const r = await (await client()).connections.list();
+      print(() => table(r.items.map((c) => ({ id: c.id, name: c.name, type: c.connectionType, tenant: c.tenantId ?? 'default' })), ['id', 'name', 'type', 'tenant']), r);
+    });
+  connections
+    .command('create <file>')
+    .description('create the connection in FILE ({name, connectionType, connectionConfiguration})')
+    .action(async (file: string) => {
+      const created = await (await client()).connections.create(await readJson(file));
+      print(() => `Created connection ${created.name} (${created.id})`, created);
+    });
+  connections
+    .command('delete <id>')
+    .action(async (id: string) => {
+      await (await client()).connections.delete(id);
+      print(() => `Deleted connection ${id}`, { id });
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    io.err(describeFailure(err));
+    return err instanceof CliFailure ? err.exitCode : 1;
+  }
+}
+
+function planRow(p: PlanView) {
+  const c = p.jobCounts;
+  return { id: p.id, status: planStatusName(p.status), done: n(c.completed), failed: n(c.failed), total: n(c.total), created: p.createdAt };
+}
+
+function showPlan(p: PlanView): string {
+  const c = p.jobCounts;
+  const bar = stackedBar([{ value: c.completed, char: '█' }, { value: c.failed, char: '▓' }, { value: c.cancelled, char: '▒' }], c.total);
+  return [
+    `${p.id}  ${planStatusName(p.status)}${p.failureReason ? `: ${p.failureReason}` : ''}`,
+    `  ${p.alterations.map((a) => a.type).join(', ')}`,
+    `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
+    `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
+    `  created ${p.createdAt}${p.completedAt ? `, finished ${p.completedAt}` : ''}`,
+  ].join('\n');
+}
+
+/** WFA_API_KEY, else the stored key or token (refreshed when it expired); the URL by the same order. */
+async function connect(env: CliEnvironment, urlOption: string | undefined): Promise<Client> {
+  const stored = await loadCredentials(env.configDir);
+  const baseUrl = urlOption ?? env.url ?? stored?.url ?? 'http://localhost:3000';
+  if (env.apiKey) return createClient({ baseUrl, apiKey: env.apiKey });
+  if (stored?.apiKey) return createClient({ baseUrl, apiKey: stored.apiKey });
+  if (stored?.accessToken) {
+    if ((stored.accessTokenExpiresAt ?? 0) - 30_000 > Date.now() || !stored.refreshToken) return createClient({ baseUrl, accessToken: stored.accessToken });
+    const tokens = await createClient({ baseUrl }).identity.refresh(stored.refreshToken);
+    await saveCredentials(env.configDir, {
+      url: stored.url,
+      accessToken: tokens.accessToken,
+      refreshToken: tokens.refreshToken,
+      accessTokenExpiresAt: Date.now() + tokens.expiresIn * 1000,
+    });
+    return createClient({ baseUrl, accessToken: tokens.accessToken });
+  }
+  throw new CliFailure('Not signed in: run `wfa login` (or set WFA_API_KEY)', 2);
+}
+
+async function readJson<T = unknown>(file: string): Promise<T> {
+  let text: string;
+  try {
+    text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
+  } catch (err) {
+    throw new CliFailure(`Cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`, 2);
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch (err) {
+    throw new CliFailure(`${file} is not JSON: ${(err as Error).message}`, 2);
+  }
+}
+
+function describeFailure(err: unknown): string {
+  if (err instanceof ProblemError) {
+    const fields = err.errors.map((e) => `  ${e.path || '/'}: ${e.message}`);
+    return [`error: ${err.detail} (HTTP ${err.status})`, ...fields].join('\n');
+  }
+  if (err instanceof CliFailure) return `error: ${err.message}`;
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  if (cause?.code === 'ECONNREFUSED') return `error: cannot reach the service (${cause.message}); is it running? (--url, WFA_URL)`;
+  return `error: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readStdinLine(): Promise<string | undefined> {
+  if (process.stdin.isTTY) return undefined;
+  return (await readStdin()).split(/\r?\n/)[0] || undefined;
+}
+
+function defaultIo(): Io {
+  return { out: (t) => process.stdout.write(`${t}\n`), err: (t) => process.stderr.write(`${t}\n`), isTty: Boolean(process.stdout.isTTY) };
+}

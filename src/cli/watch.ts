@@ -1,0 +1,68 @@
+import { PLAN_STATUS } from '../alterations/model.js';
+import type { Client, PlanView } from '../client/index.js';
+import { duration, n, planStatusName, stackedBar } from './format.js';
+
+interface WatchIo {
+  json: boolean;
+  out: (text: string) => void;
+  isTty: boolean;
+}
+
+const RECONNECTS = 5;
+
+/**
+ * Follows a plan through its event stream to the end: a progress bar with done/total, instances per
+ * second, ETA and failures (redrawn in place on a terminal, a line every few seconds otherwise; JSON
+ * lines with --json). The exit code: 0 when the plan Completed with no failed job, 1 otherwise.
+ */
+export async function watchPlan(client: Client, planId: string, io: WatchIo): Promise<number> {
+  let final: PlanView | undefined;
+  let lastLine = 0;
+  let drawn = false;
+  for (let attempt = 0; !final && attempt <= RECONNECTS; attempt++) {
+    // A stream cut short (a restarted API node) is picked up again: the service sends the current state at once.
+    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(5_000, 500 * 2 ** attempt)));
+    try {
+      for await (const e of client.plans.events(planId)) {
+        if (e.event === 'done') {
+          final = e.data;
+          break;
+        }
+        if (io.json) {
+          io.out(JSON.stringify({ event: 'progress', ...e.data }));
+          continue;
+        }
+        const c = e.data.jobCounts;
+        const finished = c.completed + c.failed + c.cancelled;
+        const eta = e.data.instancesPerSecond > 0 ? duration((c.total - finished) / e.data.instancesPerSecond) : '?';
+        const line =
+          `${stackedBar([{ value: c.completed, char: '█' }, { value: c.failed, char: '▓' }], c.total, 30)} ` +
+          `${n(finished)}/${n(c.total)} ${c.total ? Math.floor((100 * finished) / c.total) : 0}% · ${n(e.data.instancesPerSecond)}/s · ETA ${eta} · ` +
+          `${n(c.failed)} failed · ${planStatusName(e.data.status)}`;
+        if (io.isTty) {
+          process.stdout.write(`\r\x1b[2K${line}`);
+          drawn = true;
+        } else if (Date.now() - lastLine >= 2_000) {
+          io.out(line);
+          lastLine = Date.now();
+        }
+      }
+    } catch (err) {
+      if (attempt === RECONNECTS || (err as { status?: number }).status) throw err;
+    }
+  }
+  if (drawn) process.stdout.write('\n');
+  if (!final) throw new Error(`The event stream of plan ${planId} ended before the plan did`);
+  const c = final.jobCounts;
+  const ok = final.status === PLAN_STATUS.Completed && c.failed === 0;
+  if (io.json) {
+    io.out(JSON.stringify({ event: 'done', ...final }));
+  } else {
+    io.out(
+      `${planStatusName(final.status)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
+        (final.failureReason ? ` (${final.failureReason})` : '') +
+        (c.failed ? `\n  see them: wfa plans jobs ${planId} --failed` : ''),
+    );
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,153 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ensureDatabase } from '../../src/embedded/postgres.js';
+import { freePort } from '../support/free-port.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const WFA = path.join(ROOT, 'bin', 'wfa.js');
+const run = randomBytes(4).toString('hex');
+const adminKey = `wfa_cli_${randomBytes(16).toString('hex')}`;
+const password = `cli-password-${run}`;
+
+let service: ChildProcess;
+let url: string;
+let work: string;
+let pool: pg.Pool;
+
+/** The CLI as a user runs it: a separate process, its output and exit code. */
+function wfa(args: string[], env: NodeJS.ProcessEnv = {}, stdin?: string): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [WFA, ...args], {
+      cwd: work,
+      env: { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: path.join(work, 'config'), WFA_URL: url, WFA_API_KEY: adminKey, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, out, err }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+async function file(name: string, body: unknown): Promise<string> {
+  const p = path.join(work, name);
+  await writeFile(p, typeof body === 'string' ? body : JSON.stringify(body));
+  return p;
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(os.tmpdir(), 'wfa-cli-'));
+  const database = `wfa_cli_${run}`;
+  const adminUrl = inject('pgAdminUrl');
+  await ensureDatabase(adminUrl, database);
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${database}`;
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: dbUrl.toString(),
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: `cli-${run}`,
+      DATA_DIR: path.join(work, 'data'),
+      PORT: String(port),
+      ADMIN_API_KEY: adminKey,
+      ADMIN_PASSWORD: password,
+      AUTH_SIGNING_KEY: `cli signing key ${run}`,
+      ALTERATION_BATCH_SIZE: '50',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: 'ignore',
+  });
+  const deadline = Date.now() + 90_000;
+  while ((await fetch(`${url}/health`).then((r) => r.status, () => 0)) !== 200) {
+    if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  pool = new pg.Pool({ connectionString: dbUrl.toString(), max: 2 });
+}, 120_000);
+
+afterAll(async () => {
+  await pool?.end();
+  if (service && service.exitCode === null) {
+    const exited = new Promise((r) => service.once('exit', r));
+    service.kill('SIGTERM');
+    await exited;
+  }
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('wfa, spawned against a running service', () => {
+  it('publishes a definition, then submits a plan with --watch that ends 0 with the final counts', async () => {
+    const published = await wfa(['definitions', 'publish', await file('def.json', approvalWithNote('cli-def'))]);
+    expect(published.err).toBe('');
+    expect(published.code).toBe(0);
+    expect(published.out).toMatch(/Published cli-def version 1/);
+    const { rows } = await pool.query<{ id: string }>("SELECT id FROM workflow_definitions WHERE definition_id = 'cli-def'");
+    await seedInstances(pool, { definitionVersionId: rows[0]!.id, count: 300, variables: { amount: 0 } });
+
+    const plan = await file('plan.json', { alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }], filter: { definitionIds: ['cli-def'] } });
+    const submitted = await wfa(['plans', 'submit', plan, '--id', `cli-ok-${run}`, '--watch']);
+    expect(submitted.err).toBe('');
+    expect(submitted.code).toBe(0);
+    expect(submitted.out).toMatch(/Submitted plan cli-ok-/);
+    expect(submitted.out.trim().split('\n').at(-1)).toBe('Completed: 300 completed, 0 failed, 0 cancelled of 300');
+
+    const shown = await wfa(['--json', 'plans', 'show', `cli-ok-${run}`]);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.out)).toMatchObject({ id: `cli-ok-${run}`, status: 4, jobCounts: { total: 300, completed: 300 } });
+    const human = await wfa(['plans', 'show', `cli-ok-${run}`]);
+    expect(human.out).toContain('█'.repeat(40));
+    expect(human.out).toContain('completed 300');
+  });
+
+  it('exits 1 from --watch when jobs failed, and lists them with --failed', async () => {
+    const plan = await file('bad-var.json', { alterations: [{ type: 'ModifyVariable', variableId: 'nope', value: 1 }], filter: { definitionIds: ['cli-def'] } });
+    const r = await wfa(['plans', 'submit', plan, '--id', `cli-fail-${run}`, '--watch']);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/Completed: 0 completed, 300 failed, 0 cancelled of 300/);
+    const jobs = await wfa(['--json', 'plans', 'jobs', `cli-fail-${run}`, '--failed', '--limit', '5']);
+    expect(jobs.code).toBe(0);
+    const page = JSON.parse(jobs.out) as { items: { status: number }[] };
+    expect(page.items).toHaveLength(5);
+    expect(page.items.every((j) => j.status === 3)).toBe(true);
+  });
+
+  it('names the offending field of a bad file, and says when a file is not JSON', async () => {
+    const bad = await wfa(['plans', 'submit', await file('bad.json', { alterations: [{ type: 'Nope' }], filter: {} })]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/^error: .*\(HTTP 400\)/);
+    expect(bad.err).toContain('/alterations/0');
+    expect(bad.err).not.toMatch(/\bat .*\.ts:\d+/);
+    const notJson = await wfa(['plans', 'submit', await file('broken.json', '{"alterations": [')]);
+    expect(notJson.code).toBe(2);
+    expect(notJson.err).toMatch(/broken\.json is not JSON/);
+  });
+
+  it('signs in, keeps the tokens in a 0600 file, and uses them', async () => {
+    const login = await wfa(['login', '--username', 'admin'], { WFA_API_KEY: '' }, `${password}\n`);
+    expect(login.err).toBe('');
+    expect(login.code).toBe(0);
+    const credentials = path.join(work, 'config', 'wfa', 'credentials.json');
+    expect((await stat(credentials)).mode & 0o777).toBe(0o600);
+    const list = await wfa(['--json', 'plans', 'list'], { WFA_API_KEY: '' });
+    expect(list.code).toBe(0);
+    expect((JSON.parse(list.out) as { items: { id: string }[] }).items.map((p) => p.id)).toContain(`cli-ok-${run}`);
+    const wrong = await wfa(['login', '--password', 'wrong-password'], { WFA_API_KEY: '' });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toMatch(/^error: /);
+  });
+});
