@@ -20,7 +20,8 @@ import { Stops } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
 import { startDevServer } from './temporal/devserver.js';
 import { temporalDispatcher } from './temporal/dispatch.js';
-import { startPendingPlans } from './temporal/plans.js';
+import { type PlanProcessing, startPendingPlans } from './temporal/plans.js';
+import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
 import { createWorker } from './temporal/worker.js';
 
@@ -170,6 +171,11 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
   }
   const { namespace, taskQueue } = config.temporal;
   const client = new Client({ connection, namespace });
+  const planProcessing: PlanProcessing = {
+    taskQueue,
+    ...config.alterations,
+    searchAttributes: await ensureSearchAttributes(connection, namespace, logger),
+  };
   const dispatcher = temporalDispatcher(client, taskQueue);
   const definitions = new DefinitionCache();
   // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.
@@ -227,7 +233,7 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
     stops.add('worker', stopWorker);
     if (o.startWorker !== false) {
       await startWorker();
-      await startPendingPlans(workerPool, client, { taskQueue, ...config.alterations }, logger);
+      await startPendingPlans(workerPool, client, planProcessing, logger);
     }
   }
 
@@ -244,6 +250,7 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
       logger,
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
       tokens,
+      planProcessing,
     });
     if (o.listen !== false) {
       const listening = serveApi(app, { port: config.port });

@@ -7,6 +7,7 @@ import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
 import type { Dispatcher } from '../temporal/dispatch.js';
+import type { PlanProcessing } from '../temporal/plans.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
 export interface AppDeps {
@@ -20,6 +21,8 @@ export interface AppDeps {
   /** Encrypts connection configurations at rest (a no-op cipher when no key is configured). */
   cipher: ConfigCipher;
   logger: Logger;
+  /** How plans are processed: task queue, batches, and whether the plan search attributes exist. */
+  planProcessing: PlanProcessing;
   /** sha256 of ADMIN_API_KEY, when set. */
   adminApiKeyHash?: string | undefined;
 }

@@ -1,9 +1,11 @@
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type pg from 'pg';
+import type { Alteration, Filter } from '../alterations/model.js';
 import { pendingPlanIds } from '../alterations/plans.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
 import { alterationPlan } from '../../workflows/index.js';
+import { PLAN_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE, PLAN_TYPES_ATTRIBUTE } from '../../workflows/search-attributes.js';
 import { planWorkflowId } from './names.js';
 
 export interface PlanProcessing {
@@ -11,6 +13,16 @@ export interface PlanProcessing {
   batchSize: number;
   window: number;
   batchesPerRun: number;
+  /** The plan search attributes are registered on the server (src/temporal/search-attributes.ts). */
+  searchAttributes?: boolean;
+}
+
+/** What the Temporal UI shows of a plan: its tenant, alterations and filter. Never secrets. */
+export interface PlanMetadata {
+  /** The API's tenant id (null: the default tenant). */
+  tenantId: string | null;
+  alterations: readonly Alteration[];
+  filter: Filter;
 }
 
 /**
@@ -18,25 +30,75 @@ export interface PlanProcessing {
  * again while it runs, or after it completed, starts nothing new (the id is the plan's); only a run that
  * failed or was terminated may be started again.
  */
-export async function startPlanWorkflow(
-  client: Client,
-  processing: PlanProcessing,
-  planId: string,
-  /** Shown in the Temporal UI beside the run (tenant, alteration types): never secrets. */
-  memo?: Record<string, unknown>,
-): Promise<void> {
+export async function startPlanWorkflow(client: Client, processing: PlanProcessing, planId: string, plan?: PlanMetadata): Promise<void> {
+  const searchAttributes = Boolean(processing.searchAttributes && plan);
   try {
     await client.workflow.start(alterationPlan, {
       workflowId: planWorkflowId(planId),
       taskQueue: processing.taskQueue,
-      args: [{ planId, batchSize: processing.batchSize, window: processing.window, batchesPerRun: processing.batchesPerRun }],
+      args: [{ planId, batchSize: processing.batchSize, window: processing.window, batchesPerRun: processing.batchesPerRun, searchAttributes }],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      ...(memo ? { memo } : {}),
+      ...(plan
+        ? {
+            memo: { tenantId: plan.tenantId, alterations: plan.alterations.map((a) => a.type) },
+            staticSummary: planSummary(plan),
+            staticDetails: planDetails(planId, plan),
+          }
+        : {}),
+      ...(plan && searchAttributes
+        ? {
+            typedSearchAttributes: [
+              { key: PLAN_STATUS_ATTRIBUTE, value: 'Pending' },
+              { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
+              { key: PLAN_TYPES_ATTRIBUTE, value: [...new Set(plan.alterations.map((a) => a.type))] },
+            ],
+          }
+        : {}),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;
     throw err;
   }
+}
+
+/** One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"). */
+export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter'>): string {
+  const what = plan.alterations
+    .map((a) => {
+      switch (a.type) {
+        case 'ModifyVariable':
+          return `ModifyVariable ${a.variableId}`;
+        case 'Migrate':
+          return `Migrate to version ${a.targetVersion}`;
+        case 'ScheduleActivity':
+          return `ScheduleActivity ${a.activityId}`;
+        case 'Cancel':
+          return 'Cancel';
+      }
+    })
+    .join(', ');
+  const f = plan.filter;
+  const list = (values: readonly string[], max = 3) => values.slice(0, max).join(', ') + (values.length > max ? ` and ${values.length - max} more` : '');
+  const on = f.workflowInstanceIds?.length
+    ? `${f.workflowInstanceIds.length} listed instance${f.workflowInstanceIds.length === 1 ? '' : 's'}`
+    : f.definitionIds?.length
+      ? `instances of ${list(f.definitionIds)}`
+      : 'the instances the filter matches';
+  return `${what} on ${on}`;
+}
+
+/** Markdown shown under the summary: the plan id, tenant, alterations and filter as submitted. */
+function planDetails(planId: string, plan: PlanMetadata): string {
+  const filter = Object.fromEntries(Object.entries(plan.filter).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)));
+  return [
+    `**Plan** \`${planId}\` · tenant \`${plan.tenantId ?? 'default'}\``,
+    '',
+    `**Alterations**: \`${JSON.stringify(plan.alterations)}\``,
+    '',
+    `**Filter**: \`${JSON.stringify(filter)}\``,
+    '',
+    `Jobs and their logs: \`GET /alterations/${planId}\` or \`wfa plans show ${planId}\``,
+  ].join('\n');
 }
 
 /**
@@ -47,7 +109,7 @@ export async function startPendingPlans(pool: pg.Pool, client: Client, processin
   const started: string[] = [];
   for (const planId of await pendingPlanIds(pool)) {
     try {
-      await startPlanWorkflow(client, processing, planId, await storedPlanMemo(pool, planId));
+      await startPlanWorkflow(client, processing, planId, await storedPlanMetadata(pool, planId));
       started.push(planId);
     } catch (err) {
       logger.warn({ err, planId }, 'could not start a pending plan');
@@ -56,15 +118,12 @@ export async function startPendingPlans(pool: pg.Pool, client: Client, processin
   return started;
 }
 
-/**
- * The memo the API gives a plan it starts (tenant as the API shows it, alteration types), read back
- * from the stored plan, so a swept plan looks the same in the Temporal UI.
- */
-async function storedPlanMemo(pool: pg.Pool, planId: string): Promise<Record<string, unknown> | undefined> {
-  const { rows } = await pool.query<{ tenant_id: string; alterations: { type: string }[] }>(
-    'SELECT tenant_id, alterations FROM alteration_plans WHERE id = $1',
+/** The metadata the API gives a plan it starts, read back from the stored plan, so a swept plan looks the same. */
+async function storedPlanMetadata(pool: pg.Pool, planId: string): Promise<PlanMetadata | undefined> {
+  const { rows } = await pool.query<{ tenant_id: string; alterations: Alteration[]; filter: Filter }>(
+    'SELECT tenant_id, alterations, filter FROM alteration_plans WHERE id = $1',
     [planId],
   );
   const row = rows[0];
-  return row ? { tenantId: tenantOut(row.tenant_id), alterations: row.alterations.map((a) => a.type) } : undefined;
+  return row ? { tenantId: tenantOut(row.tenant_id), alterations: row.alterations, filter: row.filter } : undefined;
 }

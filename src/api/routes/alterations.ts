@@ -147,14 +147,15 @@ export function alterationRoutes() {
   const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(submit, async (c) => {
-    const { pool, temporal, config } = c.get('deps');
+    const { pool, temporal, planProcessing } = c.get('deps');
     const body = c.req.valid('json');
     const { planId } = await submitPlan(pool, callerTenant(c), body);
     // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
     // submit whose first attempt stored the plan but could not start it.
-    await startPlanWorkflow(temporal, { taskQueue: config.temporal.taskQueue, ...config.alterations }, planId, {
+    await startPlanWorkflow(temporal, planProcessing, planId, {
       tenantId: c.get('principal').tenantId,
-      alterations: body.alterations.map((a) => a.type),
+      alterations: body.alterations,
+      filter: body.filter,
     });
     c.header('Location', `/alterations/${encodeURIComponent(planId)}`);
     return c.json({ planId }, 202);
