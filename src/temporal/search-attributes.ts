@@ -1,11 +1,13 @@
 import type { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import type { Logger } from '../logger.js';
 import { PLAN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 
-const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = {
-  KEYWORD: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  KEYWORD_LIST: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+// A CommonJS package: its namespace is the default export under Node's ESM loader.
+const { IndexedValueType } = proto.temporal.api.enums.v1;
+const INDEXED: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
+  KEYWORD: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  KEYWORD_LIST: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 };
 
 /** The command that registers the attributes on a Temporal of one's own (README, docker-compose). */

@@ -1,0 +1,157 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ensureDatabase } from '../../src/embedded/postgres.js';
+import { freePort } from '../support/free-port.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+/**
+ * The Temporal UI as a user sees it, in a headless Chromium (Debian's `chromium`, driven by
+ * playwright-core): the service started as `npm start` starts it (embedded dev server with its UI), a plan
+ * run through the HTTP API, then the plan's page and a list filtered by its search attribute.
+ * Screenshots go to WFA_SCREENSHOT_DIR (default: a temporary folder).
+ */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// In CI the browser is installed (.ci/run); elsewhere a machine without it skips this file, saying so.
+const available = existsSync(CHROMIUM);
+if (!available && !process.env.CI) console.warn(`temporal-ui.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
+
+const run = randomBytes(4).toString('hex');
+const adminKey = `wfa_ui_${randomBytes(16).toString('hex')}`;
+const planId = `ui-plan-${run}`;
+const definitionId = `ui-orders-${run}`;
+let service: ChildProcess;
+let work: string;
+let api: string;
+let ui: string;
+let temporalAddress: string;
+let browser: Browser;
+let shots: string;
+
+const call = async (method: string, p: string, body?: unknown) => {
+  const res = await fetch(api + p, {
+    method,
+    headers: { authorization: `ApiKey ${adminKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
+};
+
+beforeAll(async () => {
+  if (!available) return;
+  work = await mkdtemp(path.join(os.tmpdir(), 'wfa-ui-'));
+  shots = process.env.WFA_SCREENSHOT_DIR ?? path.join(work, 'screenshots');
+  await mkdir(shots, { recursive: true });
+  const database = `wfa_ui_${run}`;
+  const adminUrl = inject('pgAdminUrl');
+  await ensureDatabase(adminUrl, database);
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${database}`;
+  const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
+  api = `http://127.0.0.1:${port}`;
+  ui = `http://127.0.0.1:${uiPort}`;
+  temporalAddress = `127.0.0.1:${temporalPort}`;
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.TEMPORAL_ADDRESS;
+  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...env,
+      DATABASE_URL: dbUrl.toString(),
+      DATA_DIR: path.join(work, 'data'),
+      PORT: String(port),
+      TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
+      TEMPORAL_UI_PORT: String(uiPort),
+      ADMIN_API_KEY: adminKey,
+      AUTH_SIGNING_KEY: `ui ${run}`,
+      ALTERATION_BATCH_SIZE: '100',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: 'ignore',
+  });
+  const deadline = Date.now() + 120_000;
+  while ((await fetch(`${api}/health`).then((r) => r.status, () => 0)) !== 200) {
+    if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const def = await call('POST', '/workflow-definitions', approvalWithNote(definitionId));
+  const pool = new pg.Pool({ connectionString: dbUrl.toString(), max: 1 });
+  await seedInstances(pool, { definitionVersionId: def.body.id, count: 500, variables: { amount: 0 } });
+  await pool.end();
+  const submitted = await call('POST', '/alterations/submit', {
+    id: planId,
+    alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 42 }],
+    filter: { definitionIds: [definitionId] },
+  });
+  expect(submitted.status).toBe(202);
+  while ((await call('GET', `/alterations/${planId}`)).body.plan.status !== 4) {
+    if (Date.now() > deadline) throw new Error('the plan did not complete');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (service && service.exitCode === null) {
+    const exited = new Promise((r) => service.once('exit', r));
+    service.kill('SIGTERM');
+    await exited;
+  }
+  if (work && !process.env.WFA_SCREENSHOT_DIR) await rm(work, { recursive: true, force: true });
+});
+
+/** The text of the page and all its frames, once it contains every one of `wanted` (or after 30 s). */
+async function eventuallyText(page: Page, wanted: string[]): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const texts = await Promise.all(page.frames().map((f) => f.locator('body').innerText({ timeout: 1_000 }).catch(() => '')));
+    const text = texts.join('\n');
+    if (wanted.every((w) => text.includes(w)) || Date.now() > deadline) return text;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe.skipIf(!available)('the Temporal UI, in Chromium', () => {
+  it("shows a plan's summary and live details on its page", async () => {
+    const connection = await Connection.connect({ address: temporalAddress });
+    const { runId } = await new Client({ connection }).workflow.getHandle(`alteration-plan-${planId}`).describe();
+    await connection.close();
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${ui}/namespaces/default/workflows/alteration-plan-${planId}/${runId}/history`);
+    const summary = `ModifyVariable amount on instances of ${definitionId}`;
+    // The history: each batch activity named by its job range, the job counts in the result.
+    await page.getByText('runJobBatch • jobs 0–99 of 500').first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(shots, 'plan-history.png'), fullPage: true });
+    // The summary and the current details, on the User Metadata tab (Temporal UI 2.42).
+    await page.getByText('User Metadata', { exact: true }).first().click();
+    // The UI renders summaries and details (markdown) in sandboxed frames: read every frame's text.
+    const text = await eventuallyText(page, [summary, '500 jobs done of 500 (100%)', 'jobs 400–499 of 500']);
+    await page.screenshot({ path: path.join(shots, 'plan-metadata.png'), fullPage: true });
+    expect(text).toContain(summary);
+    expect(text).toContain('Completed · 500 jobs done of 500 (100%) · 0 failed · batch 5 of 5');
+    await page.close();
+  });
+
+  it('lists plans filtered by AlterationPlanStatus', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const query = encodeURIComponent(`AlterationPlanStatus = "Completed" AND AlterationTenant = "default"`);
+    await page.goto(`${ui}/namespaces/default/workflows?query=${query}`);
+    await page.getByText(`alteration-plan-${planId}`).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(shots, 'plans-completed.png'), fullPage: true });
+    await page.goto(`${ui}/namespaces/default/workflows?query=${encodeURIComponent('AlterationPlanStatus = "Running"')}`);
+    await page.waitForLoadState('networkidle');
+    expect(await page.content()).not.toContain(`alteration-plan-${planId}`);
+    await page.close();
+  });
+});
