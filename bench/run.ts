@@ -104,6 +104,7 @@ async function parent(): Promise<void> {
     } else {
       const env = await startDevServer({
         cliPath: config.temporal.cliPath,
+        cacheDir: config.cacheDir,
         dbFilename: path.join(work, 'temporal.sqlite'),
         namespace: config.temporal.namespace,
         port: Number(process.env.BENCH_TEMPORAL_PORT ?? 7243),

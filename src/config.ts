@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseNetworks } from './connections/http.js';
@@ -37,6 +38,7 @@ const ConfigSchema = z.object({
   ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
+  XDG_CACHE_HOME: optional,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -71,6 +73,8 @@ export interface Config {
   /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
   alterations: { batchSize: number; window: number; batchesPerRun: number };
   logLevel: string;
+  /** Where built tools are cached across data folders and clones (the Temporal CLI): $XDG_CACHE_HOME/wf-alter. */
+  cacheDir: string;
 }
 
 export class ConfigError extends Error {}
@@ -111,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: { apiPoolSize: e.DATABASE_POOL_API, workerPoolSize: e.DATABASE_POOL_WORKER, apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS },
     alterations: { batchSize: e.ALTERATION_BATCH_SIZE, window: e.ALTERATION_BATCH_WINDOW, batchesPerRun: e.ALTERATION_BATCHES_PER_RUN },
     logLevel: e.LOG_LEVEL,
+    cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),
   };
 }
 

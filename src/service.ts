@@ -157,6 +157,7 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
   } else {
     const devServer = await startDevServer({
       cliPath: config.temporal.cliPath,
+      cacheDir: config.cacheDir,
       dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
       namespace: config.temporal.namespace,
       port: config.temporalDevServerPort,

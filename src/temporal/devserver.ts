@@ -2,23 +2,17 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-
-/** The Temporal CLI version `.ci/run` builds, and the folder it caches the binary in. */
-export const TEMPORAL_CLI_VERSION = 'v1.5.1';
-export const TEMPORAL_CLI_CACHE = path.join(
-  process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'),
-  'wf-alter',
-  'temporal-cli',
-  TEMPORAL_CLI_VERSION,
-  'temporal',
-);
+import { Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { cachedCliPath, CliUnavailableError, ensureCliBinary } from './cli-binary.js';
+import { PLAN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 
 export interface DevServerOptions {
   /** Explicit binary (TEMPORAL_CLI_PATH). */
   cliPath?: string | undefined;
+  /** Where a built CLI is cached (config.cacheDir). */
+  cacheDir: string;
   /** SQLite file for persistence; in memory when absent. */
   dbFilename?: string;
   namespace: string;
@@ -29,39 +23,40 @@ export interface DevServerOptions {
   onUnexpectedExit?: (why: string) => void;
 }
 
+/** A running dev server and the two connections to it; `teardown` closes them and stops the server. */
+export interface DevServer {
+  address: string;
+  connection: Connection;
+  nativeConnection: NativeConnection;
+  teardown(): Promise<void>;
+}
+
 /**
- * Which `temporal` binary to run: TEMPORAL_CLI_PATH, else the one `.ci/run` built into the cache (so
- * an offline machine that ran CI once needs no setting), else the SDK's cached download.
+ * Starts a Temporal dev server: TEMPORAL_CLI_PATH, else the cached CLI, else the SDK's download, else the
+ * CLI built now with Go (src/temporal/cli-binary.ts). With a binary at hand it is our own child in its
+ * own process group, so a Ctrl-C in the terminal reaches only the service, which stops it after the
+ * worker; and a server that cannot bind its port fails the start instead of the clients silently
+ * reaching another one.
  */
-export function resolveCliExecutable(cliPath: string | undefined) {
-  if (cliPath) return { type: 'existing-path' as const, path: cliPath };
-  if (existsSync(TEMPORAL_CLI_CACHE)) return { type: 'existing-path' as const, path: TEMPORAL_CLI_CACHE };
-  return { type: 'cached-download' as const };
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  if (opts.dbFilename) await mkdir(path.dirname(opts.dbFilename), { recursive: true });
+  let binary = opts.cliPath ?? (existsSync(cachedCliPath(opts.cacheDir)) ? cachedCliPath(opts.cacheDir) : undefined);
+  if (!binary) {
+    // Online, the SDK downloads and runs the server (it owns it); offline that fails at once.
+    const viaSdk = await runThroughSdk(opts).catch(() => undefined);
+    if (viaSdk) return viaSdk;
+    binary = await ensureCliBinary({ cacheDir: opts.cacheDir });
+  }
+  try {
+    return await runCli(binary, opts);
+  } catch (err) {
+    if (err instanceof CliUnavailableError) throw err;
+    throw new Error(`The Temporal dev server did not start (${binary}); set TEMPORAL_ADDRESS to use a running Temporal instead.`, { cause: err });
+  }
 }
 
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 20_000;
-
-/**
- * Starts a Temporal dev server. With a CLI binary at hand it is our own child in its own process group,
- * so a Ctrl-C in the terminal reaches only the service, which stops it after the worker; and a server
- * that cannot bind its port fails the start instead of the clients silently reaching another one. Only
- * when the CLI must be downloaded does the SDK start (and own) it.
- */
-export async function startDevServer(opts: DevServerOptions): Promise<TestWorkflowEnvironment> {
-  if (opts.dbFilename) await mkdir(path.dirname(opts.dbFilename), { recursive: true });
-  const executable = resolveCliExecutable(opts.cliPath);
-  try {
-    return executable.type === 'existing-path' ? await runCli(executable.path, opts) : await runThroughSdk(opts);
-  } catch (err) {
-    throw new Error(
-      'The Temporal dev server did not start. Offline, build the CLI with `bash .ci/run` (or `go install ' +
-        `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}\`) and set TEMPORAL_CLI_PATH, ` +
-        'or set TEMPORAL_ADDRESS to a running server.',
-      { cause: err },
-    );
-  }
-}
 
 /** The flags the SDK passes to `temporal server start-dev`, so both ways give the same server. */
 const DYNAMIC_CONFIG = [
@@ -70,7 +65,7 @@ const DYNAMIC_CONFIG = [
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
 ].flatMap((v) => ['--dynamic-config-value', v]);
 
-async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkflowEnvironment> {
+async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port || (await freeLoopbackPort());
   const ui = (opts.uiPort ?? 0) > 0;
   const args = [
@@ -82,6 +77,8 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkf
     '--log-level', 'error',
     ...DYNAMIC_CONFIG,
     ...(opts.dbFilename ? ['--db-filename', opts.dbFilename] : []),
+    // The plan search attributes (contract section 7), registered before anything starts a plan.
+    ...PLAN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`]),
     ...(ui ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
   ];
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
@@ -103,15 +100,15 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkf
       if (Date.now() > deadline) throw new Error(`temporal not ready within ${START_TIMEOUT_MS / 1000} s`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    let env: TestWorkflowEnvironment | undefined;
-    while (!env) {
+    let connections: { connection: Connection; nativeConnection: NativeConnection } | undefined;
+    while (!connections) {
       if (exit) throw new Error(`temporal ${exit}: ${recent.join(' | ')}`);
       // Listening is not always serving yet: connect again until the deadline.
-      env = await TestWorkflowEnvironment.createFromExistingServer({ address, namespace: opts.namespace }).catch((err: unknown) => {
+      connections = await connectBoth(address).catch((err: unknown) => {
         if (Date.now() > deadline) throw err;
         return undefined;
       });
-      if (!env) await new Promise((r) => setTimeout(r, 200));
+      if (!connections) await new Promise((r) => setTimeout(r, 200));
     }
     let stopping = false;
     const lost = () => {
@@ -119,24 +116,41 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<TestWorkf
     };
     if (exit) lost();
     else child.once('exit', lost);
-    // The environment's teardown closes its connections; ours also stops the server we started.
-    const closeConnections = env.teardown.bind(env);
-    return Object.assign(env, {
+    const { connection, nativeConnection } = connections;
+    return {
+      address,
+      connection,
+      nativeConnection,
       teardown: async () => {
         stopping = true;
-        await closeConnections().catch(() => undefined);
+        await connection.close().catch(() => undefined);
+        await nativeConnection.close().catch(() => undefined);
         await stopChild(child);
       },
-    });
+    };
   } catch (err) {
     await stopChild(child);
     throw err;
   }
 }
 
-async function runThroughSdk(opts: DevServerOptions): Promise<TestWorkflowEnvironment> {
+async function connectBoth(address: string) {
+  const connection = await Connection.connect({ address });
+  try {
+    // The workflow service answers: the server is serving, not only listening.
+    await connection.workflowService.getSystemInfo({});
+    return { connection, nativeConnection: await NativeConnection.connect({ address }) };
+  } catch (err) {
+    await connection.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The SDK's download (a dev-only package, loaded only here); it starts and owns the server. */
+async function runThroughSdk(opts: DevServerOptions): Promise<DevServer> {
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
   const ui = (opts.uiPort ?? 0) > 0;
-  return TestWorkflowEnvironment.createLocal({
+  const env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'cached-download' },
       namespace: opts.namespace,
@@ -146,8 +160,10 @@ async function runThroughSdk(opts: DevServerOptions): Promise<TestWorkflowEnviro
       ui,
       ...(ui ? { uiPort: opts.uiPort } : {}),
       log: { format: 'json', level: 'error' },
+      extraArgs: PLAN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`]),
     },
   });
+  return { address: env.address, connection: env.connection, nativeConnection: env.nativeConnection, teardown: () => env.teardown() };
 }
 
 function accepts(port: number): Promise<boolean> {

@@ -60,7 +60,7 @@ export default async function setup(project: TestProject) {
 
   let temporalAddress = config.temporal.address;
   if (!temporalAddress) {
-    const env = await startDevServer({ cliPath: config.temporal.cliPath, namespace: 'default' });
+    const env = await startDevServer({ cliPath: config.temporal.cliPath, cacheDir: config.cacheDir, namespace: 'default' });
     temporalAddress = env.address;
     stops.unshift(() => env.teardown());
   }
