@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'coverage/', 'bench/results/', 'dist/', 'bin/', 'eslint.config.js'] },
+  { ignores: ['node_modules/', '.data/', 'coverage/', 'bench/results/', 'dist/', 'src/cli/wfa.js', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,16 +1,23 @@
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { NativeConnection} from '@temporalio/worker';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../../activities/index.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+/** Compiled (dist/src/temporal/worker.js): `npm run build` bundled the workflows once, next to dist/src. */
+const BUILT = import.meta.url.endsWith('.js');
+const BUILT_BUNDLE = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url));
 
 export interface WorkerSetup {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
-  /** A pre-built workflow bundle (tests build one for all files); else the workflows are bundled now. */
+  /**
+   * A pre-built workflow bundle (tests build one for all files); else the build's bundle when running from
+   * dist/, or the workflows bundled now from source (tsx, `npm start`).
+   */
   workflowBundlePath?: string | undefined;
   /**
    * Activities run at once. Each holds at most one connection of the worker's pool at a time, so this is
@@ -23,11 +30,13 @@ export interface WorkerSetup {
 
 /** Creates the worker that runs both the workflows and the activities of this service. */
 export async function createWorker(setup: WorkerSetup): Promise<Worker> {
+  const bundle = setup.workflowBundlePath ?? (BUILT ? BUILT_BUNDLE : undefined);
+  if (bundle && !existsSync(bundle)) throw new Error(`The workflow bundle ${bundle} is missing: run npm run build`);
   return Worker.create({
     connection: setup.connection,
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
-    ...(setup.workflowBundlePath ? { workflowBundle: { codePath: setup.workflowBundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(setup.deps),
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     shutdownGraceTime: '10 seconds',

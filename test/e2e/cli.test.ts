@@ -12,7 +12,7 @@ import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const WFA = path.join(ROOT, 'bin', 'wfa.js');
+const WFA = path.join(ROOT, 'src', 'cli', 'wfa.js');
 const run = randomBytes(4).toString('hex');
 const adminKey = `wfa_cli_${randomBytes(16).toString('hex')}`;
 const password = `cli-password-${run}`;

@@ -1,0 +1,23 @@
+import { cp, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+/**
+ * The second half of `npm run build` (after `tsc -p tsconfig.build.json`), run from the compiled output:
+ * bundles the workflows once into dist/workflow-bundle.js (a worker started from the build loads it with
+ * `workflowBundle`, instead of bundling at every start) and copies what the code reads from disk.
+ */
+const here = path.dirname(fileURLToPath(import.meta.url)); // dist/src
+const dist = path.dirname(here);
+const root = path.dirname(dist);
+
+const noop = () => undefined;
+const { code } = await bundleWorkflowCode({
+  workflowsPath: path.join(dist, 'workflows', 'index.js'),
+  logger: { trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error, log: noop },
+});
+await writeFile(path.join(dist, 'workflow-bundle.js'), code);
+await mkdir(path.join(here, 'db', 'migrations'), { recursive: true });
+await cp(path.join(root, 'src', 'db', 'migrations'), path.join(here, 'db', 'migrations'), { recursive: true });
+process.stdout.write(`Built dist/ (workflow bundle: ${Math.round(code.length / 1024)} KiB)\n`);
