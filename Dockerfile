@@ -1,12 +1,22 @@
 # The production image of the service: one image, two roles (API and worker) chosen by the command.
-FROM node:20-bookworm-slim
+# Built in two stages: compile and bundle the workflows (npm run build), then a runtime stage with the
+# production dependencies only (no tsx, no embedded Postgres, no Temporal test server) running node.
+FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
-COPY tsconfig.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
+RUN npm run build
+
+FROM node:20-bookworm-slim
+WORKDIR /app
 ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+USER node
 EXPOSE 3000
-CMD ["npm", "run", "start:api"]
+CMD ["node", "dist/src/main.js", "--api"]
