@@ -114,6 +114,27 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
       );
     });
   instances
+    .command('start <definitionId>')
+    .description('start an instance of the latest version of a definition')
+    .option('--correlation-id <id>', 'a correlation id')
+    .option('--name <name>', 'a name')
+    .action(async (definitionId: string, o: { correlationId?: string; name?: string }) => {
+      const r = await (await client()).instances.start({
+        definitionId,
+        ...(o.correlationId ? { correlationId: o.correlationId } : {}),
+        ...(o.name ? { name: o.name } : {}),
+      });
+      print(() => r.workflowInstanceId, r);
+    });
+  program
+    .command('trigger <eventName>')
+    .description('resume the instances waiting on an event')
+    .option('--correlation-id <id>', 'only the instance with this correlation id')
+    .action(async (eventName: string, o: { correlationId?: string }) => {
+      const r = await (await client()).instances.trigger(eventName, o.correlationId ? { correlationId: o.correlationId } : {});
+      print(() => `Resumed ${r.resumedWorkflowInstanceIds.length} instance(s)`, r);
+    });
+  instances
     .command('show <id>')
     .description('an instance with its variables, incidents and journal')
     .action(async (id: string) => {
