@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps } from '../src/alterations/plans.js';
+import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps } from '../src/alterations/processing.js';
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';

@@ -61,3 +61,24 @@ export class TooManyAttemptsError extends DomainError {
     super(message, 429);
   }
 }
+
+/**
+ * Zod issues as JSON-pointer field errors under `prefix`; an unknown property is named by its own path
+ * (`unknownIn` says of what, e.g. "for Elsa.Connections.Http…").
+ */
+export function zodFieldErrors(
+  error: { issues: readonly { code: string; path: readonly PropertyKey[]; message: string; keys?: readonly string[] }[] },
+  prefix: (string | number)[] = [],
+  unknownIn = '',
+): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of error.issues) {
+    const base = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+    if (issue.code === 'unrecognized_keys' && issue.keys) {
+      for (const key of issue.keys) out.push({ path: pointer([...base, key]), message: `Unknown property "${key}"${unknownIn ? ` ${unknownIn}` : ''}` });
+    } else {
+      out.push({ path: pointer(base), message: issue.message });
+    }
+  }
+  return out;
+}

@@ -24,6 +24,7 @@ import { type PlanProcessing, startPendingPlans } from './temporal/plans.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
 import { createWorker } from './temporal/worker.js';
+import type { Clock } from './vocabulary/clock.js';
 
 /** What one process runs: both (`npm start`), only the API, or only a worker (the production shape). */
 export type Role = 'all' | 'api' | 'worker';
@@ -55,7 +56,7 @@ export interface ServiceOverrides {
   /** Extra worker options (tests shorten the shutdown grace time; the bench adds interceptors). */
   workerOptions?: Partial<WorkerOptions>;
   /** The clock tokens are issued and checked with (tests of expiry move it). */
-  clock?: () => Date;
+  clock?: Clock;
   /** Called with each pool as it is made (the bench counts statements). */
   onPool?: (pool: pg.Pool, which: 'api' | 'worker') => void;
 }

@@ -1,4 +1,5 @@
-import { timestampParts } from '../api/input.js';
+import { escapeLike } from '../db/sql.js';
+import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
 import type { ActivityFilter, Filter } from './model.js';
 
@@ -21,10 +22,6 @@ const OPERATORS = {
 } as const;
 
 const present = <T>(list: readonly T[] | null | undefined): list is readonly T[] => Array.isArray(list) && list.length > 0;
-
-export function escapeLike(term: string): string {
-  return term.replace(/[\\%_]/g, (ch) => `\\${ch}`);
-}
 
 /**
  * Compiles a filter into one parameterized WHERE clause, always scoped to the tenant (`$1`). Every

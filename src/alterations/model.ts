@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { Int32, Timestamp } from '../api/input.js';
+import { Int32, Timestamp } from '../vocabulary/input.js';
 import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../engine/instance-state.js';
 
 /** Plan status: integers on the wire, names accepted in requests. */

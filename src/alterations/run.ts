@@ -2,9 +2,10 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { InstanceState } from '../engine/instance-state.js';
-import type { Dispatcher } from '../temporal/dispatch.js';
+import type { Dispatcher } from '../engine/ports.js';
 import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
 import { type Alteration, LOG_LEVEL, type LogEntry } from './model.js';
+import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 
 export interface RunResult {
   workflowInstanceId: string;
@@ -17,7 +18,7 @@ export interface RunDeps {
   pool: pg.Pool;
   definitions: DefinitionCache;
   dispatcher: Dispatcher;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /** What to do to one instance: alterations to apply (and a step after they all succeeded), or a refusal. */
@@ -35,7 +36,7 @@ async function alterEach(
   prepare: (s: InstanceState, now: Date) => Prepared,
 ): Promise<RunResult[]> {
   const ids = [...new Set(requested)];
-  const now = (deps.clock ?? (() => new Date()))();
+  const now = nowBy(deps.clock);
   const results = await withTransaction(deps.pool, async (client) => {
     const instances = await lockInstances(client, tenantKey, ids);
     const ctx = { db: client, definitions: deps.definitions, now };

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
-import type { Dispatcher } from '../temporal/dispatch.js';
+import type { Dispatcher } from '../engine/ports.js';
 import type { PlanProcessing } from '../temporal/plans.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */

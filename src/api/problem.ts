@@ -1,9 +1,8 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { ZodError } from 'zod';
 import { isTransientError, SQLSTATE, sqlState } from '../db/errors.js';
-import { TooManyAttemptsError, DomainError, type FieldError, pointer } from '../errors.js';
+import { TooManyAttemptsError, DomainError, type FieldError } from '../errors.js';
 import type { AppEnv } from './context.js';
 
 const TITLES: Record<number, string> = {
@@ -69,21 +68,7 @@ export function problem(
   return c.body(JSON.stringify(body), status, { 'content-type': 'application/problem+json', ...headers });
 }
 
-/** Zod issues as JSON-pointer field errors; an unknown property is named by its own path. */
-export function zodFieldErrors(error: ZodError, prefix: (string | number)[] = []): FieldError[] {
-  const out: FieldError[] = [];
-  for (const issue of error.issues) {
-    const base = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: pointer([...base, key]), message: `Unknown property "${key}"` });
-    } else if (issue.code === 'invalid_union' && 'errors' in issue && issue.errors.length > 0) {
-      out.push({ path: pointer(base), message: issue.message });
-    } else {
-      out.push({ path: pointer(base), message: issue.message });
-    }
-  }
-  return out;
-}
+export { zodFieldErrors } from '../errors.js';
 
 /** The one `onError`: domain errors and HTTP exceptions to their status, anything else a generic 500. */
 export function handleError(err: Error, c: Context<AppEnv>): Response {

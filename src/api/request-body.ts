@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { DomainError, type FieldError, pointer, ValidationError } from '../errors.js';
 import type { AppEnv } from './context.js';
-import { badString, inputViolations } from './input.js';
+import { badString, inputViolations } from '../vocabulary/input.js';
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 /** Bytes of an unwanted body read and discarded so that the connection stays usable; past it, close. */

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { Principal } from './principal.js';
 import { tenantOut } from './principal.js';
+import { isUniqueViolation } from '../db/errors.js';
 
 const KEY_PREFIX = 'wfa_';
 
@@ -124,7 +125,7 @@ export async function ensureBootstrapApiKey(db: Queryable): Promise<string | und
     const created = await createApiKey(db, { name: 'bootstrap admin', permissions: ['*'], tenantKey: '', isBootstrap: true });
     return created.key;
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') return undefined;
+    if (isUniqueViolation(err)) return undefined;
     throw err;
   }
 }

@@ -10,13 +10,14 @@ import { newId } from '../ids.js';
 import type { Principal } from './principal.js';
 import { tenantOut } from './principal.js';
 import { loadUser, type StoredUser, verifyCredentials } from './users.js';
+import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 
 export interface TokenSettings {
   /** HMAC-SHA256 key for both token kinds. */
   key: Uint8Array;
   accessTokenLifetimeSeconds: number;
   refreshTokenLifetimeSeconds: number;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 export interface TokenPair {
@@ -54,7 +55,7 @@ export async function loadSigningKey(configured: string | undefined, dataDir: st
   }
 }
 
-const nowOf = (s: TokenSettings) => (s.clock ?? (() => new Date()))();
+const nowOf = (s: TokenSettings) => nowBy(s.clock);
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
 async function issue(db: Queryable, s: TokenSettings, user: StoredUser, sessionId: string): Promise<TokenPair> {

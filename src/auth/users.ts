@@ -5,6 +5,7 @@ import { withTransaction } from '../db/pool.js';
 import { ConflictError, NotFoundError, pointer, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { tenantOut } from './principal.js';
+import { isUniqueViolation } from '../db/errors.js';
 
 /** The bootstrap administrator's user name (ADMIN_PASSWORD), reserved for the default tenant. */
 export const ADMIN_NAME = 'admin';
@@ -47,7 +48,7 @@ export async function createRole(db: Queryable, tenantKey: string, input: { name
       id, tenantKey, input.name, input.permissions,
     ]);
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new ConflictError(`A role named "${input.name}" already exists`);
+    if (isUniqueViolation(err)) throw new ConflictError(`A role named "${input.name}" already exists`);
     throw err;
   }
   return { id, name: input.name, permissions: input.permissions };
@@ -82,7 +83,7 @@ export async function createUser(
         id, tenantKey, input.name, passwordHash, input.permissions ?? [],
       ]);
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw new ConflictError(`A user named "${input.name}" already exists`);
+      if (isUniqueViolation(err)) throw new ConflictError(`A user named "${input.name}" already exists`);
       throw err;
     }
     if (found.length) {
@@ -161,7 +162,7 @@ export async function ensureAdminUser(pool: pg.Pool, password: string): Promise<
         newId(), await hashSecret(password),
       ]);
     } catch (err) {
-      if ((err as { code?: string }).code !== '23505') throw err;
+      if (!isUniqueViolation(err)) throw err;
     }
     return;
   }

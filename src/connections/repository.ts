@@ -1,9 +1,10 @@
 import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
-import { ConflictError, type FieldError, ForbiddenError, NotFoundError, pointer, ValidationError } from '../errors.js';
+import { ConflictError, type FieldError, ForbiddenError, NotFoundError, ValidationError, zodFieldErrors } from '../errors.js';
 import { newId } from '../ids.js';
 import { type ConfigCipher, DecryptionError } from './cipher.js';
 import { CONNECTION_TYPES, findConnectionType } from './types.js';
+import { isUniqueViolation } from '../db/errors.js';
 
 /** The tenant of connections every tenant sees. */
 export const AGNOSTIC_TENANT = '*';
@@ -79,14 +80,7 @@ export function validateConnection(req: ConnectionRequest): { name: string; conf
   } else {
     const parsed = type.schema.safeParse(req.connectionConfiguration);
     if (parsed.success) configuration = parsed.data as Record<string, unknown>;
-    for (const issue of parsed.error?.issues ?? []) {
-      const base = ['connectionConfiguration', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
-      if (issue.code === 'unrecognized_keys') {
-        for (const key of issue.keys) errors.push({ path: pointer([...base, key]), message: `Unknown property "${key}" for ${type.type}` });
-      } else {
-        errors.push({ path: pointer(base), message: issue.message });
-      }
-    }
+    if (parsed.error) errors.push(...zodFieldErrors(parsed.error, ['connectionConfiguration'], `for ${type.type}`));
   }
   if (errors.length) throw new ValidationError('The connection is not valid', errors);
   return { name, configuration };
@@ -98,7 +92,7 @@ function storedConfiguration(cipher: ConfigCipher, id: string, tenantKey: string
 }
 
 const isNameClash = (err: unknown) =>
-  (err as { code?: string; constraint?: string }).code === '23505' &&
+  isUniqueViolation(err) &&
   (err as { constraint?: string }).constraint === 'connection_configurations_name_unique';
 
 const clash = (name: string) => new ConflictError(`A connection named "${name}" already exists`);

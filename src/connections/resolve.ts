@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { ActivityType } from '../engine/activity-types.js';
+import type { ActivityType } from '../vocabulary/descriptors.js';
 import type { Logger } from '../logger.js';
 import type { ConfigCipher } from './cipher.js';
 import { findConnectionByName } from './repository.js';

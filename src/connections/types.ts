@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HTTP_CONNECTION_TYPE, type InputDescriptor as ActivityInputDescriptor } from '../engine/activity-types.js';
+import { HTTP_CONNECTION_TYPE, type InputDescriptor as ActivityInputDescriptor } from '../vocabulary/descriptors.js';
 
 /** What a UI needs to render one field of a connection configuration: an activity input's descriptor, with options. */
 export type InputDescriptor = Omit<ActivityInputDescriptor, 'connectionType' | 'noLog'> & { options?: { text: string; value: string }[] };

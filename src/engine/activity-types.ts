@@ -1,32 +1,11 @@
+import { type ActivityType, HTTP_CONNECTION_TYPE, type InputDescriptor } from '../vocabulary/descriptors.js';
+
+export type { ActivityType, InputDescriptor };
+
 /**
  * The registry of built-in activity types: what inputs each takes and which outcomes (ports) it has.
  * Validation, the activity descriptor catalog and the executor all read this one table.
  */
-
-export interface InputDescriptor {
-  name: string;
-  typeName: string;
-  displayName: string;
-  description: string;
-  uiHint: string;
-  isRequired: boolean;
-  isSensitive: boolean;
-  defaultValue: unknown;
-  order: number;
-  /** A connection input (`ConnectionProperties<T>`): resolved by name when the activity runs. */
-  connectionType?: string;
-  /** The recorded input value is masked as "****" in activity records. */
-  noLog?: boolean;
-}
-
-export interface ActivityType {
-  typeName: string;
-  namespace: string;
-  displayName: string;
-  description: string;
-  inputs: InputDescriptor[];
-  outcomes: string[];
-}
 
 function input(
   name: string,
@@ -44,8 +23,6 @@ function input(
     ...props,
   };
 }
-
-export const HTTP_CONNECTION_TYPE = 'Elsa.Connections.Http.HttpConnectionConfiguration';
 
 export const BUILTIN_ACTIVITIES: readonly ActivityType[] = [
   {

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { Int32 } from '../api/input.js';
+import { Int32 } from '../vocabulary/input.js';
 
 /** An activity input in version 3 JSON: a direct field carrying a type name and an expression. */
 export const InputValueSchema = z

@@ -16,6 +16,7 @@ import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
 import { convertValue, isVariableType } from './values.js';
+import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 
 export interface EngineDeps {
   pool: pg.Pool;
@@ -25,7 +26,7 @@ export interface EngineDeps {
   cipher: ConfigCipher;
   /** Where HTTP activities may connect (OUTBOUND_HTTP_ALLOW_NETWORKS); default: public addresses only. */
   outbound?: OutboundPolicy;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 export interface StepResult {
@@ -115,7 +116,7 @@ export async function runStepOrFault(deps: EngineDeps, instanceId: string, optio
     if (err instanceof RetryableActivityFault || isTransientError(err)) throw err;
     deps.logger.error({ err, instanceId }, 'workflow instance step failed with an error a retry cannot fix; the instance is faulted');
     const message = `The step failed: ${err instanceof Error ? err.message : String(err)}`;
-    const now = (deps.clock ?? (() => new Date()))();
+    const now = nowBy(deps.clock);
     await withTransaction(deps.pool, async (client) => {
       const s = await lockInstance(client, instanceId);
       if (!s || s.status === 'Finished') return;
@@ -139,7 +140,7 @@ type StepStart = { kind: 'done'; result: StepResult } | PendingCall;
 
 /** Part one of a step, in a transaction holding the instance's row lock. */
 async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: string, options: StepOptions): Promise<StepStart> {
-  const clock = deps.clock ?? (() => new Date());
+  const clock = () => nowBy(deps.clock);
   const done = (result: StepResult): StepStart => ({ kind: 'done', result });
   {
     const s = await lockInstance(client, instanceId);
@@ -248,7 +249,7 @@ async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, act
  * as the one-transaction step would have.
  */
 async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: PendingCall, outcome: HttpOutcome, options: StepOptions): Promise<StepResult> {
-  const now = (deps.clock ?? (() => new Date()))();
+  const now = nowBy(deps.clock);
   const s = await lockInstance(client, call.instanceId);
   const { rows } = await client.query<{ status: string }>('SELECT status FROM activity_records WHERE id = $1 FOR UPDATE', [call.recordId]);
   const finishRecord = (status: 'Completed' | 'Faulted') =>

@@ -1,4 +1,4 @@
-import { escapeLike } from '../alterations/filter.js';
+import { escapeLike } from '../db/sql.js';
 import type { Queryable } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
 import type { InstanceStatus, InstanceSubStatus } from './instance-state.js';

@@ -98,10 +98,17 @@ export async function saveInstance(client: Queryable, s: InstanceState): Promise
   await writeInstanceStates(client, [s]);
 }
 
-/** An instance has work a worker can run now: the condition for dispatching it. */
+/**
+ * An instance has work a worker can run now: the condition for dispatching it. The same rule in SQL is
+ * `runnableWorkSql` below; a test checks that both agree on the same rows.
+ */
 export function hasRunnableWork(s: InstanceState): boolean {
   return s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0;
 }
+
+/** `hasRunnableWork` as a SQL condition on the workflow_instances row aliased `alias`. */
+export const runnableWorkSql = (alias: string) =>
+  `(${alias}.status = 'Running' AND ${alias}.sub_status <> 'Faulted' AND jsonb_array_length(${alias}.scheduled) > 0)`;
 
 /** The mutable columns of an instance, with how to read each from the state and its SQL array type. */
 const WRITABLE: { column: string; type: string; value: (s: InstanceState) => unknown }[] = [

@@ -2,11 +2,8 @@ import type { Client} from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { instanceExecution, workAvailable } from '../../workflows/index.js';
 import { instanceWorkflowId } from './names.js';
+import type { Dispatcher } from '../engine/ports.js';
 
-/** Hands instances with scheduled work to a worker. */
-export interface Dispatcher {
-  dispatch(instanceIds: readonly string[]): Promise<void>;
-}
 
 const DISPATCH_CONCURRENCY = 16;
 

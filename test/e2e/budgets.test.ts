@@ -74,7 +74,7 @@ describe('the API database budget', () => {
       const waiting = () =>
         h.workerPool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND application_name = 'wfa-test-api' AND state = 'active' AND query LIKE '%FOR NO KEY UPDATE%'`,
+            WHERE datname = current_database() AND application_name = 'workflow-alterations-api' AND state = 'active' AND query LIKE '%FOR NO KEY UPDATE%'`,
         );
       await eventually(async () => ((await waiting()).rows[0]!.n === 1 ? true : undefined), 'the cancel to wait on the lock', 5_000);
       const abortedAt = Date.now();

@@ -15,6 +15,7 @@ const ROUTES: { method: string; path: string; structured: string; legacy: string
   { method: 'POST', path: '/alterations/p1/cancel', structured: 'alterations:execute', legacy: 'run:alterations' },
   { method: 'GET', path: '/alterations/p1', structured: 'alterations:view', legacy: 'read:alterations' },
   { method: 'GET', path: '/alterations/p1/jobs', structured: 'alterations:view', legacy: 'read:alterations' },
+  { method: 'GET', path: '/alterations/p1/events', structured: 'alterations:view', legacy: 'read:alterations' },
   { method: 'GET', path: '/alterations', structured: 'alterations:view', legacy: 'read:alterations' },
   { method: 'GET', path: '/connection-configuration', structured: 'connections:view', legacy: 'connections:read' },
   { method: 'GET', path: '/connection-configuration/c1', structured: 'connections:view', legacy: 'connections:read' },

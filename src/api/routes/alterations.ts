@@ -7,7 +7,7 @@ import { JobSchema, PlanSchema, RunResultSchema } from '../../alterations/views.
 import { startPlanWorkflow } from '../../temporal/plans.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
-import { QueryInt32 } from '../input.js';
+import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 

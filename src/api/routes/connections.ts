@@ -11,7 +11,7 @@ import { CONNECTION_TYPES, findConnectionType, inputDescriptors } from '../../co
 import { findActivityType } from '../../engine/activity-types.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
-import { QueryInt32 } from '../input.js';
+import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, InputDescriptorSchema, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 

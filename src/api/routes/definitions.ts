@@ -3,7 +3,7 @@ import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.
 import { type DefinitionVersion, findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
-import { QueryInt32 } from '../input.js';
+import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 

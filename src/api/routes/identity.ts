@@ -6,7 +6,7 @@ import { login, logout, refresh } from '../../auth/tokens.js';
 import { createRole, createUser, deleteUser, hashSecret, userGrants } from '../../auth/users.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { type AppEnv, callerTenant, clientAddress } from '../context.js';
-import { Timestamp } from '../input.js';
+import { Timestamp } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 

@@ -5,7 +5,7 @@ import { createInstance, getInstanceView } from '../../engine/instances.js';
 import { InstanceStatusSchema, InstanceSubStatusSchema, InstanceSummarySchema, InstanceViewSchema } from '../../engine/instance-views.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
-import { Int32, QueryInt32 } from '../input.js';
+import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
