@@ -141,8 +141,9 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(progress.total)}` }, [{ planId, fromOrd, toOrd: (b + 1) * input.batchSize }])
         .then((r) => {
           if (r.stop) stop = true;
-          state.completed += r.processed - r.failed;
-          state.failed += r.failed;
+          // The batch's own counts, exact even when a retried attempt found its jobs already done.
+          state.completed += r.batch?.completed ?? r.processed - r.failed;
+          state.failed += r.batch?.failed ?? r.failed;
           state.batchesDone++;
           show(state.status);
         })

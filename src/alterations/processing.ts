@@ -66,8 +66,11 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
 }
 
 export interface BatchResult {
+  /** Jobs this attempt processed, and how many of them failed. */
   processed: number;
   failed: number;
+  /** Jobs of the batch's range completed and failed in all, whichever attempt committed them. */
+  batch: { completed: number; failed: number };
   dispatched: number;
   /** The plan was cancelled (or otherwise ended): process no further batches. */
   stop: boolean;
@@ -88,7 +91,7 @@ export async function runJobBatch(
   const { rows } = await deps.pool.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1`, [args.planId]);
   const plan = rows[0];
   if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
-  if (plan.status >= PLAN_STATUS.Completed) return { processed: 0, failed: 0, dispatched: 0, stop: true };
+  if (plan.status >= PLAN_STATUS.Completed) return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: true };
   if (plan.status === PLAN_STATUS.Dispatching) {
     await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
       args.planId, PLAN_STATUS.Running, PLAN_STATUS.Dispatching,
@@ -144,7 +147,14 @@ export async function runJobBatch(
   });
 
   let dispatch = toDispatch;
+  // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed.
+  let batch = { completed: processed - failed, failed };
   if (args.redispatch) {
+    const { rows: counted } = await deps.pool.query<{ completed: number; failed: number }>(
+      'SELECT completed, failed FROM alteration_batch_counts WHERE plan_id = $1 AND from_ord = $2',
+      [args.planId, args.fromOrd],
+    );
+    batch = counted[0] ?? batch;
     // A retried batch: the jobs committed by an earlier attempt may not have been dispatched yet.
     const { rows: again } = await deps.pool.query<{ id: string }>(
       `SELECT i.id FROM alteration_jobs j JOIN workflow_instances i ON i.id = j.instance_id
@@ -155,7 +165,7 @@ export async function runJobBatch(
     dispatch = [...new Set([...toDispatch, ...again.map((r) => r.id)])];
   }
   await deps.dispatcher.dispatch(dispatch);
-  return { processed, failed, dispatched: dispatch.length, stop: false };
+  return { processed, failed, batch, dispatched: dispatch.length, stop: false };
 }
 
 /** Marks a processed plan Completed (unless it was cancelled or failed meanwhile). */

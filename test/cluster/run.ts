@@ -213,8 +213,11 @@ async function main(): Promise<void> {
 
     // Both workers ran batches: the plan's Temporal history names the worker of each started activity.
     const connection = await Connection.connect({ address: temporal.address });
-    const history = await new Client({ connection }).workflow.getHandle(`alteration-plan-${planId}`).fetchHistory();
+    const handle = new Client({ connection }).workflow.getHandle(`alteration-plan-${planId}`);
+    const history = await handle.fetchHistory();
+    const result = (await handle.result()) as { status: string; completed: number; failed: number };
     await connection.close();
+    check('the plan workflow returns the exact counts', result.status === 'Completed' && result.completed === INSTANCES && result.failed === 0, JSON.stringify(result));
     const scheduled = new Map<string, string>();
     const byWorker = new Map<string, number>();
     for (const e of history.events ?? []) {
