@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { AlterationSchema, FilterSchema } from '../alterations/model.js';
 import type { JobView, PlanView, RunResultView } from '../alterations/views.js';
-import type { ConnectionRequestSchema, ConnectionSchema } from '../api/routes/connections.js';
-import type { DefinitionSchema } from '../api/routes/definitions.js';
+import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
+import type { DefinitionSchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
 import type { InstanceSummary, InstanceView } from '../engine/instance-views.js';
 import { type PlanEvent, readServerSentEvents } from './sse.js';

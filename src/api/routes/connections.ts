@@ -8,6 +8,7 @@ import {
   updateConnection,
 } from '../../connections/repository.js';
 import { CONNECTION_TYPES, findConnectionType, inputDescriptors } from '../../connections/types.js';
+import { ConnectionRequestSchema, ConnectionSchema } from '../../connections/views.js';
 import { findActivityType } from '../../engine/activity-types.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
@@ -17,28 +18,6 @@ import { secureRoute } from '../secure-route.js';
 
 const TAGS = ['Connections'];
 const SIGNED_IN = { structured: 'signed-in', legacy: 'connections/descriptor:read' } as const;
-
-export const ConnectionRequestSchema = z
-  .strictObject({
-    name: z.string().max(200),
-    description: z.string().max(2000).nullish(),
-    connectionType: z.string().max(500).openapi({ description: 'A type name exactly as GET /connection-configuration/descriptors gives it' }),
-    connectionConfiguration: z.record(z.string(), z.unknown()).openapi({ description: "Validated by the connection type's schema" }),
-  })
-  .openapi('ConnectionRequest');
-
-export const ConnectionSchema = z
-  .object({
-    id: z.string(),
-    tenantId: z.string().nullable(),
-    name: z.string(),
-    description: z.string().nullable(),
-    connectionType: z.string(),
-    connectionConfiguration: z.record(z.string(), z.unknown()),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  })
-  .openapi('Connection');
 
 const IdParam = z.object({ id: z.string() });
 

@@ -1,43 +1,12 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
-import { type DefinitionVersion, findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
+import { findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
+import { DefinitionSchema, definitionView } from '../../engine/definition-views.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
-
-export const DefinitionSchema = z
-  .object({
-    id: z.string().openapi({ description: 'The definition version id' }),
-    definitionId: z.string(),
-    version: z.number().int(),
-    isLatest: z.boolean(),
-    isPublished: z.boolean(),
-    name: z.string().nullable(),
-    description: z.string().nullable(),
-    variables: z.array(z.any()),
-    root: z.any(),
-    options: z.object({ usableAsActivity: z.boolean() }),
-    createdAt: z.string(),
-  })
-  .openapi('WorkflowDefinition');
-
-function toJson(d: DefinitionVersion) {
-  return {
-    id: d.id,
-    definitionId: d.definitionId,
-    version: d.version,
-    isLatest: d.isLatest,
-    isPublished: d.isPublished,
-    name: d.name,
-    description: d.description,
-    variables: d.variables,
-    root: d.root,
-    options: d.options,
-    createdAt: d.createdAt.toISOString(),
-  };
-}
 
 const VIEW = { structured: 'workflows/definitions:view', legacy: 'read:workflow-definitions' };
 
@@ -82,7 +51,7 @@ export function definitionRoutes() {
     const { pool } = c.get('deps');
     const def = await publishDefinition(pool, callerTenant(c), c.req.valid('json'));
     c.header('Location', `/workflow-definitions/${encodeURIComponent(def.definitionId)}?version=${def.version}`);
-    return c.json(toJson(def), 201);
+    return c.json(definitionView(def), 201);
   });
   app.openapi(read, async (c) => {
     const { pool } = c.get('deps');
@@ -92,11 +61,11 @@ export function definitionRoutes() {
     if (!def) {
       throw new NotFoundError(`Workflow definition ${definitionId}${version === undefined ? '' : ` version ${version}`} not found`);
     }
-    return c.json(toJson(def), 200);
+    return c.json(definitionView(def), 200);
   });
   app.openapi(list, async (c) => {
     const { pool } = c.get('deps');
-    const items = (await listLatestDefinitions(pool, callerTenant(c))).map(toJson);
+    const items = (await listLatestDefinitions(pool, callerTenant(c))).map(definitionView);
     return c.json({ items, totalCount: items.length }, 200);
   });
   return app;
