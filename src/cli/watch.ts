@@ -34,6 +34,11 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
         }
         const c = e.data.jobCounts;
         const finished = c.completed + c.failed + c.cancelled;
+        if (c.total === 0 && e.data.status < PLAN_STATUS.Running) {
+          // Jobs are not generated yet: the matching set is being frozen.
+          if (!io.isTty) io.out(`${planStatusName(e.data.status)}: selecting the matching instances…`);
+          continue;
+        }
         const eta = e.data.instancesPerSecond > 0 ? duration((c.total - finished) / e.data.instancesPerSecond) : '?';
         const line =
           `${stackedBar([{ value: c.completed, char: '█' }, { value: c.failed, char: '▓' }], c.total, 30)} ` +
