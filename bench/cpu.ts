@@ -42,7 +42,11 @@ export function readProcesses(): Map<number, ProcEntry> {
     const comm = stat.slice(stat.indexOf('(') + 1, close);
     // Fields after "pid (comm) ": state is field 3, ppid 4; utime, stime, cutime, cstime are fields 14..17.
     const f = stat.slice(close + 2).split(' ');
-    out.set(Number(pid), { ppid: Number(f[1]), comm, ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    out.set(Number(pid), {
+      ppid: Number(f[1]),
+      comm,
+      ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+    });
   }
   return out;
 }
@@ -108,7 +112,10 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot) {
     .sort((x, y) => y.ms - x.ms)
     .slice(0, 5);
   const wallMs = b.at - a.at;
-  const sys = a.system && b.system ? { busy: b.system.busy - a.system.busy, iowait: b.system.iowait - a.system.iowait } : undefined;
+  const sys =
+    a.system && b.system
+      ? { busy: b.system.busy - a.system.busy, iowait: b.system.iowait - a.system.iowait }
+      : undefined;
   const tree = sums.node + sums.postgres + sums.temporal + sums.benchParent;
   return {
     wallMs: round(wallMs),

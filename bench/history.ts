@@ -7,7 +7,8 @@ import { round, sleep, stat } from './util.js';
 
 export type HistoryEvent = Record<string, any>;
 export const longToNumber = (v: unknown): number => (v == null ? 0 : typeof v === 'number' ? v : Number(String(v)));
-export const eventMs = (e: HistoryEvent): number => longToNumber(e.eventTime?.seconds) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+export const eventMs = (e: HistoryEvent): number =>
+  longToNumber(e.eventTime?.seconds) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
 
 export async function planHistory(client: Client, planId: string, window: number): Promise<SizeResult['temporal']> {
   const workflowId = `alteration-plan-${planId}`;

@@ -12,7 +12,10 @@ export interface ActivityStore {
 }
 export const activityContext = new AsyncLocalStorage<ActivityStore>();
 export const activityRecords: { type: string; wallMs: number; sqlMs: number; queries: number }[] = [];
-export const sqlStats = { worker: new Map<string, { n: number; ms: number }>(), api: new Map<string, { n: number; ms: number }>() };
+export const sqlStats = {
+  worker: new Map<string, { n: number; ms: number }>(),
+  api: new Map<string, { n: number; ms: number }>(),
+};
 
 export function statementLabel(query: unknown): string {
   const text = typeof query === 'string' ? query : ((query as { text?: string } | null)?.text ?? '?');
@@ -62,12 +65,16 @@ export const timingInterceptor: ActivityInterceptorsFactory = (ctx) => ({
       try {
         return await activityContext.run(store, () => next(input));
       } finally {
-        activityRecords.push({ type: ctx.info.activityType, wallMs: performance.now() - started, sqlMs: store.sqlMs, queries: store.queries });
+        activityRecords.push({
+          type: ctx.info.activityType,
+          wallMs: performance.now() - started,
+          sqlMs: store.sqlMs,
+          queries: store.queries,
+        });
       }
     },
   },
 });
-
 
 export function sqlTable(map: Map<string, { n: number; ms: number }>) {
   return [...map.entries()]

@@ -73,11 +73,17 @@ export interface BenchResults {
   date: string;
   command: string;
   machine: { cpus: number; cpuModel: string; memTotalGb: number; node: string; platform: string };
-  config: { batchSize: number; window: number; batchesPerRun: number; pollMs: number; postgres: string; temporal: string };
+  config: {
+    batchSize: number;
+    window: number;
+    batchesPerRun: number;
+    pollMs: number;
+    postgres: string;
+    temporal: string;
+  };
   sizes: SizeResult[];
   targets: { name: string; ok: boolean; detail: string }[];
 }
-
 
 export function evaluateTargets(sizes: SizeResult[]): BenchResults['targets'] {
   const targets: BenchResults['targets'] = [];
@@ -88,7 +94,11 @@ export function evaluateTargets(sizes: SizeResult[]): BenchResults['targets'] {
       detail: `${s.plan.instancesPerSecond}/s`,
     });
     targets.push({ name: `N=${s.n}: plan within 5x of the raw UPDATE`, ok: s.ratio <= 5, detail: `${s.ratio}x` });
-    targets.push({ name: `N=${s.n}: dry-run < 1 s`, ok: s.dryRun.medianMs < 1000, detail: `${s.dryRun.medianMs} ms median` });
+    targets.push({
+      name: `N=${s.n}: dry-run < 1 s`,
+      ok: s.dryRun.medianMs < 1000,
+      detail: `${s.dryRun.medianMs} ms median`,
+    });
     targets.push({
       name: `N=${s.n}: verified (all instances altered, all jobs Completed, raw UPDATE all rows, dry-run count)`,
       ok: s.plan.verified.ok && s.raw.ok && s.dryRun.ok,
@@ -125,43 +135,72 @@ export function printTable(results: BenchResults, file: string): void {
     ['seed: INSERT ... generate_series', (s) => `${round(s.seedMs / 1000, 2)} s`],
     ['plan: submit -> status 4', (s) => `${round(s.plan.ms / 1000, 2)} s`],
     ['  instances/s through the plan', (s) => String(s.plan.instancesPerSecond)],
-    ['  server side: created -> started / completed', (s) => `${s.plan.serverSide.createdToStartedMs} / ${s.plan.serverSide.createdToCompletedMs} ms`],
+    [
+      '  server side: created -> started / completed',
+      (s) => `${s.plan.serverSide.createdToStartedMs} / ${s.plan.serverSide.createdToCompletedMs} ms`,
+    ],
     ['  submit request', (s) => `${s.plan.submitMs} ms`],
     ['  polls (n, median ms)', (s) => `${s.plan.polls.n}, ${s.plan.polls.medianMs}`],
-    ['  verified: altered / jobs status 2', (s) => `${s.plan.verified.instancesAltered} / ${s.plan.verified.jobsCompleted}`],
+    [
+      '  verified: altered / jobs status 2',
+      (s) => `${s.plan.verified.instancesAltered} / ${s.plan.verified.jobsCompleted}`,
+    ],
     ['raw UPDATE (floor)', (s) => `${round(s.raw.ms / 1000, 2)} s`],
     ['ratio plan / raw UPDATE', (s) => `${s.ratio}x`],
     ['dry-run median of 5 (count)', (s) => `${s.dryRun.medianMs} ms (${s.dryRun.count})`],
     ['RSS before plan / peak during plan', (s) => `${s.memory.rssBeforePlanMb} / ${s.memory.rssPeakDuringPlanMb} MB`],
-    ['heapUsed peak / live after major GC (max, n)', (s) => {
-      const g = s.memory.liveHeapAfterMajorGcMb;
-      return `${s.memory.heapUsedPeakDuringPlanMb} / ${g.max ?? '-'} MB (${g.majorGcs})`;
-    }],
-    ['after the plan, forced full GC: heapUsed / RSS', (s) =>
-      s.memory.afterPlanFullGc ? `${s.memory.afterPlanFullGc.heapUsedMb} / ${s.memory.afterPlanFullGc.rssMb} MB` : '-'],
+    [
+      'heapUsed peak / live after major GC (max, n)',
+      (s) => {
+        const g = s.memory.liveHeapAfterMajorGcMb;
+        return `${s.memory.heapUsedPeakDuringPlanMb} / ${g.max ?? '-'} MB (${g.majorGcs})`;
+      },
+    ],
+    [
+      'after the plan, forced full GC: heapUsed / RSS',
+      (s) =>
+        s.memory.afterPlanFullGc
+          ? `${s.memory.afterPlanFullGc.heapUsedMb} / ${s.memory.afterPlanFullGc.rssMb} MB`
+          : '-',
+    ],
     ['maxRSS after plan / at end', (s) => `${s.memory.maxRssAfterPlanMb} / ${s.memory.maxRssAtEndMb} MB`],
     ['Temporal runs / longest history', (s) => `${s.temporal.runs} / ${s.temporal.maxHistoryEvents} events`],
     ['generateJobs activity', (s) => `${s.breakdown.activities.generateJobs?.totalMs ?? '-'} ms`],
-    ['runJobBatch: count, median, p95', (s) => {
-      const b = s.breakdown.activities.runJobBatch;
-      return b ? `${b.n}, ${b.medianMs}, ${b.p95Ms} ms` : '-';
-    }],
-    ['  of which in SQL (incl. row parsing)', (s) => {
-      const b = s.breakdown.activities.runJobBatch;
-      return b ? `${Math.round((100 * b.sqlMs) / b.totalMs)} %` : '-';
-    }],
+    [
+      'runJobBatch: count, median, p95',
+      (s) => {
+        const b = s.breakdown.activities.runJobBatch;
+        return b ? `${b.n}, ${b.medianMs}, ${b.p95Ms} ms` : '-';
+      },
+    ],
+    [
+      '  of which in SQL (incl. row parsing)',
+      (s) => {
+        const b = s.breakdown.activities.runJobBatch;
+        return b ? `${Math.round((100 * b.sqlMs) / b.totalMs)} %` : '-';
+      },
+    ],
     ['  schedule-to-start median', (s) => `${s.temporal.batchScheduleToStart.medianMs} ms`],
     ['  window utilisation', (s) => `${Math.round(s.temporal.windowUtilisation * 100)} %`],
-    ['CPU in plan: node / postgres / temporal', (s) => {
-      const c = s.breakdown.cpu;
-      return `${pct(c.nodeMs, c.wallMs)} / ${pct(c.postgresMs, c.wallMs)} / ${pct(c.temporalMs, c.wallMs)} of ${c.cores * 100}%`;
-    }],
-    ['  machine busy / iowait / other processes', (s) => {
-      const c = s.breakdown.cpu;
-      return `${pct(c.systemBusyMs, c.wallMs)} / ${pct(c.iowaitMs, c.wallMs)} / ${pct(c.othersMs, c.wallMs)}`;
-    }],
+    [
+      'CPU in plan: node / postgres / temporal',
+      (s) => {
+        const c = s.breakdown.cpu;
+        return `${pct(c.nodeMs, c.wallMs)} / ${pct(c.postgresMs, c.wallMs)} / ${pct(c.temporalMs, c.wallMs)} of ${c.cores * 100}%`;
+      },
+    ],
+    [
+      '  machine busy / iowait / other processes',
+      (s) => {
+        const c = s.breakdown.cpu;
+        return `${pct(c.systemBusyMs, c.wallMs)} / ${pct(c.iowaitMs, c.wallMs)} / ${pct(c.othersMs, c.wallMs)}`;
+      },
+    ],
     ['WAL written: plan / raw UPDATE', (s) => `${s.breakdown.walMb.plan ?? '-'} / ${s.breakdown.walMb.raw ?? '-'} MB`],
-    ['event loop delay p99 / max', (s) => `${s.breakdown.eventLoopDelay.p99Ms} / ${s.breakdown.eventLoopDelay.maxMs} ms`],
+    [
+      'event loop delay p99 / max',
+      (s) => `${s.breakdown.eventLoopDelay.p99Ms} / ${s.breakdown.eventLoopDelay.maxMs} ms`,
+    ],
   ];
   const header = ['', ...sizes.map((s) => `N = ${s.n}`)];
   const table = [header, ...rows.map(([label, f]) => [label, ...sizes.map(f)])];
@@ -186,7 +225,9 @@ export function printTable(results: BenchResults, file: string): void {
     ...results.targets.map((t) => `  ${t.ok ? 'MET   ' : 'MISSED'}  ${t.name}: ${t.detail}`),
     '',
     `Worker SQL at the largest N (client-side ms):`,
-    ...(sizes[sizes.length - 1]?.breakdown.workerSql ?? []).map((q) => `  ${String(q.totalMs).padStart(9)} ms  ${String(q.n).padStart(5)}x  ${q.statement}`),
+    ...(sizes[sizes.length - 1]?.breakdown.workerSql ?? []).map(
+      (q) => `  ${String(q.totalMs).padStart(9)} ms  ${String(q.n).padStart(5)}x  ${q.statement}`,
+    ),
     '',
     `JSON: ${path.relative(process.cwd(), file)}`,
     '',

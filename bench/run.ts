@@ -33,7 +33,6 @@ import { type BenchResults, evaluateTargets, printTable, type SizeResult } from 
 import { POLL_MS, child } from './size.js';
 import { redactUrl, round } from './util.js';
 
-
 // ---------------------------------------------------------------------------------------------------
 // The parent: shared infrastructure, one child per size, the report
 
@@ -44,7 +43,9 @@ function parseSizes(): number[] {
     .filter(Boolean)
     .map(Number);
   if (sizes.length === 0 || sizes.some((s) => !Number.isInteger(s) || s < 1)) {
-    throw new Error(`BENCH_SIZES must be a comma-separated list of positive integers, not "${process.env.BENCH_SIZES}"`);
+    throw new Error(
+      `BENCH_SIZES must be a comma-separated list of positive integers, not "${process.env.BENCH_SIZES}"`,
+    );
   }
   return sizes;
 }
@@ -62,7 +63,6 @@ function runChild(size: number, env: Record<string, string>): Promise<void> {
     );
   });
 }
-
 
 async function parent(): Promise<void> {
   const sizes = parseSizes();
@@ -85,13 +85,20 @@ async function parent(): Promise<void> {
     } else {
       const port = Number(process.env.BENCH_PG_PORT ?? 54339);
       const dataDir = path.join(os.tmpdir(), 'wfa-bench-pg');
-      const handle: EmbeddedPostgresHandle = await startEmbeddedPostgres({ dataDir, port, database: 'postgres', logger });
+      const handle: EmbeddedPostgresHandle = await startEmbeddedPostgres({
+        dataDir,
+        port,
+        database: 'postgres',
+        logger,
+      });
       stops.unshift(() => handle.stop());
       adminUrl = handle.adminUrl;
       pgDescription = `embedded, port ${port}, data in ${dataDir}`;
       const version = new pg.Client({ connectionString: adminUrl });
       await version.connect();
-      const { rows } = await version.query<{ v: string }>("SELECT current_setting('server_version') AS v").catch(() => ({ rows: [{ v: '?' }] }));
+      const { rows } = await version
+        .query<{ v: string }>("SELECT current_setting('server_version') AS v")
+        .catch(() => ({ rows: [{ v: '?' }] }));
       await version.end();
       pgDescription = `embedded Postgres ${rows[0]?.v ?? '?'}, port ${port}, data in ${dataDir}`;
     }
@@ -165,7 +172,8 @@ main().then(
   () => undefined,
   (err: unknown) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    if (err instanceof Error && err.cause) process.stderr.write(`  cause: ${String((err.cause as Error).message ?? err.cause)}\n`);
+    if (err instanceof Error && err.cause)
+      process.stderr.write(`  cause: ${String((err.cause as Error).message ?? err.cause)}\n`);
     process.exit(1);
   },
 );

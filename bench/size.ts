@@ -54,13 +54,18 @@ export const DEFINITION = {
 };
 
 export async function walLsn(db: pg.Pool): Promise<string | null> {
-  const { rows } = await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn').catch(() => ({ rows: [] as { lsn: string }[] }));
+  const { rows } = await db
+    .query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')
+    .catch(() => ({ rows: [] as { lsn: string }[] }));
   return rows[0]?.lsn ?? null;
 }
 
 export async function walMbSince(db: pg.Pool, from: string | null): Promise<number | null> {
   if (from === null) return null;
-  const { rows } = await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes', [from]);
+  const { rows } = await db.query<{ bytes: string }>(
+    'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+    [from],
+  );
   return mb(Number(rows[0]!.bytes));
 }
 
@@ -154,7 +159,8 @@ function startSampling() {
     const m = process.memoryUsage();
     rssPeak = Math.max(rssPeak, m.rss);
     heapPeak = Math.max(heapPeak, m.heapUsed);
-    if (samples++ % 20 === 0) timeline.push({ s: round((performance.now() - from) / 1000), rssMb: mb(m.rss), heapUsedMb: mb(m.heapUsed) });
+    if (samples++ % 20 === 0)
+      timeline.push({ s: round((performance.now() - from) / 1000), rssMb: mb(m.rss), heapUsedMb: mb(m.heapUsed) });
   }, 50);
   // heapUsed just after each major GC: the live set, whatever the GC's timing (the peaks above are not).
   const afterMajorGc: number[] = [];
@@ -228,7 +234,12 @@ async function runPlan(api: Api, filter: unknown) {
 
 /** In SQL: every instance holds the plan's value and every job Completed. */
 async function verifyPlan(benchPool: pg.Pool, planId: string, n: number) {
-  const { rows: planRows } = await benchPool.query<{ created: Date; started: Date; completed: Date; job_total: number }>(
+  const { rows: planRows } = await benchPool.query<{
+    created: Date;
+    started: Date;
+    completed: Date;
+    job_total: number;
+  }>(
     'SELECT created_at AS created, started_at AS started, completed_at AS completed, job_total FROM alteration_plans WHERE id = $1',
     [planId],
   );
@@ -237,7 +248,10 @@ async function verifyPlan(benchPool: pg.Pool, planId: string, n: number) {
     `SELECT count(*) AS n FROM workflow_instances WHERE tenant_id = '' AND definition_id = $1 AND variables->'amount' = $2::jsonb`,
     [DEFINITION_ID, JSON.stringify(PLAN_VALUE)],
   );
-  const { rows: jobs } = await benchPool.query<{ n: number }>('SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1 AND status = 2', [planId]);
+  const { rows: jobs } = await benchPool.query<{ n: number }>(
+    'SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1 AND status = 2',
+    [planId],
+  );
   const verified = { instancesAltered: altered[0]!.n, jobsCompleted: jobs[0]!.n, jobTotal: planRow.job_total };
   const ok = verified.instancesAltered === n && verified.jobsCompleted === n && verified.jobTotal === n;
   return { planRow, verified: { ...verified, ok } };
@@ -269,7 +283,16 @@ async function rawUpdate(benchPool: pg.Pool, n: number) {
     `SELECT count(*) AS n FROM workflow_instances WHERE tenant_id = '' AND definition_id = $1 AND variables->'amount' = $2::jsonb`,
     [DEFINITION_ID, JSON.stringify(RAW_VALUE)],
   );
-  return { ms, walMb, result: { ms: round(ms), rows: res.rowCount ?? 0, verified: rows[0]!.n, ok: res.rowCount === n && rows[0]!.n === n } };
+  return {
+    ms,
+    walMb,
+    result: {
+      ms: round(ms),
+      rows: res.rowCount ?? 0,
+      verified: rows[0]!.n,
+      ok: res.rowCount === n && rows[0]!.n === n,
+    },
+  };
 }
 
 /** Dry-run latency, the median of DRY_RUNS, on a vacuumed table with statistics. */
@@ -304,7 +327,9 @@ export async function runSize(n: number): Promise<SizeResult> {
     const plan = await runPlan(api, filter);
     const sampled = sampling.stop();
     const walPlan = await walMbSince(benchPool, walBeforePlan);
-    log(`plan ${plan.planId} completed in ${round(plan.planMs / 1000, 2)} s (${Math.round(n / (plan.planMs / 1000))} instances/s)`);
+    log(
+      `plan ${plan.planId} completed in ${round(plan.planMs / 1000, 2)} s (${Math.round(n / (plan.planMs / 1000))} instances/s)`,
+    );
     const { planRow, verified } = await verifyPlan(benchPool, plan.planId, n);
     if (!verified.ok) log(`VERIFICATION FAILED: ${JSON.stringify(verified)}`);
     const temporal = await planHistory(service.client, plan.planId, config.alterations.window);

@@ -12,7 +12,13 @@ export function stat(values: number[]): Stat {
   const s = [...values].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
   const total = s.reduce((a, b) => a + b, 0);
-  return { n: s.length, totalMs: round(total), medianMs: round(at(0.5)), p95Ms: round(at(0.95)), maxMs: round(s[s.length - 1]!) };
+  return {
+    n: s.length,
+    totalMs: round(total),
+    medianMs: round(at(0.5)),
+    p95Ms: round(at(0.95)),
+    maxMs: round(s[s.length - 1]!),
+  };
 }
 
 export function dbUrl(adminUrl: string, database: string): string {

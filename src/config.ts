@@ -9,8 +9,7 @@ const optional = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-const port = (fallback: number) =>
-  z.coerce.number().int().min(0).max(65535).default(fallback);
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
 const ConfigSchema = z.object({
   PORT: port(3000),
@@ -27,10 +26,18 @@ const ConfigSchema = z.object({
   ADMIN_PASSWORD: optional,
   AUTH_SIGNING_KEY: optional,
   ACCESS_TOKEN_LIFETIME: z.coerce.number().int().positive().default(900),
-  REFRESH_TOKEN_LIFETIME: z.coerce.number().int().positive().default(14 * 24 * 3600),
+  REFRESH_TOKEN_LIFETIME: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(14 * 24 * 3600),
   PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
   CONNECTIONS_ENCRYPTION_KEY: optional,
-  MAX_BODY_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   OUTBOUND_HTTP_ALLOW_NETWORKS: z.string().default(''),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
@@ -112,8 +119,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     maxBodyBytes: e.MAX_BODY_BYTES,
     outboundAllowNetworks: parseAllowNetworks(e.OUTBOUND_HTTP_ALLOW_NETWORKS),
-    database: { apiPoolSize: e.DATABASE_POOL_API, workerPoolSize: e.DATABASE_POOL_WORKER, apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS },
-    alterations: { batchSize: e.ALTERATION_BATCH_SIZE, window: e.ALTERATION_BATCH_WINDOW, batchesPerRun: e.ALTERATION_BATCHES_PER_RUN },
+    database: {
+      apiPoolSize: e.DATABASE_POOL_API,
+      workerPoolSize: e.DATABASE_POOL_WORKER,
+      apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
+    },
+    alterations: {
+      batchSize: e.ALTERATION_BATCH_SIZE,
+      window: e.ALTERATION_BATCH_WINDOW,
+      batchesPerRun: e.ALTERATION_BATCHES_PER_RUN,
+    },
     logLevel: e.LOG_LEVEL,
     cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),
   };

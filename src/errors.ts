@@ -67,7 +67,9 @@ export class TooManyAttemptsError extends DomainError {
  * (`unknownIn` says of what, e.g. "for Elsa.Connections.Http…").
  */
 export function zodFieldErrors(
-  error: { issues: readonly { code: string; path: readonly PropertyKey[]; message: string; keys?: readonly string[] }[] },
+  error: {
+    issues: readonly { code: string; path: readonly PropertyKey[]; message: string; keys?: readonly string[] }[];
+  },
   prefix: (string | number)[] = [],
   unknownIn = '',
 ): FieldError[] {
@@ -75,7 +77,11 @@ export function zodFieldErrors(
   for (const issue of error.issues) {
     const base = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     if (issue.code === 'unrecognized_keys' && issue.keys) {
-      for (const key of issue.keys) out.push({ path: pointer([...base, key]), message: `Unknown property "${key}"${unknownIn ? ` ${unknownIn}` : ''}` });
+      for (const key of issue.keys)
+        out.push({
+          path: pointer([...base, key]),
+          message: `Unknown property "${key}"${unknownIn ? ` ${unknownIn}` : ''}`,
+        });
     } else {
       out.push({ path: pointer(base), message: issue.message });
     }

@@ -56,9 +56,12 @@ function banner(service: Service): string {
   const { config, embedded } = service;
   const base = `http://localhost:${config.port}`;
   const lines = [''];
-  if (service.server) lines.push(`  API:          ${base}`, `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`);
-  if (embedded.temporal && config.temporal.uiPort > 0) lines.push(`  Temporal UI:  http://localhost:${config.temporal.uiPort}`);
-  if (embedded.temporal) lines.push(`  Temporal:     ${embedded.temporal} (embedded dev server, data in ${config.dataDir})`);
+  if (service.server)
+    lines.push(`  API:          ${base}`, `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`);
+  if (embedded.temporal && config.temporal.uiPort > 0)
+    lines.push(`  Temporal UI:  http://localhost:${config.temporal.uiPort}`);
+  if (embedded.temporal)
+    lines.push(`  Temporal:     ${embedded.temporal} (embedded dev server, data in ${config.dataDir})`);
   if (embedded.postgresDataDir) lines.push(`  Postgres:     embedded, data in ${embedded.postgresDataDir}`);
   if (service.worker) lines.push(`  Worker:       task queue "${config.temporal.taskQueue}"`);
   if (service.generatedKey) {
@@ -77,11 +80,26 @@ function portsOf(role: Role, config: Config): PortUse[] {
   const uses: PortUse[] = [];
   if (role !== 'worker') uses.push({ port: config.port, variable: 'PORT' });
   if (!config.databaseUrl) {
-    uses.push({ port: config.embeddedPostgresPort, variable: 'EMBEDDED_POSTGRES_PORT', host: '127.0.0.1', alternative: 'or DATABASE_URL to a Postgres of your own' });
+    uses.push({
+      port: config.embeddedPostgresPort,
+      variable: 'EMBEDDED_POSTGRES_PORT',
+      host: '127.0.0.1',
+      alternative: 'or DATABASE_URL to a Postgres of your own',
+    });
   }
   if (!config.temporal.address) {
-    uses.push({ port: config.temporalDevServerPort, variable: 'TEMPORAL_DEV_SERVER_PORT', host: '127.0.0.1', alternative: 'or TEMPORAL_ADDRESS to a running Temporal' });
-    uses.push({ port: config.temporal.uiPort, variable: 'TEMPORAL_UI_PORT', host: '127.0.0.1', alternative: 'or 0 for no Web UI' });
+    uses.push({
+      port: config.temporalDevServerPort,
+      variable: 'TEMPORAL_DEV_SERVER_PORT',
+      host: '127.0.0.1',
+      alternative: 'or TEMPORAL_ADDRESS to a running Temporal',
+    });
+    uses.push({
+      port: config.temporal.uiPort,
+      variable: 'TEMPORAL_UI_PORT',
+      host: '127.0.0.1',
+      alternative: 'or 0 for no Web UI',
+    });
   }
   return uses;
 }

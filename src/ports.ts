@@ -22,7 +22,10 @@ export async function assertPortsFree(uses: PortUse[]): Promise<void> {
   for (const use of uses) {
     if (use.port === 0) continue;
     const other = seen.get(use.port);
-    if (other) throw new PortInUseError(`Port ${use.port} is set for both ${other} and ${use.variable}: give each its own port.`);
+    if (other)
+      throw new PortInUseError(
+        `Port ${use.port} is set for both ${other} and ${use.variable}: give each its own port.`,
+      );
     seen.set(use.port, use.variable);
     const problem = await tryListen(use.port, use.host);
     if (problem) {

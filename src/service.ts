@@ -106,7 +106,14 @@ export async function createService(config: Config, overrides: ServiceOverrides 
   }
 }
 
-async function build(config: Config, role: Role, logger: Logger, stops: StopRegistry, own: Stops | undefined, o: ServiceOverrides): Promise<Service> {
+async function build(
+  config: Config,
+  role: Role,
+  logger: Logger,
+  stops: StopRegistry,
+  own: Stops | undefined,
+  o: ServiceOverrides,
+): Promise<Service> {
   installTemporalRuntime(o.runtimeLogger ?? logger);
   const lost = (why: string) => {
     logger.fatal(why);
@@ -122,7 +129,13 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
     const { startEmbeddedPostgres } = await import('./embedded/postgres.js');
     const port = config.embeddedPostgresPort;
     const dataDir = path.join(config.dataDir, 'postgres');
-    const pg = await startEmbeddedPostgres({ dataDir, port, database: 'workflow_alterations', logger, onUnexpectedExit: lost });
+    const pg = await startEmbeddedPostgres({
+      dataDir,
+      port,
+      database: 'workflow_alterations',
+      logger,
+      onUnexpectedExit: lost,
+    });
     databaseUrl = pg.url;
     stops.add('embedded Postgres', () => pg.stop());
     embedded.postgresDataDir = dataDir;
@@ -132,10 +145,19 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
   // Two budgets: the worker never takes the API's last connection, nor the API the worker's. The
   // start-up steps use the API's pool (or the worker's, in a worker-only process).
   const { apiPoolSize, workerPoolSize, apiStatementTimeoutMs } = config.database;
-  const apiPool = role !== 'worker'
-    ? createPool(databaseUrl, { max: apiPoolSize, acquireTimeoutMs: 5_000, statementTimeoutMs: apiStatementTimeoutMs, applicationName: 'workflow-alterations-api' })
-    : undefined;
-  const workerPool = role !== 'api' ? createPool(databaseUrl, { max: workerPoolSize, applicationName: 'workflow-alterations-worker' }) : undefined;
+  const apiPool =
+    role !== 'worker'
+      ? createPool(databaseUrl, {
+          max: apiPoolSize,
+          acquireTimeoutMs: 5_000,
+          statementTimeoutMs: apiStatementTimeoutMs,
+          applicationName: 'workflow-alterations-api',
+        })
+      : undefined;
+  const workerPool =
+    role !== 'api'
+      ? createPool(databaseUrl, { max: workerPoolSize, applicationName: 'workflow-alterations-worker' })
+      : undefined;
   if (apiPool) {
     stops.add('API database pool', () => apiPool.end());
     o.onPool?.(apiPool, 'api');
@@ -207,7 +229,14 @@ async function build(config: Config, role: Role, logger: Logger, stops: StopRegi
       connection: nativeConnection,
       namespace,
       taskQueue,
-      deps: { pool: workerPool, definitions, logger, cipher, dispatcher, outbound: { allowNetworks: config.outboundAllowNetworks } },
+      deps: {
+        pool: workerPool,
+        definitions,
+        logger,
+        cipher,
+        dispatcher,
+        outbound: { allowNetworks: config.outboundAllowNetworks },
+      },
       workflowBundlePath: o.workflowBundlePath,
       maxConcurrentActivities: workerPoolSize,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),

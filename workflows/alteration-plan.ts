@@ -96,11 +96,17 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
   setHandler(progressQuery, () => state);
   // What the Temporal UI shows beside the summary, current after each batch.
   const show = (status: PlanWorkflowProgress['status']) => {
-    if (status !== state.status && input.searchAttributes) upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
+    if (status !== state.status && input.searchAttributes)
+      upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
     state.status = status;
     const done = state.completed + state.failed;
-    const of = state.total === null ? '' : ` of ${number(state.total)} (${state.total ? Math.floor((100 * done) / state.total) : 100}%)`;
-    setCurrentDetails(`**${status}** · ${number(done)} jobs done${of} · ${number(state.failed)} failed · batch ${state.batchesDone} of ${state.batches ?? '?'}`);
+    const of =
+      state.total === null
+        ? ''
+        : ` of ${number(state.total)} (${state.total ? Math.floor((100 * done) / state.total) : 100}%)`;
+    setCurrentDetails(
+      `**${status}** · ${number(done)} jobs done${of} · ${number(state.failed)} failed · batch ${state.batchesDone} of ${state.batches ?? '?'}`,
+    );
     return state;
   };
   show(state.status);
@@ -138,7 +144,9 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       const fromOrd = b * input.batchSize;
       const toOrd = Math.min(progress.total, (b + 1) * input.batchSize);
       const p: Promise<void> = runJobBatch
-        .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(progress.total)}` }, [{ planId, fromOrd, toOrd: (b + 1) * input.batchSize }])
+        .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(progress.total)}` }, [
+          { planId, fromOrd, toOrd: (b + 1) * input.batchSize },
+        ])
         .then((r) => {
           if (r.stop) stop = true;
           // The batch's own counts, exact even when a retried attempt found its jobs already done.

@@ -3,7 +3,11 @@
  * (`ApplicationFailure.nonRetryable`), so a retry policy only ever meets transient failures: a database or
  * Temporal that is briefly away, a worker that died mid-activity.
  */
-export const TRANSIENT_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+export const TRANSIENT_RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+} as const;
 
 /**
  * Plan activities: the same backoff, but not forever. 20 attempts ride out about eight minutes of a

@@ -31,7 +31,11 @@ export interface ApplyOutcome {
   cancelled: boolean;
 }
 
-type Handler<T extends Alteration> = (s: InstanceState, alteration: T, ctx: ApplyContext) => Promise<string | undefined>;
+type Handler<T extends Alteration> = (
+  s: InstanceState,
+  alteration: T,
+  ctx: ApplyContext,
+) => Promise<string | undefined>;
 
 async function currentDefinition(s: InstanceState, ctx: ApplyContext): Promise<DefinitionVersion> {
   const def = await ctx.definitions.byVersionId(ctx.db, s.definitionVersionId);
@@ -56,7 +60,8 @@ const handlers: { [K in AlterationType]: Handler<Extract<Alteration, { type: K }
     if (!target) return `Workflow definition with ID ${s.definitionId} and version ${a.targetVersion} not found`;
     // Every activity the instance waits in or has scheduled must exist in the target version.
     for (const activityId of [...s.bookmarks.map((b) => b.activityId), ...s.scheduled]) {
-      if (!findActivity(target.root, activityId)) return `Activity ${activityId} does not exist in version ${a.targetVersion}`;
+      if (!findActivity(target.root, activityId))
+        return `Activity ${activityId} does not exist in version ${a.targetVersion}`;
     }
     s.definitionVersionId = target.id;
     s.version = target.version;
@@ -105,7 +110,11 @@ export async function applyAlterations(
   ctx: ApplyContext,
 ): Promise<ApplyOutcome> {
   if (!instance) {
-    return { ok: false, log: [entry(`Workflow instance ${instanceId} not found`, LOG_LEVEL.Error, null, ctx.now)], cancelled: false };
+    return {
+      ok: false,
+      log: [entry(`Workflow instance ${instanceId} not found`, LOG_LEVEL.Error, null, ctx.now)],
+      cancelled: false,
+    };
   }
   const s = structuredClone(instance);
   s.updatedAt = ctx.now;
@@ -121,13 +130,19 @@ export async function applyAlterations(
       return { ok: false, log, cancelled: false };
     }
     if (alteration.type === 'Cancel') cancelled = true;
-    log.push(entry(`${alteration.type} succeeded`, LOG_LEVEL.Information, `Alteration ${alteration.type} succeeded`, ctx.now));
+    log.push(
+      entry(`${alteration.type} succeeded`, LOG_LEVEL.Information, `Alteration ${alteration.type} succeeded`, ctx.now),
+    );
   }
   return { ok: true, log, state: s, cancelled };
 }
 
 /** Locks the tenant's instances with these ids, in id order (so concurrent batches never deadlock). */
-export async function lockInstances(db: Queryable, tenantKey: string, ids: readonly string[]): Promise<Map<string, InstanceState>> {
+export async function lockInstances(
+  db: Queryable,
+  tenantKey: string,
+  ids: readonly string[],
+): Promise<Map<string, InstanceState>> {
   const { rows } = await db.query<InstanceRow>(
     `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
       WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
@@ -143,7 +158,11 @@ export async function saveInstances(
   now: Date,
   before?: ReadonlyMap<string, InstanceState>,
 ): Promise<void> {
-  await writeInstanceStates(db, altered.filter((o) => o.ok && o.state).map((o) => o.state!), before);
+  await writeInstanceStates(
+    db,
+    altered.filter((o) => o.ok && o.state).map((o) => o.state!),
+    before,
+  );
   const cancelled = altered.filter((o) => o.ok && o.cancelled && o.state).map((o) => o.state!.id);
   if (cancelled.length > 0) {
     await db.query(

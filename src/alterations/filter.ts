@@ -11,7 +11,11 @@ export interface CompiledFilter {
   params: unknown[];
 }
 
-const TIMESTAMP_COLUMNS = { CreatedAt: 'i.created_at', UpdatedAt: 'i.updated_at', FinishedAt: 'i.finished_at' } as const;
+const TIMESTAMP_COLUMNS = {
+  CreatedAt: 'i.created_at',
+  UpdatedAt: 'i.updated_at',
+  FinishedAt: 'i.finished_at',
+} as const;
 const OPERATORS = {
   Is: '=',
   IsNot: 'IS DISTINCT FROM',
@@ -21,7 +25,8 @@ const OPERATORS = {
   GreaterThanOrEqual: '>=',
 } as const;
 
-const present = <T>(list: readonly T[] | null | undefined): list is readonly T[] => Array.isArray(list) && list.length > 0;
+const present = <T>(list: readonly T[] | null | undefined): list is readonly T[] =>
+  Array.isArray(list) && list.length > 0;
 
 /**
  * Compiles a filter into one parameterized WHERE clause, always scoped to the tenant (`$1`). Every
@@ -53,7 +58,8 @@ export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter
       `i.id IN (SELECT s.instance_id FROM workflow_instance_search s WHERE s.tenant_id = $1 AND s.search ILIKE ${param(`%${escapeLike(filter.searchTerm)}%`)})`,
     );
   }
-  if (typeof filter.hasIncidents === 'boolean') clauses.push(filter.hasIncidents ? '(i.incident_count > 0)' : 'NOT (i.incident_count > 0)');
+  if (typeof filter.hasIncidents === 'boolean')
+    clauses.push(filter.hasIncidents ? '(i.incident_count > 0)' : 'NOT (i.incident_count > 0)');
   if (typeof filter.isSystem === 'boolean') clauses.push(`i.is_system = ${param(filter.isSystem)}`);
   if (present(filter.activityFilters)) clauses.push(activityCondition(filter.activityFilters, param));
   if (present(filter.timestampFilters)) {
@@ -86,14 +92,21 @@ const SELECTIVITY = { activityId: 8, nodeId: 8, name: 4, status: 1 } as const;
  * with the entries (one EXISTS per entry made the planner's work explode: 200 entries took 10 s and more).
  * The most specific entry also narrows the instances first, through the activity record indexes.
  */
-function activityCondition(entries: readonly ActivityFilter[], param: (value: unknown, cast?: string) => string): string {
+function activityCondition(
+  entries: readonly ActivityFilter[],
+  param: (value: unknown, cast?: string) => string,
+): string {
   // Equal entries ask the same thing once, and an entry implied by a stricter one (its given fields a
   // subset of the other's, with the same values; `{}` is implied by any) adds no constraint.
-  const unique = [...new Map(entries.map((e) => [JSON.stringify(ACTIVITY_FIELDS.map(([k]) => e[k] ?? null)), e])).values()];
-  const implies = (strict: ActivityFilter, loose: ActivityFilter) => ACTIVITY_FIELDS.every(([k]) => loose[k] == null || loose[k] === strict[k]);
+  const unique = [
+    ...new Map(entries.map((e) => [JSON.stringify(ACTIVITY_FIELDS.map(([k]) => e[k] ?? null)), e])).values(),
+  ];
+  const implies = (strict: ActivityFilter, loose: ActivityFilter) =>
+    ACTIVITY_FIELDS.every(([k]) => loose[k] == null || loose[k] === strict[k]);
   const distinct = unique.filter((e) => !unique.some((other) => other !== e && implies(other, e)));
 
-  const score = (e: ActivityFilter) => ACTIVITY_FIELDS.reduce((sum, [k]) => sum + (e[k] != null ? SELECTIVITY[k] : 0), 0);
+  const score = (e: ActivityFilter) =>
+    ACTIVITY_FIELDS.reduce((sum, [k]) => sum + (e[k] != null ? SELECTIVITY[k] : 0), 0);
   const driver = distinct.reduce((best, e) => (score(e) > score(best) ? e : best));
   const driverFields = ACTIVITY_FIELDS.filter(([k]) => driver[k] != null);
   if (driverFields.length === 0) return 'EXISTS (SELECT 1 FROM activity_records r WHERE r.instance_id = i.id)';
@@ -101,7 +114,12 @@ function activityCondition(entries: readonly ActivityFilter[], param: (value: un
                      WHERE r.tenant_id = $1 AND ${driverFields.map(([k, c]) => `r.${c} = ${param(driver[k])}`).join(' AND ')})`;
   if (distinct.length === 1) return narrowed;
 
-  const arrays = ACTIVITY_FIELDS.map(([k]) => param(distinct.map((e) => e[k] ?? null), '::text[]'));
+  const arrays = ACTIVITY_FIELDS.map(([k]) =>
+    param(
+      distinct.map((e) => e[k] ?? null),
+      '::text[]',
+    ),
+  );
   const matches = ACTIVITY_FIELDS.map(([, c]) => `(f.${c} IS NULL OR r.${c} = f.${c})`).join(' AND ');
   return `(${narrowed} AND (SELECT bit_or(1::bigint << (f.n::int - 1)) FROM activity_records r
                   JOIN unnest(${arrays.join(', ')}) WITH ORDINALITY AS f(${ACTIVITY_FIELDS.map(([, c]) => c).join(', ')}, n) ON ${matches}

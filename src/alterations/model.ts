@@ -3,7 +3,15 @@ import { Int32, Timestamp } from '../vocabulary/input.js';
 import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../engine/instance-state.js';
 
 /** Plan status: integers on the wire, names accepted in requests. */
-export const PLAN_STATUS = { Pending: 0, Generating: 1, Dispatching: 2, Running: 3, Completed: 4, Failed: 5, Cancelled: 6 } as const;
+export const PLAN_STATUS = {
+  Pending: 0,
+  Generating: 1,
+  Dispatching: 2,
+  Running: 3,
+  Completed: 4,
+  Failed: 5,
+  Cancelled: 6,
+} as const;
 export type PlanStatusName = keyof typeof PLAN_STATUS;
 export type PlanStatus = (typeof PLAN_STATUS)[PlanStatusName];
 
@@ -31,12 +39,17 @@ function intOrName<T extends Record<string, number>>(values: T, what: string) {
     .transform((v, ctx) => {
       const n = typeof v === 'number' ? v : /^\d+$/.test(v) ? Number(v) : values[v];
       if (n === undefined || !ints.includes(n)) {
-        ctx.addIssue({ code: 'custom', message: `Unknown ${what} ${JSON.stringify(v)}; expected one of ${names.map((k) => `${k} (${values[k]})`).join(', ')}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `Unknown ${what} ${JSON.stringify(v)}; expected one of ${names.map((k) => `${k} (${values[k]})`).join(', ')}`,
+        });
         return z.NEVER;
       }
       return n as T[keyof T];
     })
-    .openapi({ description: `${what}: ${names.map((k) => `${k} = ${values[k]}`).join(', ')}; the integer or the name` });
+    .openapi({
+      description: `${what}: ${names.map((k) => `${k} = ${values[k]}`).join(', ')}; the integer or the name`,
+    });
 }
 
 export const PlanStatusInput = intOrName(PLAN_STATUS, 'plan status');
@@ -52,7 +65,10 @@ export const AlterationSchema = z
         variableId: Identifier,
         value: z.unknown().openapi({ description: 'Any JSON value, converted to the variable type; null clears it' }),
       })
-      .refine((a) => a.value !== undefined, { message: 'Required: the value to set (null clears the variable)', path: ['value'] }),
+      .refine((a) => a.value !== undefined, {
+        message: 'Required: the value to set (null clears the variable)',
+        path: ['value'],
+      }),
     z.strictObject({ type: z.literal('Migrate'), targetVersion: Int32.min(1) }),
     z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
     z.strictObject({ type: z.literal('Cancel') }),
@@ -64,7 +80,12 @@ export type Alteration = z.infer<typeof AlterationSchema>;
 export type AlterationType = Alteration['type'];
 
 /** Filter bounds (CONTRACT section 8): a filter compiles to bounded SQL whatever its author sends. */
-export const FILTER_LIMITS = { listEntries: 1000, activityFilters: 20, timestampFilters: 10, stringLength: 1024 } as const;
+export const FILTER_LIMITS = {
+  listEntries: 1000,
+  activityFilters: 20,
+  timestampFilters: 10,
+  stringLength: 1024,
+} as const;
 
 const FilterString = z.string().max(FILTER_LIMITS.stringLength);
 const stringList = z.array(FilterString).max(FILTER_LIMITS.listEntries).nullish();

@@ -52,7 +52,8 @@ interface JobRow {
   completed_at: Date | null;
 }
 
-export const PLAN_COLUMNS = 'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure';
+export const PLAN_COLUMNS =
+  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 
@@ -80,14 +81,18 @@ function meaningfulFilter(filter: Filter): Record<string, unknown> {
     if ((key === 'searchTerm' && value === '') || (key === 'emptyFilterSelectsAll' && value === false)) continue;
     out[key] =
       key === 'activityFilters' && Array.isArray(value)
-        ? (value as Record<string, unknown>[]).map((entry) => Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== null && v !== undefined)))
+        ? (value as Record<string, unknown>[]).map((entry) =>
+            Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== null && v !== undefined)),
+          )
         : value;
   }
   return out;
 }
 
 export function requestHash(alterations: readonly Alteration[], filter: Filter): string {
-  return createHash('sha256').update(canonicalJson({ alterations, filter: meaningfulFilter(filter) })).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson({ alterations, filter: meaningfulFilter(filter) }))
+    .digest('hex');
 }
 
 /**
@@ -95,7 +100,12 @@ export function requestHash(alterations: readonly Alteration[], filter: Filter):
  * id with the same body returns the stored plan (`created: false`); with another body, or an id used in
  * another tenant, it is a 409 (the message is the same, so nothing about other tenants is revealed).
  */
-export async function submitPlan(db: Queryable, tenantKey: string, req: SubmitRequest, now = new Date()): Promise<{ planId: string; created: boolean }> {
+export async function submitPlan(
+  db: Queryable,
+  tenantKey: string,
+  req: SubmitRequest,
+  now = new Date(),
+): Promise<{ planId: string; created: boolean }> {
   const id = req.id ?? newId();
   const hash = requestHash(req.alterations, req.filter);
   const inserted = await db.query(
@@ -119,7 +129,10 @@ export async function submitPlan(db: Queryable, tenantKey: string, req: SubmitRe
  * Job counts from the per-batch counts written with each batch and the plan's own totals: a few rows
  * read, whatever the plan's size. No job is ever observed Running (a batch is one transaction).
  */
-async function countJobs(db: Queryable, plans: readonly Pick<PlanRow, 'id' | 'job_total' | 'cancelled_count'>[]): Promise<Map<string, JobCounts>> {
+async function countJobs(
+  db: Queryable,
+  plans: readonly Pick<PlanRow, 'id' | 'job_total' | 'cancelled_count'>[],
+): Promise<Map<string, JobCounts>> {
   const counts = new Map<string, JobCounts>();
   if (plans.length === 0) return counts;
   const { rows } = await db.query<{ plan_id: string; completed: number; failed: number }>(
@@ -133,7 +146,14 @@ async function countJobs(db: Queryable, plans: readonly Pick<PlanRow, 'id' | 'jo
     const completed = done.get(p.id)?.completed ?? 0;
     const failed = done.get(p.id)?.failed ?? 0;
     const cancelled = p.cancelled_count;
-    counts.set(p.id, { total, pending: total - completed - failed - cancelled, running: 0, completed, failed, cancelled });
+    counts.set(p.id, {
+      total,
+      pending: total - completed - failed - cancelled,
+      running: 0,
+      completed,
+      failed,
+      cancelled,
+    });
   }
   return counts;
 }
@@ -157,7 +177,12 @@ function jobLog(r: JobRow, alterations: readonly Alteration[]): LogEntry[] {
   if (r.log) return r.log;
   if (r.status !== JOB_STATUS.Completed || !r.completed_at) return [];
   const timestamp = r.completed_at.toISOString();
-  return alterations.map((a) => ({ message: `${a.type} succeeded`, logLevel: LOG_LEVEL.Information, timestamp, eventName: `Alteration ${a.type} succeeded` }));
+  return alterations.map((a) => ({
+    message: `${a.type} succeeded`,
+    logLevel: LOG_LEVEL.Information,
+    timestamp,
+    eventName: `Alteration ${a.type} succeeded`,
+  }));
 }
 
 function jobView(r: JobRow, alterations: readonly Alteration[]): JobView {
@@ -174,7 +199,10 @@ function jobView(r: JobRow, alterations: readonly Alteration[]): JobView {
 }
 
 async function planRow(db: Queryable, tenantKey: string, planId: string): Promise<PlanRow> {
-  const { rows } = await db.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2`, [planId, tenantKey]);
+  const { rows } = await db.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2`,
+    [planId, tenantKey],
+  );
   if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
   return rows[0];
 }
@@ -185,17 +213,21 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 /** What a position may hold, strictly: a crafted cursor is a 400, never a value SQL chokes on. */
 const CURSOR_PARTS = {
   ord: (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= INT32_MAX,
-  timestamp: (v: unknown) => typeof v === 'string' && ISO_UTC.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v,
+  timestamp: (v: unknown) =>
+    typeof v === 'string' && ISO_UTC.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v,
   id: (v: unknown) => typeof v === 'string' && /^[\w.:-]{1,100}$/.test(v),
 };
 function decodeCursor(cursor: string, shape: (keyof typeof CURSOR_PARTS)[]): (string | number)[] {
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => CURSOR_PARTS[shape[i]!](p))) return parts as (string | number)[];
+    if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => CURSOR_PARTS[shape[i]!](p)))
+      return parts as (string | number)[];
   } catch {
     // fall through
   }
-  throw new ValidationError('The cursor is not valid', [{ path: '/query/after', message: 'Not a cursor returned by this endpoint' }]);
+  throw new ValidationError('The cursor is not valid', [
+    { path: '/query/after', message: 'Not a cursor returned by this endpoint' },
+  ]);
 }
 
 export interface Page<T> {
@@ -217,7 +249,10 @@ async function jobPage(
   );
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
-  return { items: page.map((r) => jobView(r, plan.alterations)), nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null };
+  return {
+    items: page.map((r) => jobView(r, plan.alterations)),
+    nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null,
+  };
 }
 
 /** The jobs of a plan in creation order, after a cursor, optionally of one status. */
@@ -234,7 +269,11 @@ export async function listJobs(
 export const INLINE_JOBS = 1000;
 
 /** A plan with its job counts and its first jobs (all of them up to INLINE_JOBS). */
-export async function getPlan(db: Queryable, tenantKey: string, planId: string): Promise<{ plan: PlanView; jobs: JobView[]; moreJobs: string | null }> {
+export async function getPlan(
+  db: Queryable,
+  tenantKey: string,
+  planId: string,
+): Promise<{ plan: PlanView; jobs: JobView[]; moreJobs: string | null }> {
   const row = await planRow(db, tenantKey, planId);
   const [counts, jobs] = await Promise.all([countJobs(db, [row]), jobPage(db, row, { limit: INLINE_JOBS })]);
   return { plan: planView(row, counts.get(planId)!), jobs: jobs.items, moreJobs: jobs.nextCursor };
@@ -294,14 +333,18 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
         WHERE j.plan_id = $1 AND j.ord = p.ord`,
       [planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending],
     );
-    await client.query('UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4 WHERE id = $1', [
-      planId, PLAN_STATUS.Cancelled, now, cancelled.rowCount ?? 0,
-    ]);
+    await client.query(
+      'UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4 WHERE id = $1',
+      [planId, PLAN_STATUS.Cancelled, now, cancelled.rowCount ?? 0],
+    );
   });
 }
 
 /** Plans stored but not yet started (e.g. the API stopped between storing and starting one). */
 export async function pendingPlanIds(db: Queryable): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM alteration_plans WHERE status = $1 ORDER BY created_at', [PLAN_STATUS.Pending]);
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM alteration_plans WHERE status = $1 ORDER BY created_at',
+    [PLAN_STATUS.Pending],
+  );
   return rows.map((r) => r.id);
 }

@@ -40,7 +40,10 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
     [planId, PLAN_STATUS.Generating, now, PLAN_STATUS.Pending],
   );
   return withTransaction(deps.pool, async (client) => {
-    const { rows } = await client.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR NO KEY UPDATE`, [planId]);
+    const { rows } = await client.query<PlanRow>(
+      `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR NO KEY UPDATE`,
+      [planId],
+    );
     const plan = rows[0];
     if (!plan) throw new NotFoundError(`Plan ${planId} not found`);
     if (plan.status !== PLAN_STATUS.Generating) {
@@ -60,7 +63,11 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
       );
       total = inserted.rowCount ?? 0;
     }
-    await client.query('UPDATE alteration_plans SET status = $2, job_total = $3 WHERE id = $1', [planId, PLAN_STATUS.Dispatching, total]);
+    await client.query('UPDATE alteration_plans SET status = $2, job_total = $3 WHERE id = $1', [
+      planId,
+      PLAN_STATUS.Dispatching,
+      total,
+    ]);
     return { total, stop: false };
   });
 }
@@ -88,13 +95,18 @@ export async function runJobBatch(
   args: { planId: string; fromOrd: number; toOrd: number; redispatch?: boolean },
 ): Promise<BatchResult> {
   const clock = () => nowBy(deps.clock);
-  const { rows } = await deps.pool.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1`, [args.planId]);
+  const { rows } = await deps.pool.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1`, [
+    args.planId,
+  ]);
   const plan = rows[0];
   if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
-  if (plan.status >= PLAN_STATUS.Completed) return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: true };
+  if (plan.status >= PLAN_STATUS.Completed)
+    return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: true };
   if (plan.status === PLAN_STATUS.Dispatching) {
     await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
-      args.planId, PLAN_STATUS.Running, PLAN_STATUS.Dispatching,
+      args.planId,
+      PLAN_STATUS.Running,
+      PLAN_STATUS.Dispatching,
     ]);
   }
   const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
@@ -108,7 +120,11 @@ export async function runJobBatch(
       [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending],
     );
     if (jobs.rows.length === 0) return { toDispatch: [] as string[], processed: 0, failed: 0 };
-    const instances = await lockInstances(client, plan.tenant_id, jobs.rows.map((j) => j.instance_id));
+    const instances = await lockInstances(
+      client,
+      plan.tenant_id,
+      jobs.rows.map((j) => j.instance_id),
+    );
     const now = clock();
     const ctx = { db: client, definitions: deps.definitions, now };
     const outcomes: ApplyOutcome[] = [];
@@ -171,9 +187,10 @@ export async function runJobBatch(
 /** Marks a processed plan Completed (unless it was cancelled or failed meanwhile). */
 export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
   const now = nowBy(deps.clock);
-  await deps.pool.query('UPDATE alteration_plans SET status = $2, completed_at = $3 WHERE id = $1 AND status BETWEEN $4 AND $5', [
-    planId, PLAN_STATUS.Completed, now, PLAN_STATUS.Pending, PLAN_STATUS.Running,
-  ]);
+  await deps.pool.query(
+    'UPDATE alteration_plans SET status = $2, completed_at = $3 WHERE id = $1 AND status BETWEEN $4 AND $5',
+    [planId, PLAN_STATUS.Completed, now, PLAN_STATUS.Pending, PLAN_STATUS.Running],
+  );
 }
 
 /** Marks a plan that could not be processed Failed, with the reason. */

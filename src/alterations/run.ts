@@ -56,15 +56,27 @@ async function alterEach(
     return ids.map((id, i): RunResult => {
       const o = outcomes[i]!;
       const s = o.state ?? instances.get(id);
-      return { workflowInstanceId: id, isSuccessful: o.ok, workflowHasScheduledWork: s ? hasRunnableWork(s) : false, log: o.log };
+      return {
+        workflowInstanceId: id,
+        isSuccessful: o.ok,
+        workflowHasScheduledWork: s ? hasRunnableWork(s) : false,
+        log: o.log,
+      };
     });
   });
-  await deps.dispatcher.dispatch(results.filter((r) => r.isSuccessful && r.workflowHasScheduledWork).map((r) => r.workflowInstanceId));
+  await deps.dispatcher.dispatch(
+    results.filter((r) => r.isSuccessful && r.workflowHasScheduledWork).map((r) => r.workflowInstanceId),
+  );
   return results;
 }
 
 /** `POST /alterations/run`: the alterations applied now to explicit instances. */
-export function runAlterations(deps: RunDeps, tenantKey: string, ids: readonly string[], alterations: readonly Alteration[]) {
+export function runAlterations(
+  deps: RunDeps,
+  tenantKey: string,
+  ids: readonly string[],
+  alterations: readonly Alteration[],
+) {
   return alterEach(deps, tenantKey, ids, () => ({ alterations: [...alterations] }));
 }
 
@@ -72,11 +84,26 @@ export function runAlterations(deps: RunDeps, tenantKey: string, ids: readonly s
  * Retry: each activity to retry (the given ones, else every activity with an incident) is scheduled
  * again, its incidents are cleared and the instance leaves Faulted; then it is dispatched.
  */
-export function retryInstances(deps: RunDeps, tenantKey: string, ids: readonly string[], activityIds?: readonly string[]) {
+export function retryInstances(
+  deps: RunDeps,
+  tenantKey: string,
+  ids: readonly string[],
+  activityIds?: readonly string[],
+) {
   return alterEach(deps, tenantKey, ids, (s, now) => {
-    const toRetry = activityIds && activityIds.length > 0 ? [...new Set(activityIds)] : [...new Set(s.incidents.map((i) => i.activityId))];
+    const toRetry =
+      activityIds && activityIds.length > 0
+        ? [...new Set(activityIds)]
+        : [...new Set(s.incidents.map((i) => i.activityId))];
     if (s.status === 'Finished') {
-      return { refuse: entry(`Workflow instance ${s.id} is finished`, LOG_LEVEL.Error, 'Alteration ScheduleActivity failed', now) };
+      return {
+        refuse: entry(
+          `Workflow instance ${s.id} is finished`,
+          LOG_LEVEL.Error,
+          'Alteration ScheduleActivity failed',
+          now,
+        ),
+      };
     }
     if (toRetry.length === 0) {
       return { refuse: entry(`Workflow instance ${s.id} has no incidents to retry`, LOG_LEVEL.Warning, null, now) };

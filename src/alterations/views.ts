@@ -6,12 +6,18 @@ import { AlterationSchema, FilterSchema, JOB_STATUS, LOG_LEVEL, PLAN_STATUS } fr
  * return their inferred types and the typed client (src/client) is built on them.
  */
 
-const enumDescription = (values: Record<string, number>) => Object.entries(values).map(([k, v]) => `${v} ${k}`).join(', ');
+const enumDescription = (values: Record<string, number>) =>
+  Object.entries(values)
+    .map(([k, v]) => `${v} ${k}`)
+    .join(', ');
 
 export const LogEntrySchema = z
   .object({
     message: z.string(),
-    logLevel: z.number().int().openapi({ description: enumDescription(LOG_LEVEL) }),
+    logLevel: z
+      .number()
+      .int()
+      .openapi({ description: enumDescription(LOG_LEVEL) }),
     timestamp: z.string(),
     eventName: z.string().nullable(),
   })
@@ -33,12 +39,18 @@ export const PlanSchema = z
     id: z.string(),
     alterations: z.array(AlterationSchema),
     workflowInstanceFilter: FilterSchema,
-    status: z.number().int().openapi({ description: enumDescription(PLAN_STATUS) }),
+    status: z
+      .number()
+      .int()
+      .openapi({ description: enumDescription(PLAN_STATUS) }),
     createdAt: z.string(),
     startedAt: z.string().nullable(),
     completedAt: z.string().nullable(),
     jobCounts: JobCountsSchema,
-    failureReason: z.string().nullable().openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
+    failureReason: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
   })
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;
@@ -48,7 +60,10 @@ export const JobSchema = z
     id: z.string(),
     planId: z.string(),
     workflowInstanceId: z.string(),
-    status: z.number().int().openapi({ description: enumDescription(JOB_STATUS) }),
+    status: z
+      .number()
+      .int()
+      .openapi({ description: enumDescription(JOB_STATUS) }),
     log: z.array(LogEntrySchema),
     createdAt: z.string(),
     startedAt: z.string().nullable(),

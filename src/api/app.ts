@@ -99,7 +99,11 @@ export function createApp(deps: AppDeps) {
     name: 'Authorization',
     description: 'Authorization: ApiKey <key>',
   });
-  app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+  });
   documentProblems(app.openAPIRegistry);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
@@ -115,7 +119,8 @@ export function createApp(deps: AppDeps) {
   const allowed = methodNotAllowed(app.routes);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
-    if (allow) return problem(c, 405, `${c.req.method} is not supported on ${c.req.path}; use ${allow}`, undefined, { allow });
+    if (allow)
+      return problem(c, 405, `${c.req.method} is not supported on ${c.req.path}; use ${allow}`, undefined, { allow });
     return problem(c, 404, `No route for ${c.req.method} ${c.req.path}`);
   });
   app.onError(handleError);

@@ -8,9 +8,15 @@ import { addressKey, ADDRESS_RULE, assertNotBlocked, recordFailure } from '../au
 import { type AppDeps, type AppEnv, clientAddress } from './context.js';
 
 /** Reads the credentials of a request: `ApiKey <key>` or `Bearer <access token>`. */
-export async function authenticate(deps: AppDeps, header: string | undefined, address = 'in-process'): Promise<Principal> {
+export async function authenticate(
+  deps: AppDeps,
+  header: string | undefined,
+  address = 'in-process',
+): Promise<Principal> {
   if (!header || header.trim() === '') {
-    throw new UnauthorizedError('No credentials: send "Authorization: ApiKey <key>" or "Authorization: Bearer <access token>"');
+    throw new UnauthorizedError(
+      'No credentials: send "Authorization: ApiKey <key>" or "Authorization: Bearer <access token>"',
+    );
   }
   const [scheme, ...rest] = header.trim().split(/\s+/);
   const credential = rest.join(' ');
@@ -18,7 +24,13 @@ export async function authenticate(deps: AppDeps, header: string | undefined, ad
   switch (scheme?.toLowerCase()) {
     case 'apikey': {
       if (matchesAdminKey(credential, deps.adminApiKeyHash)) {
-        return { kind: 'api-key', id: ADMIN_PRINCIPAL_ID, name: 'admin (ADMIN_API_KEY)', tenantId: null, permissions: ['*'] };
+        return {
+          kind: 'api-key',
+          id: ADMIN_PRINCIPAL_ID,
+          name: 'admin (ADMIN_API_KEY)',
+          tenantId: null,
+          permissions: ['*'],
+        };
       }
       const principal = await findApiKeyPrincipal(deps.pool, credential);
       if (!principal) {

@@ -5,7 +5,8 @@ import { ValidationError } from '../errors.js';
  * Paging cursors carry a MAC made with the service's signing key (AUTH_SIGNING_KEY, shared by every API
  * node), so a cursor the service did not issue is a 400 before anything reads it.
  */
-const mac = (key: Uint8Array, cursor: string) => createHmac('sha256', key).update(`cursor:${cursor}`).digest().subarray(0, 16);
+const mac = (key: Uint8Array, cursor: string) =>
+  createHmac('sha256', key).update(`cursor:${cursor}`).digest().subarray(0, 16);
 
 export function sealCursor(key: Uint8Array, cursor: string): string;
 export function sealCursor(key: Uint8Array, cursor: string | null): string | null;

@@ -85,7 +85,11 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
   // a 503 the client may retry, not a 500 blaming the request.
   if (sqlState(err) === SQLSTATE.queryCanceled) {
     c.get('logger')?.warn({ err }, 'statement cancelled: over API_STATEMENT_TIMEOUT_MS or the client went away');
-    return problem(c, 503, 'The database did not answer within the time limit of an API request; try again later or narrow the request');
+    return problem(
+      c,
+      503,
+      'The database did not answer within the time limit of an API request; try again later or narrow the request',
+    );
   }
   if (isTransientError(err)) {
     c.get('logger')?.warn({ err }, 'database unavailable for a request');

@@ -70,7 +70,9 @@ async function readJson(c: Context<AppEnv>, required: boolean): Promise<unknown>
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new ValidationError(`Malformed JSON in request body: ${(err as Error).message}`, [{ path: '', message: 'Malformed JSON' }]);
+    throw new ValidationError(`Malformed JSON in request body: ${(err as Error).message}`, [
+      { path: '', message: 'Malformed JSON' },
+    ]);
   }
   const violations = inputViolations(value);
   if (violations.length) throw new ValidationError('The request is not valid; see errors', violations);

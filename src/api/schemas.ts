@@ -28,9 +28,15 @@ export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 
 
 /** OpenAPI entries for the problem responses a route can give. */
 export function problems(...codes: ProblemStatus[]) {
-  const out: Record<number, { description: string; content: { 'application/problem+json': { schema: typeof ProblemSchema } } }> = {};
+  const out: Record<
+    number,
+    { description: string; content: { 'application/problem+json': { schema: typeof ProblemSchema } } }
+  > = {};
   for (const code of codes) {
-    out[code] = { description: PROBLEM_TEXT[code]!, content: { 'application/problem+json': { schema: ProblemSchema } } };
+    out[code] = {
+      description: PROBLEM_TEXT[code]!,
+      content: { 'application/problem+json': { schema: ProblemSchema } },
+    };
   }
   return out;
 }

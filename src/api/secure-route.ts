@@ -11,7 +11,10 @@ const SIGNED_IN: SecurityRequirement[] = [{ ApiKey: [] }, { Bearer: [] }];
  * enforces it and the OpenAPI operation shows it (`x-permission` and `security`). After the permission
  * check, the input guard applies the input rule and reads the body (src/api/request-body.ts).
  */
-export function secureRoute<const R extends Omit<RouteConfig, 'middleware' | 'security'>>(permission: PermissionSpec, route: R) {
+export function secureRoute<const R extends Omit<RouteConfig, 'middleware' | 'security'>>(
+  permission: PermissionSpec,
+  route: R,
+) {
   const security: SecurityRequirement[] = permission === 'public' ? [] : SIGNED_IN;
   const body = route.request?.body ? { required: route.request.body.required === true } : undefined;
   return createRoute({

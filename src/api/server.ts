@@ -18,7 +18,8 @@ class ApiResponse extends ServerResponse {
     if (status === 204 || status === 304) {
       const headers = rest[rest.length - 1];
       if (headers && typeof headers === 'object' && !Array.isArray(headers)) {
-        for (const name of Object.keys(headers)) if (name.toLowerCase() === 'content-type') delete (headers as OutgoingHttpHeaders)[name];
+        for (const name of Object.keys(headers))
+          if (name.toLowerCase() === 'content-type') delete (headers as OutgoingHttpHeaders)[name];
       }
       this.removeHeader('content-type');
     }
@@ -30,7 +31,10 @@ class ApiResponse extends ServerResponse {
  * Serves the app over HTTP. Requests Node itself refuses before the app sees them (headers too large,
  * malformed requests) are answered with problem+json too, while the socket can still take an answer.
  */
-export function serveApi(app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> }, opts: { port: number; hostname?: string }): Server {
+export function serveApi(
+  app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> },
+  opts: { port: number; hostname?: string },
+): Server {
   const server = serve({
     fetch: app.fetch,
     port: opts.port,

@@ -45,7 +45,15 @@ export async function createApiKey(
   const key = generateApiKey();
   await db.query(
     'INSERT INTO api_keys (id, tenant_id, name, key_hash, permissions, is_bootstrap, expires_at) VALUES ($1, $2, $3, $4, $5::text[], $6, $7)',
-    [id, input.tenantKey, input.name, hashApiKey(key), input.permissions, input.isBootstrap ?? false, input.expiresAt ?? null],
+    [
+      id,
+      input.tenantKey,
+      input.name,
+      hashApiKey(key),
+      input.permissions,
+      input.isBootstrap ?? false,
+      input.expiresAt ?? null,
+    ],
   );
   return {
     id,
@@ -58,9 +66,18 @@ export async function createApiKey(
 }
 
 /** The tenant's keys, oldest first; never a key or a hash. */
-export async function listApiKeys(db: Queryable, tenantKey: string): Promise<{ items: ApiKeyView[]; totalCount: number }> {
+export async function listApiKeys(
+  db: Queryable,
+  tenantKey: string,
+): Promise<{ items: ApiKeyView[]; totalCount: number }> {
   const { rows } = await db.query<{
-    id: string; name: string; permissions: string[]; tenant_id: string; created_at: Date; last_used_at: Date | null; expires_at: Date | null;
+    id: string;
+    name: string;
+    permissions: string[];
+    tenant_id: string;
+    created_at: Date;
+    last_used_at: Date | null;
+    expires_at: Date | null;
   }>(
     'SELECT id, name, permissions, tenant_id, created_at, last_used_at, expires_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
     [tenantKey],
@@ -122,7 +139,12 @@ export async function ensureBootstrapApiKey(db: Queryable): Promise<string | und
   const { rowCount } = await db.query('SELECT 1 FROM api_keys WHERE is_bootstrap');
   if (rowCount) return undefined;
   try {
-    const created = await createApiKey(db, { name: 'bootstrap admin', permissions: ['*'], tenantKey: '', isBootstrap: true });
+    const created = await createApiKey(db, {
+      name: 'bootstrap admin',
+      permissions: ['*'],
+      tenantKey: '',
+      isBootstrap: true,
+    });
     return created.key;
   } catch (err) {
     if (isUniqueViolation(err)) return undefined;

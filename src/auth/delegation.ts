@@ -15,13 +15,21 @@ export function checkGrantsKnown(permissions: readonly string[], field = 'permis
   if (unknown.length) {
     throw new ValidationError(
       `Unknown permission${unknown.length > 1 ? 's' : ''}: ${unknown.map(([p]) => `"${p}"`).join(', ')}; GET /identity/permissions lists the valid ones`,
-      unknown.map(([p, i]) => ({ path: pointer([field, i]), message: `"${p}" is not a permission of either model, nor a wildcard form of one` })),
+      unknown.map(([p, i]) => ({
+        path: pointer([field, i]),
+        message: `"${p}" is not a permission of either model, nor a wildcard form of one`,
+      })),
     );
   }
 }
 
 /** The caller must hold every grant it hands out (or `*`). */
-export function checkHoldsAll(caller: Delegator, permissions: readonly string[], model: PermissionModel, verb = 'grant'): void {
+export function checkHoldsAll(
+  caller: Delegator,
+  permissions: readonly string[],
+  model: PermissionModel,
+  verb = 'grant',
+): void {
   for (const p of permissions) {
     if (!caller.permissions.includes('*') && !grantsSatisfy(model, caller.permissions, p)) {
       throw new ForbiddenError(`You cannot ${verb} "${p}": you do not hold it yourself`);
@@ -45,9 +53,9 @@ export function placementTenant(caller: Delegator, requestedTenant: string | nul
 /** The grants the named roles of a tenant carry (a user given those roles gets them). */
 export async function roleGrants(db: Queryable, tenant: string, roles: readonly string[]): Promise<string[]> {
   if (roles.length === 0) return [];
-  const { rows } = await db.query<{ p: string }>('SELECT DISTINCT unnest(permissions) AS p FROM roles WHERE tenant_id = $1 AND name = ANY($2::text[])', [
-    tenant,
-    [...roles],
-  ]);
+  const { rows } = await db.query<{ p: string }>(
+    'SELECT DISTINCT unnest(permissions) AS p FROM roles WHERE tenant_id = $1 AND name = ANY($2::text[])',
+    [tenant, [...roles]],
+  );
   return rows.map((r) => r.p);
 }

@@ -5,9 +5,7 @@
 export type PermissionModel = 'structured' | 'legacy';
 
 /** What a route requires: nothing, any signed-in principal, or a permission per model. */
-export type PermissionSpec =
-  | 'public'
-  | { structured: string | 'signed-in'; legacy: string | 'signed-in' };
+export type PermissionSpec = 'public' | { structured: string | 'signed-in'; legacy: string | 'signed-in' };
 
 function splitPermission(p: string): [resource: string, verb: string] | undefined {
   const i = p.lastIndexOf(':');
@@ -80,7 +78,9 @@ export const STRUCTURED_PERMISSIONS = [
 ] as const;
 
 /** The legacy (3.8.0) strings, matched exactly in the legacy model. */
-export const LEGACY_PERMISSIONS = [...Object.keys(LEGACY_REPLACEMENTS), 'connections:delete'].filter((p, i, all) => all.indexOf(p) === i).sort();
+export const LEGACY_PERMISSIONS = [...Object.keys(LEGACY_REPLACEMENTS), 'connections:delete']
+  .filter((p, i, all) => all.indexOf(p) === i)
+  .sort();
 
 const RESOURCES = new Set(STRUCTURED_PERMISSIONS.map((p) => splitPermission(p)![0]));
 const VERBS = new Set(STRUCTURED_PERMISSIONS.map((p) => splitPermission(p)![1]));

@@ -28,7 +28,11 @@ export async function findStaleGrants(db: Queryable): Promise<StaleGrant[]> {
   const stale = new Map<string, StaleGrant>();
   for (const r of rows) {
     if (resolvesInStructuredModel(r.grant)) continue;
-    const entry = stale.get(r.grant) ?? { grant: r.grant, replacement: LEGACY_REPLACEMENTS[r.grant] ?? null, holders: [] };
+    const entry = stale.get(r.grant) ?? {
+      grant: r.grant,
+      replacement: LEGACY_REPLACEMENTS[r.grant] ?? null,
+      holders: [],
+    };
     if (!entry.holders.includes(r.holder)) entry.holders.push(r.holder);
     stale.set(r.grant, entry);
   }

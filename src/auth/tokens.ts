@@ -1,4 +1,12 @@
-import { addressKey, ADDRESS_RULE, assertNotBlocked, clearFailures, recordFailure, userKey, USER_NAME_RULE } from './throttle.js';
+import {
+  addressKey,
+  ADDRESS_RULE,
+  assertNotBlocked,
+  clearFailures,
+  recordFailure,
+  userKey,
+  USER_NAME_RULE,
+} from './throttle.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -50,7 +58,8 @@ export async function loadSigningKey(configured: string | undefined, dataDir: st
     return key;
   } catch (err) {
     // Another process wrote it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return Buffer.from((await readFile(file, 'utf8')).trim(), 'base64url');
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      return Buffer.from((await readFile(file, 'utf8')).trim(), 'base64url');
     throw err;
   }
 }
@@ -85,13 +94,22 @@ async function issue(db: Queryable, s: TokenSettings, user: StoredUser, sessionI
     .setExpirationTime(refreshExpires)
     .sign(s.key);
   await db.query('INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) VALUES ($1, $2, $3, $4)', [
-    jti, sessionId, now, new Date(refreshExpires * 1000),
+    jti,
+    sessionId,
+    now,
+    new Date(refreshExpires * 1000),
   ]);
   return { accessToken, refreshToken, tokenType: 'Bearer', expiresIn: s.accessTokenLifetimeSeconds };
 }
 
 /** Signs in: a new session and its first token pair. */
-export async function login(pool: pg.Pool, s: TokenSettings, username: string, password: string, address = 'in-process'): Promise<TokenPair> {
+export async function login(
+  pool: pg.Pool,
+  s: TokenSettings,
+  username: string,
+  password: string,
+  address = 'in-process',
+): Promise<TokenPair> {
   // Guessing is throttled per user name and per client address, before any password is checked.
   const keys = [userKey(username), addressKey(address)];
   await assertNotBlocked(pool, keys);
@@ -103,7 +121,12 @@ export async function login(pool: pg.Pool, s: TokenSettings, username: string, p
   }
   await clearFailures(pool, keys[0]!);
   const sessionId = newId();
-  await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [sessionId, user.id, user.tenantKey, nowOf(s)]);
+  await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [
+    sessionId,
+    user.id,
+    user.tenantKey,
+    nowOf(s),
+  ]);
   return issue(pool, s, user, sessionId);
 }
 
@@ -111,13 +134,20 @@ async function verifyRefreshToken(s: TokenSettings, token: string): Promise<{ su
   if (token.trim() === '') throw new UnauthorizedError('The refresh token is blank');
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, s.key, { issuer: ISSUER, typ: REFRESH_TYP, algorithms: ['HS256'], currentDate: nowOf(s) }));
+    ({ payload } = await jwtVerify(token, s.key, {
+      issuer: ISSUER,
+      typ: REFRESH_TYP,
+      algorithms: ['HS256'],
+      currentDate: nowOf(s),
+    }));
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The refresh token has expired');
     throw new UnauthorizedError('The refresh token is not valid');
   }
-  if (typeof payload.sub !== 'string' || payload.sub.trim() === '') throw new UnauthorizedError('The refresh token has no subject; sign in again');
-  if (typeof payload.sid !== 'string' || typeof payload.jti !== 'string') throw new UnauthorizedError('The refresh token is not valid');
+  if (typeof payload.sub !== 'string' || payload.sub.trim() === '')
+    throw new UnauthorizedError('The refresh token has no subject; sign in again');
+  if (typeof payload.sid !== 'string' || typeof payload.jti !== 'string')
+    throw new UnauthorizedError('The refresh token is not valid');
   return { sub: payload.sub, sid: payload.sid, jti: payload.jti };
 }
 
@@ -136,11 +166,17 @@ export async function refresh(pool: pg.Pool, s: TokenSettings, token: string): P
     if (!session) return { error: 'The session of this refresh token does not exist (signed out or user deleted)' };
     if (session.user_id !== sub) return { error: 'The refresh token subject does not match its session' };
     if (session.revoked_at) return { error: 'The session of this refresh token was revoked' };
-    const { rows: tokens } = await client.query<{ used_at: Date | null }>('SELECT used_at FROM refresh_tokens WHERE jti = $1 AND session_id = $2', [jti, sid]);
+    const { rows: tokens } = await client.query<{ used_at: Date | null }>(
+      'SELECT used_at FROM refresh_tokens WHERE jti = $1 AND session_id = $2',
+      [jti, sid],
+    );
     const stored = tokens[0];
     if (!stored) return { error: 'Unknown refresh token' };
     if (stored.used_at) {
-      await client.query("UPDATE sessions SET revoked_at = $2, revoked_reason = 'refresh token reused' WHERE id = $1", [sid, nowOf(s)]);
+      await client.query("UPDATE sessions SET revoked_at = $2, revoked_reason = 'refresh token reused' WHERE id = $1", [
+        sid,
+        nowOf(s),
+      ]);
       return { error: 'This refresh token was already used; the session is revoked', reuse: true };
     }
     const user = await loadUser(client, sub);
@@ -156,7 +192,12 @@ export async function refresh(pool: pg.Pool, s: TokenSettings, token: string): P
  * Signs out: revokes the caller's session (its refresh tokens stop working at once). A refresh token
  * given in the body must belong to the caller; its session is the one revoked.
  */
-export async function logout(pool: pg.Pool, s: TokenSettings, principal: Principal, refreshToken?: string): Promise<void> {
+export async function logout(
+  pool: pg.Pool,
+  s: TokenSettings,
+  principal: Principal,
+  refreshToken?: string,
+): Promise<void> {
   let sessionId = principal.sessionId;
   if (refreshToken) {
     const t = await verifyRefreshToken(s, refreshToken);
@@ -164,9 +205,10 @@ export async function logout(pool: pg.Pool, s: TokenSettings, principal: Princip
     sessionId = t.sid;
   }
   if (!sessionId) return; // An API key has no session.
-  await pool.query("UPDATE sessions SET revoked_at = coalesce(revoked_at, $3), revoked_reason = coalesce(revoked_reason, 'signed out') WHERE id = $1 AND user_id = $2", [
-    sessionId, principal.id, nowOf(s),
-  ]);
+  await pool.query(
+    "UPDATE sessions SET revoked_at = coalesce(revoked_at, $3), revoked_reason = coalesce(revoked_reason, 'signed out') WHERE id = $1 AND user_id = $2",
+    [sessionId, principal.id, nowOf(s)],
+  );
 }
 
 /**
@@ -176,12 +218,23 @@ export async function logout(pool: pg.Pool, s: TokenSettings, principal: Princip
 export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, token: string): Promise<Principal> {
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, s.key, { issuer: ISSUER, typ: ACCESS_TYP, algorithms: ['HS256'], currentDate: nowOf(s) }));
+    ({ payload } = await jwtVerify(token, s.key, {
+      issuer: ISSUER,
+      typ: ACCESS_TYP,
+      algorithms: ['HS256'],
+      currentDate: nowOf(s),
+    }));
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The access token has expired; refresh it');
     throw new UnauthorizedError('The access token is not valid');
   }
-  const { sub, sid, name, permissions, tenantId } = payload as { sub?: string; sid?: string; name?: string; permissions?: unknown; tenantId?: string };
+  const { sub, sid, name, permissions, tenantId } = payload as {
+    sub?: string;
+    sid?: string;
+    name?: string;
+    permissions?: unknown;
+    tenantId?: string;
+  };
   if (!sub || !sid || !Array.isArray(permissions)) throw new UnauthorizedError('The access token is not valid');
   const { rowCount } = await pool.query('SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2', [sid, sub]);
   if (!rowCount) throw new UnauthorizedError('The session of this access token no longer exists');

@@ -41,11 +41,18 @@ export interface RoleView {
   permissions: string[];
 }
 
-export async function createRole(db: Queryable, tenantKey: string, input: { name: string; permissions: string[] }): Promise<RoleView> {
+export async function createRole(
+  db: Queryable,
+  tenantKey: string,
+  input: { name: string; permissions: string[] },
+): Promise<RoleView> {
   const id = newId();
   try {
     await db.query('INSERT INTO roles (id, tenant_id, name, permissions) VALUES ($1, $2, $3, $4::text[])', [
-      id, tenantKey, input.name, input.permissions,
+      id,
+      tenantKey,
+      input.name,
+      input.permissions,
     ]);
   } catch (err) {
     if (isUniqueViolation(err)) throw new ConflictError(`A role named "${input.name}" already exists`);
@@ -79,15 +86,19 @@ export async function createUser(
     }
     const id = newId();
     try {
-      await client.query('INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, $2, $3, $4, $5::text[])', [
-        id, tenantKey, input.name, passwordHash, input.permissions ?? [],
-      ]);
+      await client.query(
+        'INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, $2, $3, $4, $5::text[])',
+        [id, tenantKey, input.name, passwordHash, input.permissions ?? []],
+      );
     } catch (err) {
       if (isUniqueViolation(err)) throw new ConflictError(`A user named "${input.name}" already exists`);
       throw err;
     }
     if (found.length) {
-      await client.query('INSERT INTO user_roles (user_id, role_id) SELECT $1, unnest($2::text[])', [id, found.map((f) => f.id)]);
+      await client.query('INSERT INTO user_roles (user_id, role_id) SELECT $1, unnest($2::text[])', [
+        id,
+        found.map((f) => f.id),
+      ]);
     }
     return { id, name: input.name, roles, permissions: input.permissions ?? [], tenantId: tenantOut(tenantKey) };
   });
@@ -128,8 +139,15 @@ export async function loadUser(db: Queryable, id: string): Promise<StoredUser | 
 }
 
 /** Checks a name and password; undefined when either is wrong (the same time either way). */
-export async function verifyCredentials(db: Queryable, name: string, password: string): Promise<StoredUser | undefined> {
-  const { rows } = await db.query<{ id: string; password_hash: string }>('SELECT id, password_hash FROM users WHERE lower(name) = lower($1)', [name]);
+export async function verifyCredentials(
+  db: Queryable,
+  name: string,
+  password: string,
+): Promise<StoredUser | undefined> {
+  const { rows } = await db.query<{ id: string; password_hash: string }>(
+    'SELECT id, password_hash FROM users WHERE lower(name) = lower($1)',
+    [name],
+  );
   const r = rows[0];
   if (!r) {
     await verifySecret(await dummy(), password);
@@ -158,15 +176,19 @@ export async function ensureAdminUser(pool: pg.Pool, password: string): Promise<
   }
   if (!existing) {
     try {
-      await pool.query("INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, '', 'admin', $2, '{*}')", [
-        newId(), await hashSecret(password),
-      ]);
+      await pool.query(
+        "INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, '', 'admin', $2, '{*}')",
+        [newId(), await hashSecret(password)],
+      );
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
     }
     return;
   }
   if (!(await verifySecret(existing.password_hash, password))) {
-    await pool.query("UPDATE users SET password_hash = $2, permissions = '{*}', updated_at = now() WHERE id = $1", [existing.id, await hashSecret(password)]);
+    await pool.query("UPDATE users SET password_hash = $2, permissions = '{*}', updated_at = now() WHERE id = $1", [
+      existing.id,
+      await hashSecret(password),
+    ]);
   }
 }

@@ -37,7 +37,9 @@ export async function loadCredentials(configDir: string): Promise<Credentials | 
     return JSON.parse(await readFile(fileOf(configDir), 'utf8')) as Credentials;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new Error(`${fileOf(configDir)} is not readable credentials (${(err as Error).message}); run wfa login again`);
+    throw new Error(
+      `${fileOf(configDir)} is not readable credentials (${(err as Error).message}); run wfa login again`,
+    );
   }
 }
 

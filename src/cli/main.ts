@@ -1,7 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError } from 'commander';
 import { type Client, createClient, type PlanView, ProblemError } from '../client/index.js';
-import { type CliEnvironment, cliEnvironment, loadCredentials, removeCredentials, saveCredentials } from './credentials.js';
+import {
+  type CliEnvironment,
+  cliEnvironment,
+  loadCredentials,
+  removeCredentials,
+  saveCredentials,
+} from './credentials.js';
 import { jobStatusName, n, planStatusName, stackedBar, table } from './format.js';
 import { watchPlan } from './watch.js';
 
@@ -26,7 +32,11 @@ class CliFailure extends Error {
   }
 }
 
-export async function runCli(argv: string[], env: CliEnvironment = cliEnvironment(), io: Io = defaultIo()): Promise<number> {
+export async function runCli(
+  argv: string[],
+  env: CliEnvironment = cliEnvironment(),
+  io: Io = defaultIo(),
+): Promise<number> {
   let exitCode = 0;
   const program = new Command('wfa')
     .description('Bulk, safe alterations of workflow instances: the CLI of workflow-alterations')
@@ -54,7 +64,8 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
         return print(() => `Stored the API key for ${url} in ${file}`, { url, file });
       }
       const password = o.password ?? env.password ?? (await readStdinLine());
-      if (!password) throw new CliFailure('No password: pass --password, set WFA_PASSWORD, or pipe it on standard input', 2);
+      if (!password)
+        throw new CliFailure('No password: pass --password, set WFA_PASSWORD, or pipe it on standard input', 2);
       const tokens = await createClient({ baseUrl: url }).identity.login(o.username, password);
       const file = await saveCredentials(env.configDir, {
         url,
@@ -88,7 +99,14 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     .description('the latest version of each definition')
     .action(async () => {
       const r = await (await client()).definitions.list();
-      print(() => table(r.items.map((d) => ({ id: d.definitionId, version: d.version, name: d.name, created: d.createdAt })), ['id', 'version', 'name', 'created']), r);
+      print(
+        () =>
+          table(
+            r.items.map((d) => ({ id: d.definitionId, version: d.version, name: d.name, created: d.createdAt })),
+            ['id', 'version', 'name', 'created'],
+          ),
+        r,
+      );
     });
 
   const instances = program.command('instances').description('workflow instances');
@@ -101,7 +119,9 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     .option('--search <term>', 'substring of id, name, correlation id or definition')
     .option('--limit <n>', 'page size', '50')
     .action(async (o: { definition?: string; status?: string; subStatus?: string; search?: string; limit: string }) => {
-      const page = await (await client()).instances.list({
+      const page = await (
+        await client()
+      ).instances.list({
         ...(o.definition ? { definitionId: o.definition } : {}),
         ...(o.status ? { status: o.status } : {}),
         ...(o.subStatus ? { subStatus: o.subStatus } : {}),
@@ -109,7 +129,17 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
         limit: Number(o.limit),
       });
       print(
-        () => table(page.items.map((i) => ({ id: i.id, definition: `${i.definitionId} v${i.version}`, status: `${i.status}/${i.subStatus}`, incidents: i.incidentCount, updated: i.updatedAt })), ['id', 'definition', 'status', 'incidents', 'updated']),
+        () =>
+          table(
+            page.items.map((i) => ({
+              id: i.id,
+              definition: `${i.definitionId} v${i.version}`,
+              status: `${i.status}/${i.subStatus}`,
+              incidents: i.incidentCount,
+              updated: i.updatedAt,
+            })),
+            ['id', 'definition', 'status', 'incidents', 'updated'],
+          ),
         page,
       );
     });
@@ -119,7 +149,9 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     .option('--correlation-id <id>', 'a correlation id')
     .option('--name <name>', 'a name')
     .action(async (definitionId: string, o: { correlationId?: string; name?: string }) => {
-      const r = await (await client()).instances.start({
+      const r = await (
+        await client()
+      ).instances.start({
         definitionId,
         ...(o.correlationId ? { correlationId: o.correlationId } : {}),
         ...(o.name ? { name: o.name } : {}),
@@ -131,7 +163,9 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     .description('resume the instances waiting on an event')
     .option('--correlation-id <id>', 'only the instance with this correlation id')
     .action(async (eventName: string, o: { correlationId?: string }) => {
-      const r = await (await client()).instances.trigger(eventName, o.correlationId ? { correlationId: o.correlationId } : {});
+      const r = await (
+        await client()
+      ).instances.trigger(eventName, o.correlationId ? { correlationId: o.correlationId } : {});
       print(() => `Resumed ${r.resumedWorkflowInstanceIds.length} instance(s)`, r);
     });
   instances
@@ -144,9 +178,16 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
           [
             `${i.id}  ${i.definitionId} v${i.version}  ${i.status}/${i.subStatus}`,
             '',
-            table(i.variables.map((v) => ({ variable: v.id, type: v.typeName, value: v.value })), ['variable', 'type', 'value']),
-            ...(i.incidents.length ? ['', table(i.incidents, ['activityId', 'activityType', 'message', 'timestamp'])] : []),
-            ...(i.bookmarks.length ? ['', `Waiting on: ${i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', ')}`] : []),
+            table(
+              i.variables.map((v) => ({ variable: v.id, type: v.typeName, value: v.value })),
+              ['variable', 'type', 'value'],
+            ),
+            ...(i.incidents.length
+              ? ['', table(i.incidents, ['activityId', 'activityType', 'message', 'timestamp'])]
+              : []),
+            ...(i.bookmarks.length
+              ? ['', `Waiting on: ${i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', ')}`]
+              : []),
           ].join('\n'),
         i,
       );
@@ -160,7 +201,15 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
       const body = await readJson<Record<string, unknown>>(file);
       const filter = (body.filter ?? body) as Parameters<Client['plans']['dryRun']>[0];
       const r = await (await client()).plans.dryRun(filter);
-      print(() => [`${n(r.workflowInstanceIds.length)} instances match`, ...r.workflowInstanceIds.slice(0, 20), ...(r.workflowInstanceIds.length > 20 ? ['…'] : [])].join('\n'), r);
+      print(
+        () =>
+          [
+            `${n(r.workflowInstanceIds.length)} instances match`,
+            ...r.workflowInstanceIds.slice(0, 20),
+            ...(r.workflowInstanceIds.length > 20 ? ['…'] : []),
+          ].join('\n'),
+        r,
+      );
     });
   plans
     .command('submit <file>')
@@ -187,7 +236,9 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     .option('--status <status>', 'a status name or number')
     .option('--limit <n>', 'page size', '50')
     .action(async (o: { status?: string; limit: string }) => {
-      const page = await (await client()).plans.list({ ...(o.status ? { status: o.status } : {}), limit: Number(o.limit) });
+      const page = await (
+        await client()
+      ).plans.list({ ...(o.status ? { status: o.status } : {}), limit: Number(o.limit) });
       print(() => table(page.items.map(planRow), ['id', 'status', 'done', 'failed', 'total', 'created']), page);
     });
   plans
@@ -203,11 +254,17 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     .option('--failed', 'only failed jobs, with their log')
     .option('--limit <n>', 'page size', '100')
     .action(async (planId: string, o: { failed?: boolean; limit: string }) => {
-      const page = await (await client()).plans.jobs(planId, { ...(o.failed ? { status: 'Failed' } : {}), limit: Number(o.limit) });
+      const page = await (
+        await client()
+      ).plans.jobs(planId, { ...(o.failed ? { status: 'Failed' } : {}), limit: Number(o.limit) });
       print(
         () =>
           table(
-            page.items.map((j) => ({ instance: j.workflowInstanceId, status: jobStatusName(j.status), log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined })),
+            page.items.map((j) => ({
+              instance: j.workflowInstanceId,
+              status: jobStatusName(j.status),
+              log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined,
+            })),
             o.failed ? ['instance', 'status', 'log'] : ['instance', 'status'],
           ),
         page,
@@ -222,12 +279,17 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
     });
 
   const connections = program.command('connections').description('connections to external systems');
-  connections
-    .command('list')
-    .action(async () => {
-      const r = await (await client()).connections.list();
-      print(() => table(r.items.map((c) => ({ id: c.id, name: c.name, type: c.connectionType, tenant: c.tenantId ?? 'default' })), ['id', 'name', 'type', 'tenant']), r);
-    });
+  connections.command('list').action(async () => {
+    const r = await (await client()).connections.list();
+    print(
+      () =>
+        table(
+          r.items.map((c) => ({ id: c.id, name: c.name, type: c.connectionType, tenant: c.tenantId ?? 'default' })),
+          ['id', 'name', 'type', 'tenant'],
+        ),
+      r,
+    );
+  });
   connections
     .command('create <file>')
     .description('create the connection in FILE ({name, connectionType, connectionConfiguration})')
@@ -235,12 +297,10 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
       const created = await (await client()).connections.create(await readJson(file));
       print(() => `Created connection ${created.name} (${created.id})`, created);
     });
-  connections
-    .command('delete <id>')
-    .action(async (id: string) => {
-      await (await client()).connections.delete(id);
-      print(() => `Deleted connection ${id}`, { id });
-    });
+  connections.command('delete <id>').action(async (id: string) => {
+    await (await client()).connections.delete(id);
+    print(() => `Deleted connection ${id}`, { id });
+  });
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -254,12 +314,26 @@ export async function runCli(argv: string[], env: CliEnvironment = cliEnvironmen
 
 function planRow(p: PlanView) {
   const c = p.jobCounts;
-  return { id: p.id, status: planStatusName(p.status), done: n(c.completed), failed: n(c.failed), total: n(c.total), created: p.createdAt };
+  return {
+    id: p.id,
+    status: planStatusName(p.status),
+    done: n(c.completed),
+    failed: n(c.failed),
+    total: n(c.total),
+    created: p.createdAt,
+  };
 }
 
 function showPlan(p: PlanView): string {
   const c = p.jobCounts;
-  const bar = stackedBar([{ value: c.completed, char: '█' }, { value: c.failed, char: '▓' }, { value: c.cancelled, char: '▒' }], c.total);
+  const bar = stackedBar(
+    [
+      { value: c.completed, char: '█' },
+      { value: c.failed, char: '▓' },
+      { value: c.cancelled, char: '▒' },
+    ],
+    c.total,
+  );
   return [
     `${p.id}  ${planStatusName(p.status)}${p.failureReason ? `: ${p.failureReason}` : ''}`,
     `  ${p.alterations.map((a) => a.type).join(', ')}`,
@@ -276,7 +350,8 @@ async function connect(env: CliEnvironment, urlOption: string | undefined): Prom
   if (env.apiKey) return createClient({ baseUrl, apiKey: env.apiKey });
   if (stored?.apiKey) return createClient({ baseUrl, apiKey: stored.apiKey });
   if (stored?.accessToken) {
-    if ((stored.accessTokenExpiresAt ?? 0) - 30_000 > Date.now() || !stored.refreshToken) return createClient({ baseUrl, accessToken: stored.accessToken });
+    if ((stored.accessTokenExpiresAt ?? 0) - 30_000 > Date.now() || !stored.refreshToken)
+      return createClient({ baseUrl, accessToken: stored.accessToken });
     const tokens = await createClient({ baseUrl }).identity.refresh(stored.refreshToken);
     await saveCredentials(env.configDir, {
       url: stored.url,
@@ -294,7 +369,10 @@ async function readJson<T = unknown>(file: string): Promise<T> {
   try {
     text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
   } catch (err) {
-    throw new CliFailure(`Cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`, 2);
+    throw new CliFailure(
+      `Cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      2,
+    );
   }
   try {
     return JSON.parse(text) as T;
@@ -310,7 +388,8 @@ function describeFailure(err: unknown): string {
   }
   if (err instanceof CliFailure) return `error: ${err.message}`;
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code === 'ECONNREFUSED') return `error: cannot reach the service (${cause.message}); is it running? (--url, WFA_URL)`;
+  if (cause?.code === 'ECONNREFUSED')
+    return `error: cannot reach the service (${cause.message}); is it running? (--url, WFA_URL)`;
   return `error: ${err instanceof Error ? err.message : String(err)}`;
 }
 
@@ -326,5 +405,9 @@ async function readStdinLine(): Promise<string | undefined> {
 }
 
 function defaultIo(): Io {
-  return { out: (t) => process.stdout.write(`${t}\n`), err: (t) => process.stderr.write(`${t}\n`), isTty: Boolean(process.stdout.isTTY) };
+  return {
+    out: (t) => process.stdout.write(`${t}\n`),
+    err: (t) => process.stderr.write(`${t}\n`),
+    isTty: Boolean(process.stdout.isTTY),
+  };
 }

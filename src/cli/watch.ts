@@ -41,7 +41,14 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
         }
         const eta = e.data.instancesPerSecond > 0 ? duration((c.total - finished) / e.data.instancesPerSecond) : '?';
         const line =
-          `${stackedBar([{ value: c.completed, char: '█' }, { value: c.failed, char: '▓' }], c.total, 30)} ` +
+          `${stackedBar(
+            [
+              { value: c.completed, char: '█' },
+              { value: c.failed, char: '▓' },
+            ],
+            c.total,
+            30,
+          )} ` +
           `${n(finished)}/${n(c.total)} ${c.total ? Math.floor((100 * finished) / c.total) : 0}% · ${n(e.data.instancesPerSecond)}/s · ETA ${eta} · ` +
           `${n(c.failed)} failed · ${planStatusName(e.data.status)}`;
         if (io.isTty) {

@@ -8,5 +8,7 @@ const source = new URL('./main.ts', import.meta.url);
 const built = new URL('../../dist/src/cli/main.js', import.meta.url);
 const tsx = await import('tsx/esm/api').catch(() => undefined);
 const { runCli } =
-  tsx && existsSync(fileURLToPath(source)) ? await tsx.tsImport(source.href, import.meta.url) : await import(built.href);
+  tsx && existsSync(fileURLToPath(source))
+    ? await tsx.tsImport(source.href, import.meta.url)
+    : await import(built.href);
 process.exitCode = await runCli(process.argv.slice(2));

@@ -62,7 +62,11 @@ export function createClient(options: ClientOptions) {
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? fetch;
   const auth = (): Record<string, string> =>
-    options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : options.apiKey ? { authorization: `ApiKey ${options.apiKey}` } : {};
+    options.accessToken
+      ? { authorization: `Bearer ${options.accessToken}` }
+      : options.apiKey
+        ? { authorization: `ApiKey ${options.apiKey}` }
+        : {};
 
   const url = (path: string, query?: Query) => {
     const u = new URL(base + path);
@@ -73,7 +77,11 @@ export function createClient(options: ClientOptions) {
     return u.toString();
   };
 
-  async function call<T>(method: string, path: string, opts: { body?: unknown; query?: Query; signal?: AbortSignal } = {}): Promise<T> {
+  async function call<T>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; query?: Query; signal?: AbortSignal } = {},
+  ): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json', ...auth() };
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const res = await doFetch(url(path, opts.query), {
@@ -92,33 +100,55 @@ export function createClient(options: ClientOptions) {
     health: () => call<{ status: string; checks: Record<string, string> }>('GET', '/health'),
 
     definitions: {
-      publish: (definition: DefinitionRequest) => call<Definition>('POST', '/workflow-definitions', { body: definition }),
-      get: (definitionId: string, version?: number) => call<Definition>('GET', `/workflow-definitions/${seg(definitionId)}`, { query: { version } }),
+      publish: (definition: DefinitionRequest) =>
+        call<Definition>('POST', '/workflow-definitions', { body: definition }),
+      get: (definitionId: string, version?: number) =>
+        call<Definition>('GET', `/workflow-definitions/${seg(definitionId)}`, { query: { version } }),
       list: () => call<{ items: Definition[]; totalCount: number }>('GET', '/workflow-definitions'),
     },
 
     instances: {
-      start: (body: { definitionId: string; version?: number; name?: string; correlationId?: string; variables?: Record<string, unknown> }) =>
-        call<{ workflowInstanceId: string }>('POST', '/workflow-instances', { body }),
+      start: (body: {
+        definitionId: string;
+        version?: number;
+        name?: string;
+        correlationId?: string;
+        variables?: Record<string, unknown>;
+      }) => call<{ workflowInstanceId: string }>('POST', '/workflow-instances', { body }),
       get: (id: string) => call<InstanceView>('GET', `/workflow-instances/${seg(id)}`),
-      list: (query: { definitionId?: string; status?: string; subStatus?: string; correlationId?: string; searchTerm?: string; after?: string; limit?: number } = {}) =>
-        call<Page<InstanceSummary>>('GET', '/workflow-instances', { query }),
+      list: (
+        query: {
+          definitionId?: string;
+          status?: string;
+          subStatus?: string;
+          correlationId?: string;
+          searchTerm?: string;
+          after?: string;
+          limit?: number;
+        } = {},
+      ) => call<Page<InstanceSummary>>('GET', '/workflow-instances', { query }),
       trigger: (eventName: string, body: { correlationId?: string; workflowInstanceId?: string } = {}) =>
         call<{ resumedWorkflowInstanceIds: string[] }>('POST', `/events/${seg(eventName)}/trigger`, { body }),
     },
 
     plans: {
-      submit: (body: { id?: string; alterations: Alteration[]; filter: Filter }) => call<{ planId: string }>('POST', '/alterations/submit', { body }),
-      dryRun: (filter: Filter) => call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', { body: filter }),
+      submit: (body: { id?: string; alterations: Alteration[]; filter: Filter }) =>
+        call<{ planId: string }>('POST', '/alterations/submit', { body }),
+      dryRun: (filter: Filter) =>
+        call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', { body: filter }),
       get: (planId: string) => call<{ plan: PlanView; jobs: JobView[] }>('GET', `/alterations/${seg(planId)}`),
-      list: (query: { status?: number | string; after?: string; limit?: number } = {}) => call<Page<PlanView>>('GET', '/alterations', { query }),
+      list: (query: { status?: number | string; after?: string; limit?: number } = {}) =>
+        call<Page<PlanView>>('GET', '/alterations', { query }),
       jobs: (planId: string, query: { status?: number | string; after?: string; limit?: number } = {}) =>
         call<Page<JobView>>('GET', `/alterations/${seg(planId)}/jobs`, { query }),
-      cancel: (planId: string) => call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/cancel`),
+      cancel: (planId: string) =>
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/cancel`),
       run: (workflowInstanceIds: string[], alterations: Alteration[]) =>
         call<{ results: RunResultView[] }>('POST', '/alterations/run', { body: { workflowInstanceIds, alterations } }),
       retry: (workflowInstanceIds: string[], activityIds?: string[]) =>
-        call<{ results: RunResultView[] }>('POST', '/alterations/workflows/retry', { body: { workflowInstanceIds, ...(activityIds ? { activityIds } : {}) } }),
+        call<{ results: RunResultView[] }>('POST', '/alterations/workflows/retry', {
+          body: { workflowInstanceIds, ...(activityIds ? { activityIds } : {}) },
+        }),
       /** The plan's live events (`progress` …, then `done`); ends after `done`, or when `signal` aborts. */
       async *events(planId: string, signal?: AbortSignal): AsyncGenerator<PlanEvent> {
         const res = await doFetch(url(`/alterations/${seg(planId)}/events`), {
@@ -134,19 +164,27 @@ export function createClient(options: ClientOptions) {
       list: () => call<{ items: Connection[]; totalCount: number }>('GET', '/connection-configuration'),
       get: (id: string) => call<Connection>('GET', `/connection-configuration/${seg(id)}`),
       create: (body: ConnectionRequest) => call<Connection>('POST', '/connection-configuration', { body }),
-      update: (id: string, body: ConnectionRequest) => call<Connection>('PUT', `/connection-configuration/${seg(id)}`, { body }),
+      update: (id: string, body: ConnectionRequest) =>
+        call<Connection>('PUT', `/connection-configuration/${seg(id)}`, { body }),
       delete: (id: string) => call<void>('DELETE', `/connection-configuration/${seg(id)}`),
     },
 
     identity: {
-      login: (username: string, password: string) => call<TokenPair>('POST', '/identity/login', { body: { username, password } }),
+      login: (username: string, password: string) =>
+        call<TokenPair>('POST', '/identity/login', { body: { username, password } }),
       refresh: (refreshToken: string) => call<TokenPair>('POST', '/identity/refresh', { body: { refreshToken } }),
-      logout: (refreshToken?: string) => call<void>('POST', '/identity/logout', { body: refreshToken ? { refreshToken } : {} }),
+      logout: (refreshToken?: string) =>
+        call<void>('POST', '/identity/logout', { body: refreshToken ? { refreshToken } : {} }),
       createApiKey: (body: { name: string; permissions: string[]; tenantId?: string | null; expiresAt?: string }) =>
         call<{ id: string; key: string; name: string; permissions: string[] }>('POST', '/identity/api-keys', { body }),
-      listApiKeys: () => call<{ items: { id: string; name: string; permissions: string[] }[]; totalCount: number }>('GET', '/identity/api-keys'),
+      listApiKeys: () =>
+        call<{ items: { id: string; name: string; permissions: string[] }[]; totalCount: number }>(
+          'GET',
+          '/identity/api-keys',
+        ),
       revokeApiKey: (id: string) => call<void>('DELETE', `/identity/api-keys/${seg(id)}`),
-      permissions: () => call<{ model: string; permissions: string[]; wildcards: string[] }>('GET', '/identity/permissions'),
+      permissions: () =>
+        call<{ model: string; permissions: string[]; wildcards: string[] }>('GET', '/identity/permissions'),
     },
   };
 }
@@ -159,7 +197,12 @@ async function decode<T>(res: Response): Promise<T> {
   const json = text ? safeJson(text) : undefined;
   if (res.ok) return json as T;
   const p = (json ?? {}) as { title?: string; detail?: string; errors?: { path: string; message: string }[] };
-  throw new ProblemError(res.status, p.title ?? res.statusText, p.detail ?? (text.slice(0, 200) || `HTTP ${res.status}`), p.errors ?? []);
+  throw new ProblemError(
+    res.status,
+    p.title ?? res.statusText,
+    p.detail ?? (text.slice(0, 200) || `HTTP ${res.status}`),
+    p.errors ?? [],
+  );
 }
 
 function safeJson(text: string): unknown {

@@ -41,16 +41,21 @@ export function createConfigCipher(secret: string | undefined): ConfigCipher {
       return Buffer.concat([Buffer.from([VERSION]), iv, cipher.getAuthTag(), body]);
     },
     decrypt(blob, associatedData) {
-      if (blob.length < 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION) throw new DecryptionError('Not an encrypted connection configuration');
+      if (blob.length < 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION)
+        throw new DecryptionError('Not an encrypted connection configuration');
       const iv = blob.subarray(1, 1 + IV_BYTES);
       const tag = blob.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
       const decipher = createDecipheriv('aes-256-gcm', key, iv);
       decipher.setAAD(Buffer.from(associatedData, 'utf8'));
       decipher.setAuthTag(tag);
       try {
-        return Buffer.concat([decipher.update(blob.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+        return Buffer.concat([decipher.update(blob.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString(
+          'utf8',
+        );
       } catch {
-        throw new DecryptionError('CONNECTIONS_ENCRYPTION_KEY does not decrypt the stored connection configurations (wrong key?)');
+        throw new DecryptionError(
+          'CONNECTIONS_ENCRYPTION_KEY does not decrypt the stored connection configurations (wrong key?)',
+        );
       }
     },
   };

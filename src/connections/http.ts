@@ -18,10 +18,25 @@ export interface OutboundPolicy {
 }
 
 const REFUSED_V4: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ];
-const REFUSED_V6: [string, number][] = [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]];
+const REFUSED_V6: [string, number][] = [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+];
 
 /** Parses `10.0.0.0/8, 127.0.0.0/8, ::1/128` (a bare address is a single host). */
 export function parseNetworks(list: string): string[] {
@@ -126,7 +141,8 @@ export async function sendThroughConnection(
       const list = addresses as dns.LookupAddress[];
       const bad = list.map((a) => refusal(a.address, allowed)).find(Boolean);
       if (bad) return callback(new RefusedAddress(bad), '', 4);
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+      if ((options as { all?: boolean }).all)
+        return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
       return callback(null, list[0]!.address, list[0]!.family);
     });
   };
@@ -139,11 +155,15 @@ export async function sendThroughConnection(
         resolve(o);
       }
     };
-    const req = transport.request(url, { method: request.method.toUpperCase(), headers, lookup, agent: false, timeout: connection.timeoutMs }, (res) => {
-      res.resume();
-      res.on('end', () => done({ ok: true, status: res.statusCode ?? 0 }));
-      res.on('error', () => done({ ok: true, status: res.statusCode ?? 0 }));
-    });
+    const req = transport.request(
+      url,
+      { method: request.method.toUpperCase(), headers, lookup, agent: false, timeout: connection.timeoutMs },
+      (res) => {
+        res.resume();
+        res.on('end', () => done({ ok: true, status: res.statusCode ?? 0 }));
+        res.on('error', () => done({ ok: true, status: res.statusCode ?? 0 }));
+      },
+    );
     req.on('timeout', () => {
       req.destroy();
       done({ ok: false, error: `no response within ${connection.timeoutMs} ms` });

@@ -1,6 +1,13 @@
 import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
-import { ConflictError, type FieldError, ForbiddenError, NotFoundError, ValidationError, zodFieldErrors } from '../errors.js';
+import {
+  ConflictError,
+  type FieldError,
+  ForbiddenError,
+  NotFoundError,
+  ValidationError,
+  zodFieldErrors,
+} from '../errors.js';
 import { newId } from '../ids.js';
 import { type ConfigCipher, DecryptionError } from './cipher.js';
 import { CONNECTION_TYPES, findConnectionType } from './types.js';
@@ -39,7 +46,8 @@ interface Row {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant_id, name, description, connection_type, configuration, configuration_encrypted, created_at, updated_at';
+const COLUMNS =
+  'id, tenant_id, name, description, connection_type, configuration, configuration_encrypted, created_at, updated_at';
 
 /** The associated data bound into a row's ciphertext. */
 const aad = (id: string, tenantKey: string) => `connection:${tenantKey}:${id}`;
@@ -86,18 +94,30 @@ export function validateConnection(req: ConnectionRequest): { name: string; conf
   return { name, configuration };
 }
 
-function storedConfiguration(cipher: ConfigCipher, id: string, tenantKey: string, configuration: Record<string, unknown>) {
+function storedConfiguration(
+  cipher: ConfigCipher,
+  id: string,
+  tenantKey: string,
+  configuration: Record<string, unknown>,
+) {
   const json = JSON.stringify(configuration);
-  return cipher.enabled ? { plain: null, encrypted: cipher.encrypt(json, aad(id, tenantKey)) } : { plain: json, encrypted: null };
+  return cipher.enabled
+    ? { plain: null, encrypted: cipher.encrypt(json, aad(id, tenantKey)) }
+    : { plain: json, encrypted: null };
 }
 
 const isNameClash = (err: unknown) =>
-  isUniqueViolation(err) &&
-  (err as { constraint?: string }).constraint === 'connection_configurations_name_unique';
+  isUniqueViolation(err) && (err as { constraint?: string }).constraint === 'connection_configurations_name_unique';
 
 const clash = (name: string) => new ConflictError(`A connection named "${name}" already exists`);
 
-export async function createConnection(db: Queryable, cipher: ConfigCipher, tenantKey: string, req: ConnectionRequest, now = new Date()): Promise<Connection> {
+export async function createConnection(
+  db: Queryable,
+  cipher: ConfigCipher,
+  tenantKey: string,
+  req: ConnectionRequest,
+  now = new Date(),
+): Promise<Connection> {
   const { name, configuration } = validateConnection(req);
   const id = newId();
   const stored = storedConfiguration(cipher, id, tenantKey, configuration);
@@ -125,7 +145,12 @@ async function visibleRow(db: Queryable, tenantKey: string, id: string): Promise
   return rows[0];
 }
 
-export async function getConnection(db: Queryable, cipher: ConfigCipher, tenantKey: string, id: string): Promise<Connection> {
+export async function getConnection(
+  db: Queryable,
+  cipher: ConfigCipher,
+  tenantKey: string,
+  id: string,
+): Promise<Connection> {
   return fromRow(await visibleRow(db, tenantKey, id), cipher);
 }
 
@@ -133,7 +158,9 @@ export async function getConnection(db: Queryable, cipher: ConfigCipher, tenantK
 async function ownedRow(db: Queryable, tenantKey: string, id: string): Promise<Row> {
   const row = await visibleRow(db, tenantKey, id);
   if (row.tenant_id !== tenantKey) {
-    throw new ForbiddenError(`Connection ${id} is shared by every tenant (tenant "*"); only a principal of tenant "*" may change it`);
+    throw new ForbiddenError(
+      `Connection ${id} is shared by every tenant (tenant "*"); only a principal of tenant "*" may change it`,
+    );
   }
   return row;
 }
@@ -178,11 +205,10 @@ export async function listConnections(
   const params = [tenantKey, opts.connectionType ?? null];
   const where = `tenant_id IN ($1, '${AGNOSTIC_TENANT}') AND ($2::text IS NULL OR connection_type = $2)`;
   const [page, count] = await Promise.all([
-    db.query<Row>(`SELECT ${COLUMNS} FROM connection_configurations WHERE ${where} ORDER BY name, tenant_id, id OFFSET $3 LIMIT $4`, [
-      ...params,
-      opts.skip,
-      opts.take,
-    ]),
+    db.query<Row>(
+      `SELECT ${COLUMNS} FROM connection_configurations WHERE ${where} ORDER BY name, tenant_id, id OFFSET $3 LIMIT $4`,
+      [...params, opts.skip, opts.take],
+    ),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM connection_configurations WHERE ${where}`, params),
   ]);
   return { items: page.rows.map((r) => fromRow(r, cipher)), totalCount: count.rows[0]!.n };
@@ -198,7 +224,12 @@ export async function connectionNames(db: Queryable, tenantKey: string, connecti
 }
 
 /** A connection by name in the tenant; the tenant's own wins over a tenant-agnostic one of the same name. */
-export async function findConnectionByName(db: Queryable, cipher: ConfigCipher, tenantKey: string, name: string): Promise<Connection | undefined> {
+export async function findConnectionByName(
+  db: Queryable,
+  cipher: ConfigCipher,
+  tenantKey: string,
+  name: string,
+): Promise<Connection | undefined> {
   const { rows } = await db.query<Row>(
     `SELECT ${COLUMNS} FROM connection_configurations WHERE name = $2 AND tenant_id IN ($1, '${AGNOSTIC_TENANT}')
       ORDER BY (tenant_id = '${AGNOSTIC_TENANT}') LIMIT 1`,
@@ -218,7 +249,9 @@ export async function checkEncryptionKey(pool: pg.Pool, cipher: ConfigCipher): P
   const sample = rows[0];
   if (!sample) return;
   if (!cipher.enabled) {
-    throw new DecryptionError('Stored connection configurations are encrypted, but CONNECTIONS_ENCRYPTION_KEY is not set');
+    throw new DecryptionError(
+      'Stored connection configurations are encrypted, but CONNECTIONS_ENCRYPTION_KEY is not set',
+    );
   }
   cipher.decrypt(sample.configuration_encrypted!, aad(sample.id, sample.tenant_id));
 }

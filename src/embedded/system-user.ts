@@ -19,9 +19,20 @@ export async function systemPostgresUser(): Promise<RunAs | undefined> {
   if (found) return found;
   try {
     await run('groupadd', ['--system', 'postgres']).catch(() => undefined); // may exist without the user
-    await run('useradd', ['--system', '--gid', 'postgres', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
+    await run('useradd', [
+      '--system',
+      '--gid',
+      'postgres',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      'postgres',
+    ]);
   } catch (err) {
-    throw new Error('Running as root, the embedded Postgres needs a "postgres" system user and could not create one (useradd): create it, start as a non-root user, or set DATABASE_URL.', { cause: err });
+    throw new Error(
+      'Running as root, the embedded Postgres needs a "postgres" system user and could not create one (useradd): create it, start as a non-root user, or set DATABASE_URL.',
+      { cause: err },
+    );
   }
   const created = await lookup();
   if (!created) throw new Error('The "postgres" system user was created but cannot be looked up (id postgres).');

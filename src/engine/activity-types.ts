@@ -39,7 +39,11 @@ export const BUILTIN_ACTIVITIES: readonly ActivityType[] = [
     displayName: 'Set Variable',
     description: 'Sets a workflow variable, converted to its type.',
     inputs: [
-      input('variable', 0, { typeName: 'String', description: 'The id of the variable to set.', uiHint: 'variable-picker' }),
+      input('variable', 0, {
+        typeName: 'String',
+        description: 'The id of the variable to set.',
+        uiHint: 'variable-picker',
+      }),
       input('value', 1, { typeName: 'Object', description: 'The value to assign.', uiHint: 'multiline' }),
     ],
     outcomes: ['Done'],
@@ -73,9 +77,24 @@ export const BUILTIN_ACTIVITIES: readonly ActivityType[] = [
         connectionType: HTTP_CONNECTION_TYPE,
         noLog: true,
       }),
-      input('method', 1, { typeName: 'String', description: 'The HTTP method.', isRequired: false, defaultValue: 'GET' }),
-      input('path', 2, { typeName: 'String', description: 'The path, relative to the base URL.', isRequired: false, defaultValue: '' }),
-      input('body', 3, { typeName: 'Object', description: 'A JSON body to send.', isRequired: false, uiHint: 'json-editor' }),
+      input('method', 1, {
+        typeName: 'String',
+        description: 'The HTTP method.',
+        isRequired: false,
+        defaultValue: 'GET',
+      }),
+      input('path', 2, {
+        typeName: 'String',
+        description: 'The path, relative to the base URL.',
+        isRequired: false,
+        defaultValue: '',
+      }),
+      input('body', 3, {
+        typeName: 'Object',
+        description: 'A JSON body to send.',
+        isRequired: false,
+        uiHint: 'json-editor',
+      }),
       input('resultVariable', 4, {
         typeName: 'String',
         description: 'The id of the variable that receives the response status code.',

@@ -13,7 +13,15 @@ export const InputValueSchema = z
   .openapi('InputValue');
 
 /** Fields every activity may carry besides its inputs. */
-export const ACTIVITY_META_FIELDS = ['id', 'type', 'version', 'name', 'description', 'resilienceStrategyId', 'nodeId'] as const;
+export const ACTIVITY_META_FIELDS = [
+  'id',
+  'type',
+  'version',
+  'name',
+  'description',
+  'resilienceStrategyId',
+  'nodeId',
+] as const;
 
 export const ActivityNodeSchema = z
   .looseObject({
@@ -31,7 +39,9 @@ export const ActivityNodeSchema = z
 
 const EndpointSchema = z.strictObject({ activity: z.string().min(1), port: z.string().min(1) });
 
-export const ConnectionSchema = z.strictObject({ source: EndpointSchema, target: EndpointSchema }).openapi('FlowConnection');
+export const ConnectionSchema = z
+  .strictObject({ source: EndpointSchema, target: EndpointSchema })
+  .openapi('FlowConnection');
 
 export const FlowchartSchema = z
   .strictObject({

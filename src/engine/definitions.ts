@@ -71,7 +71,9 @@ export async function publishDefinition(
   if (errors.length > 0) throw new ValidationError('The workflow definition is not valid', errors);
   const definitionId = req.definitionId ?? newId();
   return withTransaction(pool, async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`definition:${tenantId}:${definitionId}`]);
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `definition:${tenantId}:${definitionId}`,
+    ]);
     const { rows } = await client.query<{ version: number }>(
       `UPDATE workflow_definitions SET is_latest = false
         WHERE tenant_id = $1 AND definition_id = $2 AND is_latest
@@ -140,7 +142,12 @@ export class DefinitionCache {
   }
 
   /** A given version of a definition in the tenant (a miss is not cached: it may be published later). */
-  async byVersion(db: Queryable, tenantId: string, definitionId: string, version: number): Promise<DefinitionVersion | undefined> {
+  async byVersion(
+    db: Queryable,
+    tenantId: string,
+    definitionId: string,
+    version: number,
+  ): Promise<DefinitionVersion | undefined> {
     const key = `${tenantId}\u0000${definitionId}\u0000${version}`;
     const id = this.versionIds.get(key);
     if (id !== undefined) {

@@ -2,7 +2,14 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
 import { scheduleSuccessors, settle } from './transitions.js';
-import { hasRunnableWork, INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, writeInstanceStates } from './instance-state.js';
+import {
+  hasRunnableWork,
+  INSTANCE_COLUMNS,
+  instanceFromRow,
+  type InstanceRow,
+  type InstanceState,
+  writeInstanceStates,
+} from './instance-state.js';
 
 export interface TriggerFilter {
   correlationId?: string | undefined;
@@ -38,7 +45,9 @@ export async function triggerEvent(
             AND ($3::text IS NULL OR correlation_id = $3) AND ($4::text IS NULL OR id = $4)
           ORDER BY id
           FOR UPDATE)
-       SELECT ${INSTANCE_COLUMNS.split(', ').map((c) => `i.${c}`).join(', ')}
+       SELECT ${INSTANCE_COLUMNS.split(', ')
+         .map((c) => `i.${c}`)
+         .join(', ')}
          FROM workflow_instances i JOIN locked USING (id)
         ORDER BY i.created_at, i.id`,
       [tenantId, JSON.stringify([{ eventName }]), filter.correlationId ?? null, filter.workflowInstanceId ?? null],

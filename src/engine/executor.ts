@@ -12,7 +12,14 @@ import { findActivity, nodeIdOf } from './flowchart.js';
 import { type CallRequest, findHandler } from './handlers/index.js';
 import { callRequest } from './handlers/send-http-request.js';
 import { evaluateInputs, recordedInputs } from './inputs.js';
-import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState, lockInstance, saveInstance } from './instance-state.js';
+import {
+  INSTANCE_COLUMNS,
+  instanceFromRow,
+  type InstanceRow,
+  type InstanceState,
+  lockInstance,
+  saveInstance,
+} from './instance-state.js';
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
 import { convertValue, isVariableType } from './values.js';
@@ -54,7 +61,11 @@ export class RetryableActivityFault extends Error {
 }
 
 /** The retry policy for running the activity at the head of the schedule, if it names a strategy. */
-export async function nextRetryPolicy(deps: Pick<EngineDeps, 'definitions'>, db: Queryable, s: InstanceState): Promise<StepRetryPolicy | undefined> {
+export async function nextRetryPolicy(
+  deps: Pick<EngineDeps, 'definitions'>,
+  db: Queryable,
+  s: InstanceState,
+): Promise<StepRetryPolicy | undefined> {
   const head = s.scheduled[0];
   if (head === undefined || s.status !== 'Running' || s.subStatus === 'Faulted') return undefined;
   const def = await deps.definitions.byVersionId(db, s.definitionVersionId);
@@ -64,7 +75,10 @@ export async function nextRetryPolicy(deps: Pick<EngineDeps, 'definitions'>, db:
 
 /** What the workflow needs before its first step: the retry policy of the activity to run first. */
 export async function peekStep(deps: EngineDeps, instanceId: string): Promise<{ nextRetry?: StepRetryPolicy }> {
-  const { rows } = await deps.pool.query<InstanceRow>(`SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1`, [instanceId]);
+  const { rows } = await deps.pool.query<InstanceRow>(
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1`,
+    [instanceId],
+  );
   if (!rows[0]) return {};
   const nextRetry = await nextRetryPolicy(deps, deps.pool, instanceFromRow(rows[0]));
   return nextRetry ? { nextRetry } : {};
@@ -98,7 +112,12 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
   if (first.kind === 'done') return first.result;
   const outcome = await sendThroughConnection(
     first.configuration as HttpConnectionConfiguration,
-    { method: first.method, path: first.path, body: first.body, idempotencyKey: `${first.instanceId}:${first.recordId}` },
+    {
+      method: first.method,
+      path: first.path,
+      body: first.body,
+      idempotencyKey: `${first.instanceId}:${first.recordId}`,
+    },
     deps.outbound,
   );
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options));
@@ -109,12 +128,19 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
  * to send, a bug) faults the instance with an incident naming the reason, in its own transaction, instead
  * of being retried by Temporal forever. Transient errors and strategy retries are thrown on.
  */
-export async function runStepOrFault(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
+export async function runStepOrFault(
+  deps: EngineDeps,
+  instanceId: string,
+  options: StepOptions = {},
+): Promise<StepResult> {
   try {
     return await runStep(deps, instanceId, options);
   } catch (err) {
     if (err instanceof RetryableActivityFault || isTransientError(err)) throw err;
-    deps.logger.error({ err, instanceId }, 'workflow instance step failed with an error a retry cannot fix; the instance is faulted');
+    deps.logger.error(
+      { err, instanceId },
+      'workflow instance step failed with an error a retry cannot fix; the instance is faulted',
+    );
     const message = `The step failed: ${err instanceof Error ? err.message : String(err)}`;
     const now = nowBy(deps.clock);
     await withTransaction(deps.pool, async (client) => {
@@ -127,7 +153,8 @@ export async function runStepOrFault(deps: EngineDeps, instanceId: string, optio
       );
       const activityId = rows[0]?.activity_id ?? s.scheduled[0] ?? 'unknown';
       const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
-      const activityType = rows[0]?.activity_type ?? (def ? findActivity(def.root, activityId)?.type : undefined) ?? 'unknown';
+      const activityType =
+        rows[0]?.activity_type ?? (def ? findActivity(def.root, activityId)?.type : undefined) ?? 'unknown';
       recordIncident(s, activityId, activityType, message, now);
       s.updatedAt = now;
       await saveInstance(client, s);
@@ -139,7 +166,12 @@ export async function runStepOrFault(deps: EngineDeps, instanceId: string, optio
 type StepStart = { kind: 'done'; result: StepResult } | PendingCall;
 
 /** Part one of a step, in a transaction holding the instance's row lock. */
-async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: string, options: StepOptions): Promise<StepStart> {
+async function beginStep(
+  deps: EngineDeps,
+  client: pg.PoolClient,
+  instanceId: string,
+  options: StepOptions,
+): Promise<StepStart> {
   const clock = () => nowBy(deps.clock);
   const done = (result: StepResult): StepStart => ({ kind: 'done', result });
   {
@@ -167,11 +199,20 @@ async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: st
         });
         if (connection?.configuration && typeof inputs.method === 'string' && typeof inputs.path === 'string') {
           const call = callRequest(connection.name ?? '', connection.configuration, inputs);
-          return { ...call, instanceId: s.id, recordId: started[0].id, activityId: activity.id, activityType: activity.type };
+          return {
+            ...call,
+            instanceId: s.id,
+            recordId: started[0].id,
+            activityId: activity.id,
+            activityType: activity.type,
+          };
         }
       }
       // It can no longer be called (the definition or connection changed): the record ends Faulted below.
-      await client.query(`UPDATE activity_records SET status = 'Faulted', completed_at = $2 WHERE id = $1`, [started[0].id, now]);
+      await client.query(`UPDATE activity_records SET status = 'Faulted', completed_at = $2 WHERE id = $1`, [
+        started[0].id,
+        now,
+      ]);
     }
 
     const activityId = s.scheduled.shift();
@@ -201,8 +242,16 @@ async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: st
     const { rows } = await client.query<{ id: string }>(
       `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
-      [s.id, s.tenantId, activity.id, nodeIdOf(def.root, activity), activity.type, activity.name ?? null,
-        JSON.stringify(recordedInputs(type, inputs)), now],
+      [
+        s.id,
+        s.tenantId,
+        activity.id,
+        nodeIdOf(def.root, activity),
+        activity.type,
+        activity.name ?? null,
+        JSON.stringify(recordedInputs(type, inputs)),
+        now,
+      ],
     );
     const recordId = rows[0]!.id;
     const finishRecord = (status: 'Completed' | 'Faulted') =>
@@ -210,7 +259,9 @@ async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: st
     const strategy = findResilienceStrategy(activity.resilienceStrategyId);
     const fault = async (message: string) => {
       if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
-        throw new RetryableActivityFault(`${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`);
+        throw new RetryableActivityFault(
+          `${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`,
+        );
       }
       recordIncident(s, activity.id, activity.type, message, now);
       await finishRecord('Faulted');
@@ -231,7 +282,8 @@ async function beginStep(deps: EngineDeps, client: pg.PoolClient, instanceId: st
     }
     settle(s, now);
     await saveInstance(client, s);
-    if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
+    if ((s.subStatus as string) === 'Faulted')
+      deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
     return done(await stepResult(deps, client, s, activity.id));
   }
 }
@@ -248,16 +300,32 @@ async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, act
  * closed by an alteration), only the activity record notes the outcome; otherwise the outcome is applied
  * as the one-transaction step would have.
  */
-async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: PendingCall, outcome: HttpOutcome, options: StepOptions): Promise<StepResult> {
+async function finishCall(
+  deps: EngineDeps,
+  client: pg.PoolClient,
+  call: PendingCall,
+  outcome: HttpOutcome,
+  options: StepOptions,
+): Promise<StepResult> {
   const now = nowBy(deps.clock);
   const s = await lockInstance(client, call.instanceId);
-  const { rows } = await client.query<{ status: string }>('SELECT status FROM activity_records WHERE id = $1 FOR UPDATE', [call.recordId]);
+  const { rows } = await client.query<{ status: string }>(
+    'SELECT status FROM activity_records WHERE id = $1 FOR UPDATE',
+    [call.recordId],
+  );
   const finishRecord = (status: 'Completed' | 'Faulted') =>
-    client.query(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [call.recordId, status, now]);
+    client.query(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [
+      call.recordId,
+      status,
+      now,
+    ]);
   const succeeded = outcome.ok && outcome.status >= 200 && outcome.status <= 299;
   if (!s || rows[0]?.status !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted') {
     if (rows[0]?.status === 'Running') await finishRecord(succeeded ? 'Completed' : 'Faulted');
-    deps.logger.info({ instanceId: call.instanceId, activityId: call.activityId }, 'outbound call finished after its instance moved on; outcome recorded on the activity record only');
+    deps.logger.info(
+      { instanceId: call.instanceId, activityId: call.activityId },
+      'outbound call finished after its instance moved on; outcome recorded on the activity record only',
+    );
     return { hasMoreWork: false, executedActivityId: call.activityId };
   }
   s.updatedAt = now;
@@ -267,7 +335,9 @@ async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: Pending
   const fault = async (message: string) => {
     if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
       // The record stays Running: the retry calls again with the same Idempotency-Key.
-      throw new RetryableActivityFault(`${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`);
+      throw new RetryableActivityFault(
+        `${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`,
+      );
     }
     recordIncident(s, call.activityId, call.activityType, message, now);
     await finishRecord('Faulted');
@@ -278,7 +348,8 @@ async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: Pending
     let stored = true;
     if (call.resultVariable) {
       const variable = def.variables.find((v) => v.id === call.resultVariable);
-      const converted = variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, outcome.status) : undefined;
+      const converted =
+        variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, outcome.status) : undefined;
       if (!variable || !converted?.ok) {
         stored = false;
         await fault(`Variable with ID ${call.resultVariable} cannot hold the status code`);
@@ -286,7 +357,8 @@ async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: Pending
         s.variables[call.resultVariable] = converted.value;
       }
     }
-    if (stored && !succeeded) await fault(`HTTP request through connection "${call.connectionName}" returned status ${outcome.status}`);
+    if (stored && !succeeded)
+      await fault(`HTTP request through connection "${call.connectionName}" returned status ${outcome.status}`);
     else if (stored) {
       await finishRecord('Completed');
       scheduleSuccessors(s, def, call.activityId, 'Done');
@@ -294,6 +366,7 @@ async function finishCall(deps: EngineDeps, client: pg.PoolClient, call: Pending
   }
   settle(s, now);
   await saveInstance(client, s);
-  if ((s.subStatus as string) === 'Faulted') deps.logger.warn({ instanceId: s.id, activityId: call.activityId }, 'workflow instance faulted');
+  if ((s.subStatus as string) === 'Faulted')
+    deps.logger.warn({ instanceId: s.id, activityId: call.activityId }, 'workflow instance faulted');
   return stepResult(deps, client, s, call.activityId);
 }

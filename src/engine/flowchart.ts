@@ -54,7 +54,10 @@ export function validateDefinition(def: WorkflowDefinitionRequest): FieldError[]
     if (variables.has(v.id)) add(['variables', i, 'id'], `Duplicate variable id "${v.id}"`);
     variables.set(v.id, v);
     if (!isVariableType(v.typeName)) {
-      add(['variables', i, 'typeName'], `Unknown variable type "${v.typeName}"; expected one of ${VARIABLE_TYPES.join(', ')}`);
+      add(
+        ['variables', i, 'typeName'],
+        `Unknown variable type "${v.typeName}"; expected one of ${VARIABLE_TYPES.join(', ')}`,
+      );
     } else if (v.value !== undefined && !convertValue(v.typeName, v.value).ok) {
       add(['variables', i, 'value'], `Value is not a valid ${v.typeName} for variable ${v.id}`);
     }
@@ -91,28 +94,45 @@ export function validateDefinition(def: WorkflowDefinitionRequest): FieldError[]
       }
       const expr = parsed.data.expression;
       if (expr.type === 'Variable' && (typeof expr.value !== 'string' || !variables.has(expr.value))) {
-        add(at(name, 'expression', 'value'), `Input "${name}" refers to unknown variable ${JSON.stringify(expr.value)}`);
+        add(
+          at(name, 'expression', 'value'),
+          `Input "${name}" refers to unknown variable ${JSON.stringify(expr.value)}`,
+        );
       }
       if (descriptor.connectionType && expr.type === 'Literal') {
         const v = expr.value as Record<string, unknown> | null;
         const shaped =
-          v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).every((k) => k === 'connectionName') &&
+          v !== null &&
+          typeof v === 'object' &&
+          !Array.isArray(v) &&
+          Object.keys(v).every((k) => k === 'connectionName') &&
           (v.connectionName === undefined || v.connectionName === null || typeof v.connectionName === 'string');
-        if (!shaped) add(at(name, 'expression', 'value'), `Input "${name}" must be {"connectionName": "<name of a saved ${descriptor.connectionType}>"}`);
+        if (!shaped)
+          add(
+            at(name, 'expression', 'value'),
+            `Input "${name}" must be {"connectionName": "<name of a saved ${descriptor.connectionType}>"}`,
+          );
       }
       if (type.typeName === 'Elsa.Http.SendHttpRequest' && name === 'resultVariable' && expr.type === 'Literal') {
         if (typeof expr.value !== 'string' || !variables.has(expr.value)) {
-          add(at(name, 'expression', 'value'), `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`);
+          add(
+            at(name, 'expression', 'value'),
+            `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`,
+          );
         }
       }
       if (type.typeName === 'Elsa.SetVariable' && name === 'variable' && expr.type === 'Literal') {
         if (typeof expr.value !== 'string' || !variables.has(expr.value)) {
-          add(at(name, 'expression', 'value'), `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`);
+          add(
+            at(name, 'expression', 'value'),
+            `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`,
+          );
         }
       }
     }
     for (const d of type.inputs) {
-      if (d.isRequired && !fields.has(d.name)) add(at(d.name), `Missing required input "${d.name}" for activity type ${type.typeName}`);
+      if (d.isRequired && !fields.has(d.name))
+        add(at(d.name), `Missing required input "${d.name}" for activity type ${type.typeName}`);
     }
   });
 
@@ -124,11 +144,16 @@ export function validateDefinition(def: WorkflowDefinitionRequest): FieldError[]
       const type = findActivityType(source.type);
       if (type && !type.outcomes.includes(c.source.port)) {
         const ports = type.outcomes.length ? type.outcomes.join(', ') : 'none';
-        add(at('source', 'port'), `Activity "${source.id}" (${type.typeName}) has no outcome port "${c.source.port}"; its ports: ${ports}`);
+        add(
+          at('source', 'port'),
+          `Activity "${source.id}" (${type.typeName}) has no outcome port "${c.source.port}"; its ports: ${ports}`,
+        );
       }
     }
-    if (!ids.has(c.target.activity)) add(at('target', 'activity'), `Connection target names unknown activity "${c.target.activity}"`);
-    if (c.target.port !== IN_PORT) add(at('target', 'port'), `Unknown target port "${c.target.port}"; activities are entered through "${IN_PORT}"`);
+    if (!ids.has(c.target.activity))
+      add(at('target', 'activity'), `Connection target names unknown activity "${c.target.activity}"`);
+    if (c.target.port !== IN_PORT)
+      add(at('target', 'port'), `Unknown target port "${c.target.port}"; activities are entered through "${IN_PORT}"`);
   });
 
   if (root.start !== undefined) {

@@ -3,7 +3,11 @@ import type { ActivityNode, InputValue } from './definition-schema.js';
 import type { DefinitionVersion } from './definitions.js';
 
 /** Evaluates one input expression against the instance's variables. */
-export function evaluateInput(input: InputValue | undefined, def: DefinitionVersion, variables: Record<string, unknown>): unknown {
+export function evaluateInput(
+  input: InputValue | undefined,
+  def: DefinitionVersion,
+  variables: Record<string, unknown>,
+): unknown {
   if (!input) return null;
   const { expression } = input;
   if (expression.type === 'Literal') return expression.value ?? null;

@@ -84,7 +84,11 @@ export function instanceFromRow(r: InstanceRow): InstanceState {
 }
 
 /** Reads and row-locks one instance (inside a transaction); undefined when it does not exist. */
-export async function lockInstance(client: Queryable, id: string, tenantId?: string): Promise<InstanceState | undefined> {
+export async function lockInstance(
+  client: Queryable,
+  id: string,
+  tenantId?: string,
+): Promise<InstanceState | undefined> {
   const { rows } = await client.query<InstanceRow>(
     `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
       WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
@@ -128,7 +132,11 @@ const WRITABLE: { column: string; type: string; value: (s: InstanceState) => unk
  * Writes many instance states in one statement. Given their states as read (`before`), only the columns
  * some instance changed are set: a batch of ModifyVariable writes variables and updated_at, nothing else.
  */
-export async function writeInstanceStates(db: Queryable, states: readonly InstanceState[], before?: ReadonlyMap<string, InstanceState>): Promise<void> {
+export async function writeInstanceStates(
+  db: Queryable,
+  states: readonly InstanceState[],
+  before?: ReadonlyMap<string, InstanceState>,
+): Promise<void> {
   if (states.length === 0) return;
   const changed = (c: (typeof WRITABLE)[number]) =>
     states.some((s) => {

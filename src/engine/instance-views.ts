@@ -40,7 +40,9 @@ export const InstanceViewSchema = z
     subStatus: InstanceSubStatusSchema,
     isSystem: z.boolean(),
     incidentCount: z.number().int(),
-    incidents: z.array(z.object({ activityId: z.string(), activityType: z.string(), message: z.string(), timestamp: z.string() })),
+    incidents: z.array(
+      z.object({ activityId: z.string(), activityType: z.string(), message: z.string(), timestamp: z.string() }),
+    ),
     variables: z.array(z.object({ id: z.string(), name: z.string(), typeName: z.string(), value: z.unknown() })),
     scheduledActivityIds: z.array(z.string()),
     bookmarks: z.array(z.object({ activityId: z.string(), eventName: z.string() })),

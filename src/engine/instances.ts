@@ -29,7 +29,10 @@ export async function createInstance(
   if (!def) {
     const which = req.version === undefined ? '' : ` with version ${req.version}`;
     throw new ValidationError(`Workflow definition ${req.definitionId}${which} not found`, [
-      { path: req.version === undefined ? '/definitionId' : '/version', message: `Workflow definition ${req.definitionId}${which} not found` },
+      {
+        path: req.version === undefined ? '/definitionId' : '/version',
+        message: `Workflow definition ${req.definitionId}${which} not found`,
+      },
     ]);
   }
   const variables: Record<string, unknown> = {};
@@ -43,11 +46,18 @@ export async function createInstance(
   for (const [id, value] of Object.entries(req.variables ?? {})) {
     const v = def.variables.find((d) => d.id === id);
     if (!v || !isVariableType(v.typeName)) {
-      errors.push({ path: pointer(['variables', id]), message: `Variable with ID ${id} not found in ${def.definitionId} version ${def.version}` });
+      errors.push({
+        path: pointer(['variables', id]),
+        message: `Variable with ID ${id} not found in ${def.definitionId} version ${def.version}`,
+      });
       continue;
     }
     const c = convertValue(v.typeName, value);
-    if (!c.ok) errors.push({ path: pointer(['variables', id]), message: `Value is not a valid ${v.typeName} for variable ${id}` });
+    if (!c.ok)
+      errors.push({
+        path: pointer(['variables', id]),
+        message: `Value is not a valid ${v.typeName} for variable ${id}`,
+      });
     else variables[id] = c.value;
   }
   if (errors.length) throw new ValidationError('The instance variables are not valid', errors);
@@ -59,8 +69,18 @@ export async function createInstance(
        (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
         variables, scheduled, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'Running', 'Pending', $8::jsonb, $9::jsonb, $10, $10)`,
-    [id, tenantId, def.definitionId, def.id, def.version, req.name ?? null, req.correlationId ?? null,
-      JSON.stringify(variables), JSON.stringify(start ? [start] : []), now],
+    [
+      id,
+      tenantId,
+      def.definitionId,
+      def.id,
+      def.version,
+      req.name ?? null,
+      req.correlationId ?? null,
+      JSON.stringify(variables),
+      JSON.stringify(start ? [start] : []),
+      now,
+    ],
   );
   return id;
 }
@@ -80,8 +100,16 @@ export async function getInstanceView(
   const s = instanceFromRow(rows[0]);
   const def = await definitions.byVersionId(db, s.definitionVersionId);
   const [records, journal] = await Promise.all([
-    db.query<{ activity_id: string; node_id: string; activity_type: string; name: string | null; status: ActivityRecordStatus;
-      inputs: Record<string, unknown>; started_at: Date; completed_at: Date | null }>(
+    db.query<{
+      activity_id: string;
+      node_id: string;
+      activity_type: string;
+      name: string | null;
+      status: ActivityRecordStatus;
+      inputs: Record<string, unknown>;
+      started_at: Date;
+      completed_at: Date | null;
+    }>(
       `SELECT activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at
          FROM activity_records WHERE instance_id = $1 ORDER BY id`,
       [id],
@@ -92,7 +120,12 @@ export async function getInstanceView(
     ),
   ]);
   const declared = def?.variables ?? [];
-  const variables: InstanceView['variables'] = declared.map((v) => ({ id: v.id, name: v.name ?? v.id, typeName: v.typeName, value: s.variables[v.id] ?? null }));
+  const variables: InstanceView['variables'] = declared.map((v) => ({
+    id: v.id,
+    name: v.name ?? v.id,
+    typeName: v.typeName,
+    value: s.variables[v.id] ?? null,
+  }));
   // Values kept for variables that the current version no longer declares (after a migration) stay visible.
   for (const [vid, value] of Object.entries(s.variables)) {
     if (!declared.some((v) => v.id === vid)) variables.push({ id: vid, name: vid, typeName: 'Object', value });
@@ -122,7 +155,11 @@ export async function getInstanceView(
       startedAt: r.started_at.toISOString(),
       completedAt: r.completed_at?.toISOString() ?? null,
     })),
-    journal: journal.rows.map((j) => ({ activityId: j.activity_id, message: j.message, timestamp: j.timestamp.toISOString() })),
+    journal: journal.rows.map((j) => ({
+      activityId: j.activity_id,
+      message: j.message,
+      timestamp: j.timestamp.toISOString(),
+    })),
     createdAt: s.createdAt.toISOString(),
     updatedAt: s.updatedAt.toISOString(),
     finishedAt: s.finishedAt?.toISOString() ?? null,

@@ -13,9 +13,30 @@ export interface ResilienceStrategy {
 }
 
 export const RESILIENCE_STRATEGIES: readonly ResilienceStrategy[] = [
-  { id: 'retry-3-quick', displayName: 'Retry 3 times, quickly', maxAttempts: 3, initialIntervalMs: 200, backoffCoefficient: 2, maxIntervalMs: 1_000 },
-  { id: 'retry-5-exponential', displayName: 'Retry 5 times with exponential backoff', maxAttempts: 5, initialIntervalMs: 1_000, backoffCoefficient: 2, maxIntervalMs: 30_000 },
-  { id: 'retry-10-patient', displayName: 'Retry 10 times over about 10 minutes', maxAttempts: 10, initialIntervalMs: 5_000, backoffCoefficient: 2, maxIntervalMs: 120_000 },
+  {
+    id: 'retry-3-quick',
+    displayName: 'Retry 3 times, quickly',
+    maxAttempts: 3,
+    initialIntervalMs: 200,
+    backoffCoefficient: 2,
+    maxIntervalMs: 1_000,
+  },
+  {
+    id: 'retry-5-exponential',
+    displayName: 'Retry 5 times with exponential backoff',
+    maxAttempts: 5,
+    initialIntervalMs: 1_000,
+    backoffCoefficient: 2,
+    maxIntervalMs: 30_000,
+  },
+  {
+    id: 'retry-10-patient',
+    displayName: 'Retry 10 times over about 10 minutes',
+    maxAttempts: 10,
+    initialIntervalMs: 5_000,
+    backoffCoefficient: 2,
+    maxIntervalMs: 120_000,
+  },
 ];
 
 export function findResilienceStrategy(id: string | undefined): ResilienceStrategy | undefined {
@@ -31,5 +52,10 @@ export interface StepRetryPolicy {
 }
 
 export function retryPolicyOf(s: ResilienceStrategy): StepRetryPolicy {
-  return { maximumAttempts: s.maxAttempts, initialIntervalMs: s.initialIntervalMs, backoffCoefficient: s.backoffCoefficient, maximumIntervalMs: s.maxIntervalMs };
+  return {
+    maximumAttempts: s.maxAttempts,
+    initialIntervalMs: s.initialIntervalMs,
+    backoffCoefficient: s.backoffCoefficient,
+    maximumIntervalMs: s.maxIntervalMs,
+  };
 }

@@ -32,13 +32,24 @@ export function finish(s: InstanceState, now: Date): void {
 }
 
 /** Adds the flowchart successors of an activity's outcome to the schedule, once each. */
-export function scheduleSuccessors(s: InstanceState, def: DefinitionVersion, activityId: string, outcome: string): void {
+export function scheduleSuccessors(
+  s: InstanceState,
+  def: DefinitionVersion,
+  activityId: string,
+  outcome: string,
+): void {
   for (const next of successors(def.root, activityId, outcome)) {
     if (!s.scheduled.includes(next)) s.scheduled.push(next);
   }
 }
 
-export function recordIncident(s: InstanceState, activityId: string, activityType: string, message: string, now: Date): void {
+export function recordIncident(
+  s: InstanceState,
+  activityId: string,
+  activityType: string,
+  message: string,
+  now: Date,
+): void {
   s.incidents.push({ activityId, activityType, message, timestamp: now.toISOString() });
   s.subStatus = 'Faulted';
 }

@@ -47,7 +47,8 @@ export function convertValue(typeName: VariableType, value: unknown): Conversion
     case 'DateTime': {
       if (typeof value !== 'string') return { ok: false };
       // An ISO 8601 date or date-time; stored normalised to UTC.
-      if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)) return { ok: false };
+      if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value))
+        return { ok: false };
       const t = Date.parse(value);
       return Number.isNaN(t) ? { ok: false } : { ok: true, value: new Date(t).toISOString() };
     }

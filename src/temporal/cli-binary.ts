@@ -20,7 +20,8 @@ const BUILD_MINUTES = 4;
 const STALE_LOCK_MS = 30 * 60_000;
 
 /** Where the built binary is kept: `{cacheDir}/temporal-cli/{version}/temporal` (cacheDir: ~/.cache/wf-alter). */
-export const cachedCliPath = (cacheDir: string) => path.join(cacheDir, 'temporal-cli', TEMPORAL_CLI_VERSION, 'temporal');
+export const cachedCliPath = (cacheDir: string) =>
+  path.join(cacheDir, 'temporal-cli', TEMPORAL_CLI_VERSION, 'temporal');
 
 export class CliUnavailableError extends Error {
   override name = 'CliUnavailableError';
@@ -64,7 +65,12 @@ export async function ensureCliBinary(opts: BuildOptions): Promise<string> {
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const age = Date.now() - (await stat(lock).then((s) => s.mtimeMs, () => Date.now()));
+      const age =
+        Date.now() -
+        (await stat(lock).then(
+          (s) => s.mtimeMs,
+          () => Date.now(),
+        ));
       if (age > STALE_LOCK_MS) {
         await rmdir(lock).catch(() => undefined);
         continue;
@@ -114,7 +120,9 @@ async function build(opts: BuildOptions, target: string): Promise<void> {
     });
     if (result.code !== 0 || !existsSync(path.join(work, 'temporal'))) {
       const tail = result.output.trim().split('\n').slice(-15).join('\n');
-      throw new CliUnavailableError(`Building the Temporal CLI failed (go install ${MODULE}, exit ${result.code}):\n${tail}`);
+      throw new CliUnavailableError(
+        `Building the Temporal CLI failed (go install ${MODULE}, exit ${result.code}):\n${tail}`,
+      );
     }
     await chmod(path.join(work, 'temporal'), 0o755);
     await rename(path.join(work, 'temporal'), target);
@@ -126,7 +134,11 @@ async function build(opts: BuildOptions, target: string): Promise<void> {
   say(opts, `Built the Temporal CLI in ${elapsed(started)}: ${target}\n`);
 }
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

@@ -51,7 +51,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     return await runCli(binary, opts);
   } catch (err) {
     if (err instanceof CliUnavailableError) throw err;
-    throw new Error(`The Temporal dev server did not start (${binary}); set TEMPORAL_ADDRESS to use a running Temporal instead.`, { cause: err });
+    throw new Error(
+      `The Temporal dev server did not start (${binary}); set TEMPORAL_ADDRESS to use a running Temporal instead.`,
+      { cause: err },
+    );
   }
 }
 
@@ -69,16 +72,25 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer
   const port = opts.port || (await freeLoopbackPort());
   const ui = (opts.uiPort ?? 0) > 0;
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(port),
-    '--namespace', opts.namespace,
-    '--log-format', 'json',
-    '--log-level', 'error',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--namespace',
+    opts.namespace,
+    '--log-format',
+    'json',
+    '--log-level',
+    'error',
     ...DYNAMIC_CONFIG,
     ...(opts.dbFilename ? ['--db-filename', opts.dbFilename] : []),
     // The plan search attributes (contract section 7), registered before anything starts a plan.
-    ...PLAN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`]),
+    ...PLAN_SEARCH_ATTRIBUTES.flatMap((k) => [
+      '--search-attribute',
+      `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
+    ]),
     ...(ui ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
   ];
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
@@ -160,10 +172,18 @@ async function runThroughSdk(opts: DevServerOptions): Promise<DevServer> {
       ui,
       ...(ui ? { uiPort: opts.uiPort } : {}),
       log: { format: 'json', level: 'error' },
-      extraArgs: PLAN_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`]),
+      extraArgs: PLAN_SEARCH_ATTRIBUTES.flatMap((k) => [
+        '--search-attribute',
+        `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
+      ]),
     },
   });
-  return { address: env.address, connection: env.connection, nativeConnection: env.nativeConnection, teardown: () => env.teardown() };
+  return {
+    address: env.address,
+    connection: env.connection,
+    nativeConnection: env.nativeConnection,
+    teardown: () => env.teardown(),
+  };
 }
 
 function accepts(port: number): Promise<boolean> {
@@ -194,7 +214,10 @@ async function stopChild(child: ChildProcess): Promise<void> {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
-  const inTime = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), STOP_TIMEOUT_MS).unref())]);
+  const inTime = await Promise.race([
+    exited.then(() => true),
+    new Promise<boolean>((r) => setTimeout(() => r(false), STOP_TIMEOUT_MS).unref()),
+  ]);
   if (inTime) return;
   child.kill('SIGKILL');
   await exited;

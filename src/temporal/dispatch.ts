@@ -1,9 +1,8 @@
-import type { Client} from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { instanceExecution, workAvailable } from '../../workflows/index.js';
 import { instanceWorkflowId } from './names.js';
 import type { Dispatcher } from '../engine/ports.js';
-
 
 const DISPATCH_CONCURRENCY = 16;
 

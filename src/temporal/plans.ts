@@ -5,7 +5,11 @@ import { pendingPlanIds } from '../alterations/plans.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
 import { alterationPlan } from '../../workflows/index.js';
-import { PLAN_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE, PLAN_TYPES_ATTRIBUTE } from '../../workflows/search-attributes.js';
+import {
+  PLAN_STATUS_ATTRIBUTE,
+  PLAN_TENANT_ATTRIBUTE,
+  PLAN_TYPES_ATTRIBUTE,
+} from '../../workflows/search-attributes.js';
 import { planWorkflowId } from './names.js';
 
 export interface PlanProcessing {
@@ -30,13 +34,26 @@ export interface PlanMetadata {
  * again while it runs, or after it completed, starts nothing new (the id is the plan's); only a run that
  * failed or was terminated may be started again.
  */
-export async function startPlanWorkflow(client: Client, processing: PlanProcessing, planId: string, plan?: PlanMetadata): Promise<void> {
+export async function startPlanWorkflow(
+  client: Client,
+  processing: PlanProcessing,
+  planId: string,
+  plan?: PlanMetadata,
+): Promise<void> {
   const searchAttributes = Boolean(processing.searchAttributes && plan);
   try {
     await client.workflow.start(alterationPlan, {
       workflowId: planWorkflowId(planId),
       taskQueue: processing.taskQueue,
-      args: [{ planId, batchSize: processing.batchSize, window: processing.window, batchesPerRun: processing.batchesPerRun, searchAttributes }],
+      args: [
+        {
+          planId,
+          batchSize: processing.batchSize,
+          window: processing.window,
+          batchesPerRun: processing.batchesPerRun,
+          searchAttributes,
+        },
+      ],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       ...(plan
         ? {
@@ -78,7 +95,8 @@ export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter'>):
     })
     .join(', ');
   const f = plan.filter;
-  const list = (values: readonly string[], max = 3) => values.slice(0, max).join(', ') + (values.length > max ? ` and ${values.length - max} more` : '');
+  const list = (values: readonly string[], max = 3) =>
+    values.slice(0, max).join(', ') + (values.length > max ? ` and ${values.length - max} more` : '');
   const on = f.workflowInstanceIds?.length
     ? `${f.workflowInstanceIds.length} listed instance${f.workflowInstanceIds.length === 1 ? '' : 's'}`
     : f.definitionIds?.length
@@ -89,7 +107,11 @@ export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter'>):
 
 /** Markdown shown under the summary: the plan id, tenant, alterations and filter as submitted. */
 function planDetails(planId: string, plan: PlanMetadata): string {
-  const filter = Object.fromEntries(Object.entries(plan.filter).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)));
+  const filter = Object.fromEntries(
+    Object.entries(plan.filter).filter(
+      ([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0),
+    ),
+  );
   return [
     `**Plan** \`${planId}\` · tenant \`${plan.tenantId ?? 'default'}\``,
     '',
@@ -105,7 +127,12 @@ function planDetails(planId: string, plan: PlanMetadata): string {
  * At worker start: plans stored while no workflow could be started (an API stopped between storing and
  * starting one) are started now. Starting one that is already running is a no-op.
  */
-export async function startPendingPlans(pool: pg.Pool, client: Client, processing: PlanProcessing, logger: Logger): Promise<string[]> {
+export async function startPendingPlans(
+  pool: pg.Pool,
+  client: Client,
+  processing: PlanProcessing,
+  logger: Logger,
+): Promise<string[]> {
   const started: string[] = [];
   for (const planId of await pendingPlanIds(pool)) {
     try {

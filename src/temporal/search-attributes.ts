@@ -12,7 +12,8 @@ const INDEXED: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
 
 /** The command that registers the attributes on a Temporal of one's own (README, docker-compose). */
 export const REGISTER_COMMAND = PLAN_SEARCH_ATTRIBUTES.map(
-  (k) => `temporal operator search-attribute create --namespace default --name ${k.name} --type ${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
+  (k) =>
+    `temporal operator search-attribute create --namespace default --name ${k.name} --type ${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
 ).join(' && ');
 
 /**
@@ -20,10 +21,17 @@ export const REGISTER_COMMAND = PLAN_SEARCH_ATTRIBUTES.map(
  * upgrade adds new ones). A server that refuses (no operator rights on a shared cluster) leaves plans
  * without them: the service says so once and starts plans without attributes rather than failing them.
  */
-export async function ensureSearchAttributes(connection: Connection, namespace: string, logger: Logger): Promise<boolean> {
+export async function ensureSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  logger: Logger,
+): Promise<boolean> {
   try {
     const existing = await connection.operatorService.listSearchAttributes({ namespace });
-    const known = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
+    const known = new Set([
+      ...Object.keys(existing.customAttributes ?? {}),
+      ...Object.keys(existing.systemAttributes ?? {}),
+    ]);
     const missing = PLAN_SEARCH_ATTRIBUTES.filter((k) => !known.has(k.name));
     if (missing.length === 0) return true;
     await connection.operatorService.addSearchAttributes({
@@ -35,7 +43,10 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   } catch (err) {
     // Registered meanwhile by another node: fine.
     if (/already exists/i.test((err as Error).message)) return true;
-    logger.warn({ err, register: REGISTER_COMMAND }, 'could not register the plan search attributes; plans run without them until they are registered');
+    logger.warn(
+      { err, register: REGISTER_COMMAND },
+      'could not register the plan search attributes; plans run without them until they are registered',
+    );
     return false;
   }
 }

@@ -29,28 +29,33 @@ export const Timestamp = z.iso
   .datetime({ offset: true })
   .superRefine((value, ctx) => {
     const parts = timestampParts(value);
-    if (parts.year < 1 || parts.year > 9999) ctx.addIssue({ code: 'custom', message: 'The year must be between 1 and 9999' });
-    if (Math.abs(parts.offsetMinutes) > MAX_OFFSET_MINUTES) ctx.addIssue({ code: 'custom', message: 'The UTC offset must be within ±18:00' });
+    if (parts.year < 1 || parts.year > 9999)
+      ctx.addIssue({ code: 'custom', message: 'The year must be between 1 and 9999' });
+    if (Math.abs(parts.offsetMinutes) > MAX_OFFSET_MINUTES)
+      ctx.addIssue({ code: 'custom', message: 'The UTC offset must be within ±18:00' });
   })
   .openapi({
     description: 'ISO 8601 date-time with offset; years 1–9999, offsets within ±18:00',
     example: '2026-11-22T04:30:00.000Z',
     // The same bounds for generators reading the document (validation is the refinement above).
-    pattern: '^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)$',
+    pattern:
+      '^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)$',
   });
 
 /** A validated timestamp split into its local date-time (no offset) and its offset east of UTC in minutes. */
 export function timestampParts(value: string): { local: string; offsetMinutes: number; year: number } {
   const m = OFFSET.exec(value);
   const local = m ? value.slice(0, m.index) : value;
-  const offsetMinutes = !m || m[1]!.toUpperCase() === 'Z' ? 0 : (m[1]!.startsWith('-') ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3]));
+  const offsetMinutes =
+    !m || m[1]!.toUpperCase() === 'Z' ? 0 : (m[1]!.startsWith('-') ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3]));
   return { local, offsetMinutes, year: Number(local.slice(0, 4)) };
 }
 
 /** Why a string may not enter the service: it holds NUL, or it is not well-formed Unicode. */
 export function badString(s: string): string | undefined {
   if (s.includes('\u0000')) return 'Must not contain the NUL character';
-  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return 'Must be well-formed Unicode (no lone surrogates)';
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed())
+    return 'Must be well-formed Unicode (no lone surrogates)';
   return undefined;
 }
 

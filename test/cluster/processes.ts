@@ -20,7 +20,12 @@ export interface Proc {
 
 const all = new Set<Proc>();
 
-export function start(name: string, command: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; uid?: number; gid?: number } = {}): Proc {
+export function start(
+  name: string,
+  command: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; uid?: number; gid?: number } = {},
+): Proc {
   const child = spawn(command, args, {
     env: opts.env ?? process.env,
     cwd: opts.cwd,
@@ -36,7 +41,9 @@ export function start(name: string, command: string, args: string[], opts: { env
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
-  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(signal ?? code)),
+  );
   const proc: Proc = { name, child, tail: () => lines.join('\n'), exited };
   all.add(proc);
   void exited.then(() => all.delete(proc));
@@ -94,12 +101,18 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000, proc?: Proc): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  proc?: Proc,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check().catch(() => undefined);
     if (value !== undefined) return value;
-    if (proc && proc.child.exitCode !== null) throw new Error(`${proc.name} exited while waiting for ${what}:\n${proc.tail()}`);
+    if (proc && proc.child.exitCode !== null)
+      throw new Error(`${proc.name} exited while waiting for ${what}:\n${proc.tail()}`);
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}${proc ? `:\n${proc.tail()}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -130,11 +143,16 @@ export class PostgresServer {
     const runAs = await systemPostgresUser();
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     if (runAs) await chown(dataDir, runAs.uid, runAs.gid);
-    const initdb = start('initdb', bins.initdb, [`--pgdata=${dataDir}`, '--auth=trust', '--username=postgres', '--encoding=UTF8', '--no-locale'], {
-      env: { ...process.env, LC_ALL: 'C' },
-      cwd: dataDir,
-      ...(runAs ?? {}),
-    });
+    const initdb = start(
+      'initdb',
+      bins.initdb,
+      [`--pgdata=${dataDir}`, '--auth=trust', '--username=postgres', '--encoding=UTF8', '--no-locale'],
+      {
+        env: { ...process.env, LC_ALL: 'C' },
+        cwd: dataDir,
+        ...(runAs ?? {}),
+      },
+    );
     if ((await initdb.exited) !== 0) throw new Error(`initdb failed:\n${initdb.tail()}`);
     return new PostgresServer(dataDir, port, bins.postgres, runAs);
   }
@@ -147,7 +165,20 @@ export class PostgresServer {
     this.proc = start(
       'postgres',
       this.binary,
-      ['-D', this.dataDir, '-p', String(this.port), '-h', '127.0.0.1', '-k', '', '-c', 'max_connections=200', '-c', 'fsync=on'],
+      [
+        '-D',
+        this.dataDir,
+        '-p',
+        String(this.port),
+        '-h',
+        '127.0.0.1',
+        '-k',
+        '',
+        '-c',
+        'max_connections=200',
+        '-c',
+        'fsync=on',
+      ],
       { env: { ...process.env, LC_ALL: 'C' }, cwd: this.dataDir, ...(this.runAs ?? {}) },
     );
     await waitFor('Postgres to accept connections', () => accepts(this.port), 60_000, this.proc);
@@ -176,8 +207,19 @@ export class TemporalServer {
   async start(): Promise<void> {
     await mkdir(path.dirname(this.dbFile), { recursive: true });
     this.proc = start('temporal', this.cli, [
-      'server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(this.port), '--db-filename', this.dbFile,
-      '--namespace', 'default', '--log-level', 'error',
+      'server',
+      'start-dev',
+      '--headless',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(this.port),
+      '--db-filename',
+      this.dbFile,
+      '--namespace',
+      'default',
+      '--log-level',
+      'error',
     ]);
     await waitFor('Temporal to accept connections', () => accepts(this.port), 60_000, this.proc);
   }

@@ -22,7 +22,17 @@ import { loadConfig } from '../../src/config.js';
 import { ensureCliBinary } from '../../src/temporal/cli-binary.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
-import { freePort, kill9, pidsAlive, PostgresServer, type Proc, start, stopAll, TemporalServer, waitFor } from './processes.js';
+import {
+  freePort,
+  kill9,
+  pidsAlive,
+  PostgresServer,
+  type Proc,
+  start,
+  stopAll,
+  TemporalServer,
+  waitFor,
+} from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const INSTANCES = Number(process.env.CLUSTER_INSTANCES ?? 50_000);
@@ -40,7 +50,8 @@ const check = (name: string, ok: boolean, detail: string) => {
   log(`${ok ? 'PASS' : 'FAIL'}  ${name}: ${detail}`);
 };
 const started = Date.now();
-const log = (msg: string) => process.stdout.write(`[cluster ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${msg}\n`);
+const log = (msg: string) =>
+  process.stdout.write(`[cluster ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${msg}\n`);
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -93,13 +104,23 @@ async function main(): Promise<void> {
       track(start(name, process.execPath, ['dist/src/main.js', role], { cwd: ROOT, env: nodeEnv(name, extra) }));
 
     const apiPorts = [await freePort(), await freePort()];
-    const apis = [node('api-1', '--api', { PORT: String(apiPorts[0]) }), node('api-2', '--api', { PORT: String(apiPorts[1]) })];
+    const apis = [
+      node('api-1', '--api', { PORT: String(apiPorts[0]) }),
+      node('api-2', '--api', { PORT: String(apiPorts[1]) }),
+    ];
     const urls = apiPorts.map((p) => `http://127.0.0.1:${p}`);
     const workers = [node('worker-1', '--worker'), node('worker-2', '--worker')];
     for (const [i, url] of urls.entries()) {
-      await waitFor(`api-${i + 1} /health`, async () => ((await fetch(`${url}/health`)).status === 200 ? true : undefined), 90_000, apis[i]);
+      await waitFor(
+        `api-${i + 1} /health`,
+        async () => ((await fetch(`${url}/health`)).status === 200 ? true : undefined),
+        90_000,
+        apis[i],
+      );
     }
-    log(`API nodes pids ${apis.map((a) => a.child.pid).join(', ')}; workers pids ${workers.map((w) => w.child.pid).join(', ')}`);
+    log(
+      `API nodes pids ${apis.map((a) => a.child.pid).join(', ')}; workers pids ${workers.map((w) => w.child.pid).join(', ')}`,
+    );
 
     const call = async (i: number, method: string, p: string, body?: unknown, auth = `ApiKey ${adminKey}`) => {
       const res = await fetch(urls[i]! + p, {
@@ -116,7 +137,11 @@ async function main(): Promise<void> {
     if (def.status !== 201) throw new Error(`publish: ${def.status} ${JSON.stringify(def.body)}`);
     const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     db.on('error', () => undefined); // Postgres is restarted below: idle clients may die.
-    await seedInstances(db as unknown as pg.Pool, { definitionVersionId: def.body.id, count: INSTANCES, variables: { amount: 0 } });
+    await seedInstances(db as unknown as pg.Pool, {
+      definitionVersionId: def.body.id,
+      count: INSTANCES,
+      variables: { amount: 0 },
+    });
     await db.query(`
       CREATE TABLE cluster_instance_writes (instance_id text PRIMARY KEY, n int NOT NULL);
       CREATE TABLE cluster_job_completions (plan_id text, ord int, n int NOT NULL, PRIMARY KEY (plan_id, ord));
@@ -168,21 +193,32 @@ async function main(): Promise<void> {
           track(temporal.proc!);
         },
       ],
-      ['restart Postgres in immediate mode (SIGQUIT, start)', async () => {
-        await pgServer.restartImmediate();
-        track(pgServer.proc!);
-      }],
+      [
+        'restart Postgres in immediate mode (SIGQUIT, start)',
+        async () => {
+          await pgServer.restartImmediate();
+          track(pgServer.proc!);
+        },
+      ],
     ];
     for (const [i, [what, act]] of actions.entries()) {
       const threshold = Math.floor(FAULTS_AT[i]! * INSTANCES);
-      const atJobs = await waitFor(`${threshold} jobs done`, async () => {
-        const done = await jobsDone();
-        return done >= threshold ? done : undefined;
-      }, 15 * 60_000);
+      const atJobs = await waitFor(
+        `${threshold} jobs done`,
+        async () => {
+          const done = await jobsDone();
+          return done >= threshold ? done : undefined;
+        },
+        15 * 60_000,
+      );
       const t0 = Date.now();
       log(`fault ${i + 1}: ${what} (jobs done: ${atJobs})`);
       await act();
-      const resumedAt = await waitFor('the plan to move again', async () => ((await jobsDone()) > atJobs ? Date.now() : undefined), 10 * 60_000);
+      const resumedAt = await waitFor(
+        'the plan to move again',
+        async () => ((await jobsDone()) > atJobs ? Date.now() : undefined),
+        10 * 60_000,
+      );
       const fault = { what, atJobs, atSeconds: (t0 - planStarted) / 1000, stallSeconds: (resumedAt - t0) / 1000 };
       faults.push(fault);
       log(`  moving again after ${fault.stallSeconds.toFixed(1)} s`);
@@ -200,16 +236,40 @@ async function main(): Promise<void> {
     log(`plan ended with status ${final.status} after ${planSeconds.toFixed(1)} s: ${JSON.stringify(final.jobCounts)}`);
 
     // Exactly once, counted by the triggers and read back.
-    const one = async (sql: string, params: unknown[] = []) => (await db.query(sql, params)).rows[0] as Record<string, number>;
+    const one = async (sql: string, params: unknown[] = []) =>
+      (await db.query(sql, params)).rows[0] as Record<string, number>;
     check('plan Completed (read through api-2)', final.status === 4, `status ${final.status}`);
-    check('jobCounts', final.jobCounts.completed === INSTANCES && final.jobCounts.failed === 0, JSON.stringify(final.jobCounts));
-    const writes = await one('SELECT count(*)::int AS instances, coalesce(max(n), 0)::int AS max, coalesce(min(n), 0)::int AS min FROM cluster_instance_writes');
-    check('every instance written exactly once', writes.instances === INSTANCES && writes.max === 1 && writes.min === 1, `${writes.instances} instances written, ${writes.min}–${writes.max} writes each`);
-    const valued = await one(`SELECT count(*)::int AS n FROM workflow_instances WHERE variables->'amount' = $1::jsonb`, [JSON.stringify(PLAN_VALUE)]);
+    check(
+      'jobCounts',
+      final.jobCounts.completed === INSTANCES && final.jobCounts.failed === 0,
+      JSON.stringify(final.jobCounts),
+    );
+    const writes = await one(
+      'SELECT count(*)::int AS instances, coalesce(max(n), 0)::int AS max, coalesce(min(n), 0)::int AS min FROM cluster_instance_writes',
+    );
+    check(
+      'every instance written exactly once',
+      writes.instances === INSTANCES && writes.max === 1 && writes.min === 1,
+      `${writes.instances} instances written, ${writes.min}–${writes.max} writes each`,
+    );
+    const valued = await one(
+      `SELECT count(*)::int AS n FROM workflow_instances WHERE variables->'amount' = $1::jsonb`,
+      [JSON.stringify(PLAN_VALUE)],
+    );
     check('every instance holds the new value', valued.n === INSTANCES, `${valued.n} of ${INSTANCES}`);
-    const completions = await one('SELECT count(*)::int AS jobs, coalesce(max(n), 0)::int AS max FROM cluster_job_completions WHERE plan_id = $1', [planId]);
-    const completedJobs = await one('SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = $1 AND status = 2', [planId]);
-    check('every job Completed once', completions.jobs === INSTANCES && completions.max === 1 && completedJobs.n === INSTANCES, `${completions.jobs} jobs completed, at most ${completions.max} time(s) each; ${completedJobs.n} Completed`);
+    const completions = await one(
+      'SELECT count(*)::int AS jobs, coalesce(max(n), 0)::int AS max FROM cluster_job_completions WHERE plan_id = $1',
+      [planId],
+    );
+    const completedJobs = await one(
+      'SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = $1 AND status = 2',
+      [planId],
+    );
+    check(
+      'every job Completed once',
+      completions.jobs === INSTANCES && completions.max === 1 && completedJobs.n === INSTANCES,
+      `${completions.jobs} jobs completed, at most ${completions.max} time(s) each; ${completedJobs.n} Completed`,
+    );
 
     // Both workers ran batches: the plan's Temporal history names the worker of each started activity.
     const connection = await Connection.connect({ address: temporal.address });
@@ -217,11 +277,16 @@ async function main(): Promise<void> {
     const history = await handle.fetchHistory();
     const result = (await handle.result()) as { status: string; completed: number; failed: number };
     await connection.close();
-    check('the plan workflow returns the exact counts', result.status === 'Completed' && result.completed === INSTANCES && result.failed === 0, JSON.stringify(result));
+    check(
+      'the plan workflow returns the exact counts',
+      result.status === 'Completed' && result.completed === INSTANCES && result.failed === 0,
+      JSON.stringify(result),
+    );
     const scheduled = new Map<string, string>();
     const byWorker = new Map<string, number>();
     for (const e of history.events ?? []) {
-      if (e.activityTaskScheduledEventAttributes) scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+      if (e.activityTaskScheduledEventAttributes)
+        scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
       const startedAttrs = e.activityTaskStartedEventAttributes;
       if (startedAttrs && scheduled.get(String(startedAttrs.scheduledEventId)) === 'runJobBatch') {
         byWorker.set(startedAttrs.identity ?? '?', (byWorker.get(startedAttrs.identity ?? '?') ?? 0) + 1);
@@ -229,31 +294,62 @@ async function main(): Promise<void> {
     }
     const workerPids = new Map(workers.map((w) => [String(w.child.pid), w.name]));
     const named = [...byWorker].map(([identity, n]) => `${workerPids.get(identity.split('@')[0]!) ?? identity}: ${n}`);
-    check('both workers ran batches', byWorker.size >= 2 && [...byWorker.keys()].every((id) => workerPids.has(id.split('@')[0]!)), named.join(', '));
+    check(
+      'both workers ran batches',
+      byWorker.size >= 2 && [...byWorker.keys()].every((id) => workerPids.has(id.split('@')[0]!)),
+      named.join(', '),
+    );
 
     // Across the API nodes: one signing key, sessions and keys in Postgres.
     const login = await call(0, 'POST', '/identity/login', { username: 'admin', password });
     const onNode2 = await call(1, 'GET', '/alterations?limit=1', undefined, `Bearer ${login.body?.accessToken}`);
-    check('a token from api-1 works on api-2', login.status === 200 && onNode2.status === 200, `login ${login.status}, api-2 ${onNode2.status}`);
-    const logout = await call(0, 'POST', '/identity/logout', { refreshToken: login.body.refreshToken }, `Bearer ${login.body.accessToken}`);
+    check(
+      'a token from api-1 works on api-2',
+      login.status === 200 && onNode2.status === 200,
+      `login ${login.status}, api-2 ${onNode2.status}`,
+    );
+    const logout = await call(
+      0,
+      'POST',
+      '/identity/logout',
+      { refreshToken: login.body.refreshToken },
+      `Bearer ${login.body.accessToken}`,
+    );
     const refreshed = await call(1, 'POST', '/identity/refresh', { refreshToken: login.body.refreshToken }, '');
-    check('after logout on api-1 the refresh token is refused on api-2', logout.status === 204 && refreshed.status === 401, `logout ${logout.status}, refresh ${refreshed.status}`);
+    check(
+      'after logout on api-1 the refresh token is refused on api-2',
+      logout.status === 204 && refreshed.status === 401,
+      `logout ${logout.status}, refresh ${refreshed.status}`,
+    );
     const key = await call(0, 'POST', '/identity/api-keys', { name: 'cluster', permissions: ['alterations:view'] });
     const before = await call(0, 'GET', '/alterations?limit=1', undefined, `ApiKey ${key.body?.key}`);
     const revoked = await call(1, 'DELETE', `/identity/api-keys/${key.body?.id}`);
     const after = await call(0, 'GET', '/alterations?limit=1', undefined, `ApiKey ${key.body?.key}`);
-    check('a key revoked on api-2 is refused on api-1', before.status === 200 && revoked.status === 204 && after.status === 401, `before ${before.status}, revoke ${revoked.status}, after ${after.status}`);
+    check(
+      'a key revoked on api-2 is refused on api-1',
+      before.status === 200 && revoked.status === 204 && after.status === 401,
+      `before ${before.status}, revoke ${revoked.status}, after ${after.status}`,
+    );
     await db.end();
 
     log('faults:');
-    for (const f of faults) log(`  ${f.what}: at ${f.atSeconds.toFixed(1)} s, ${f.atJobs} jobs done; the plan moved again after ${f.stallSeconds.toFixed(1)} s`);
-    log(`plan: ${INSTANCES} instances in ${planSeconds.toFixed(1)} s with the faults above; batches by worker: ${named.join(', ')}`);
+    for (const f of faults)
+      log(
+        `  ${f.what}: at ${f.atSeconds.toFixed(1)} s, ${f.atJobs} jobs done; the plan moved again after ${f.stallSeconds.toFixed(1)} s`,
+      );
+    log(
+      `plan: ${INSTANCES} instances in ${planSeconds.toFixed(1)} s with the faults above; batches by worker: ${named.join(', ')}`,
+    );
   } catch (err) {
     check('the scenario ran to its end', false, err instanceof Error ? err.message : String(err));
   } finally {
     await stopAll();
     const left = pidsAlive(pids);
-    check('nothing left running', left.length === 0, left.length ? `still alive: ${left.join(', ')}` : `${pids.length} processes stopped`);
+    check(
+      'nothing left running',
+      left.length === 0,
+      left.length ? `still alive: ${left.join(', ')}` : `${pids.length} processes stopped`,
+    );
     await rm(work, { recursive: true, force: true });
   }
   const failed = checks.filter((c) => !c.ok).length;

@@ -76,12 +76,20 @@ describe('the API database budget', () => {
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE datname = current_database() AND application_name = 'workflow-alterations-api' AND state = 'active' AND query LIKE '%FOR NO KEY UPDATE%'`,
         );
-      await eventually(async () => ((await waiting()).rows[0]!.n === 1 ? true : undefined), 'the cancel to wait on the lock', 5_000);
+      await eventually(
+        async () => ((await waiting()).rows[0]!.n === 1 ? true : undefined),
+        'the cancel to wait on the lock',
+        5_000,
+      );
       const abortedAt = Date.now();
       controller.abort();
       expect(await request).toBeInstanceOf(Error);
       // Gone well before the statement timeout would have ended it.
-      await eventually(async () => ((await waiting()).rows[0]!.n === 0 ? true : undefined), 'the abandoned statement to be cancelled', STATEMENT_TIMEOUT_MS - 1_000);
+      await eventually(
+        async () => ((await waiting()).rows[0]!.n === 0 ? true : undefined),
+        'the abandoned statement to be cancelled',
+        STATEMENT_TIMEOUT_MS - 1_000,
+      );
       expect(Date.now() - abortedAt).toBeLessThan(STATEMENT_TIMEOUT_MS - 1_000);
     } finally {
       await release(holder);

@@ -23,11 +23,22 @@ let work: string;
 let pool: pg.Pool;
 
 /** The CLI as a user runs it: a separate process, its output and exit code. */
-function wfa(args: string[], env: NodeJS.ProcessEnv = {}, stdin?: string): Promise<{ code: number | null; out: string; err: string }> {
+function wfa(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  stdin?: string,
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [WFA, ...args], {
       cwd: work,
-      env: { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: path.join(work, 'config'), WFA_URL: url, WFA_API_KEY: adminKey, ...env },
+      env: {
+        PATH: process.env.PATH,
+        HOME: work,
+        XDG_CONFIG_HOME: path.join(work, 'config'),
+        WFA_URL: url,
+        WFA_API_KEY: adminKey,
+        ...env,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
@@ -73,7 +84,12 @@ beforeAll(async () => {
     stdio: 'ignore',
   });
   const deadline = Date.now() + 90_000;
-  while ((await fetch(`${url}/health`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${url}/health`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -96,10 +112,15 @@ describe('wfa, spawned against a running service', () => {
     expect(published.err).toBe('');
     expect(published.code).toBe(0);
     expect(published.out).toMatch(/Published cli-def version 1/);
-    const { rows } = await pool.query<{ id: string }>("SELECT id FROM workflow_definitions WHERE definition_id = 'cli-def'");
+    const { rows } = await pool.query<{ id: string }>(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'cli-def'",
+    );
     await seedInstances(pool, { definitionVersionId: rows[0]!.id, count: 300, variables: { amount: 0 } });
 
-    const plan = await file('plan.json', { alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }], filter: { definitionIds: ['cli-def'] } });
+    const plan = await file('plan.json', {
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }],
+      filter: { definitionIds: ['cli-def'] },
+    });
     const submitted = await wfa(['plans', 'submit', plan, '--id', `cli-ok-${run}`, '--watch']);
     expect(submitted.err).toBe('');
     expect(submitted.code).toBe(0);
@@ -108,14 +129,21 @@ describe('wfa, spawned against a running service', () => {
 
     const shown = await wfa(['--json', 'plans', 'show', `cli-ok-${run}`]);
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.out)).toMatchObject({ id: `cli-ok-${run}`, status: 4, jobCounts: { total: 300, completed: 300 } });
+    expect(JSON.parse(shown.out)).toMatchObject({
+      id: `cli-ok-${run}`,
+      status: 4,
+      jobCounts: { total: 300, completed: 300 },
+    });
     const human = await wfa(['plans', 'show', `cli-ok-${run}`]);
     expect(human.out).toContain('█'.repeat(40));
     expect(human.out).toContain('completed 300');
   });
 
   it('exits 1 from --watch when jobs failed, and lists them with --failed', async () => {
-    const plan = await file('bad-var.json', { alterations: [{ type: 'ModifyVariable', variableId: 'nope', value: 1 }], filter: { definitionIds: ['cli-def'] } });
+    const plan = await file('bad-var.json', {
+      alterations: [{ type: 'ModifyVariable', variableId: 'nope', value: 1 }],
+      filter: { definitionIds: ['cli-def'] },
+    });
     const r = await wfa(['plans', 'submit', plan, '--id', `cli-fail-${run}`, '--watch']);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/Completed: 0 completed, 300 failed, 0 cancelled of 300/);

@@ -27,7 +27,8 @@ afterAll(async () => {
 });
 
 /** A JSON body of about `kb` kilobytes. */
-const bigBody = (kb: number) => JSON.stringify({ names: Array.from({ length: kb }, (_, i) => `${i}`.padEnd(1000, 'x')) });
+const bigBody = (kb: number) =>
+  JSON.stringify({ names: Array.from({ length: kb }, (_, i) => `${i}`.padEnd(1000, 'x')) });
 
 describe('bodies handled once', () => {
   it('keeps a keep-alive connection usable after 401, 404 and 413 answered to large bodies', async () => {
@@ -40,7 +41,8 @@ describe('bodies handled once', () => {
         const res = await fetch(`${base}${path}`, init);
         await res.arrayBuffer();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status !== expected) failures.push(`${init.method ?? 'GET'} ${path}: ${res.status}, expected ${expected}`);
+        if (res.status !== expected)
+          failures.push(`${init.method ?? 'GET'} ${path}: ${res.status}, expected ${expected}`);
       } catch (err) {
         failures.push(`${init.method ?? 'GET'} ${path}: ${String((err as Error).cause ?? err)}`);
       }
@@ -90,19 +92,32 @@ describe('bodies handled once', () => {
 describe('HTTP details', () => {
   it('sends a 204 without a content type', async () => {
     const created = await h.request('POST', '/connection-configuration', {
-      body: { name: 'to-delete', connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration', connectionConfiguration: { baseUrl: 'http://example.test' } },
+      body: {
+        name: 'to-delete',
+        connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+        connectionConfiguration: { baseUrl: 'http://example.test' },
+      },
     });
     expect(created.status).toBe(201);
-    const res = await fetch(`${base}/connection-configuration/${created.body.id}`, { method: 'DELETE', headers: { authorization: `ApiKey ${h.adminKey}` } });
+    const res = await fetch(`${base}/connection-configuration/${created.body.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `ApiKey ${h.adminKey}` },
+    });
     expect(res.status).toBe(204);
     expect(res.headers.get('content-type')).toBeNull();
   });
 
   it('answers 405 with Allow over HTTP', async () => {
-    const res = await fetch(`${base}/alterations/submit`, { method: 'GET', headers: { authorization: `ApiKey ${h.adminKey}` } });
+    const res = await fetch(`${base}/alterations/submit`, {
+      method: 'GET',
+      headers: { authorization: `ApiKey ${h.adminKey}` },
+    });
     // GET /alterations/submit reads a plan named "submit"; PATCH is supported by no route of that path.
     expect(res.status).toBe(404);
-    const patch = await fetch(`${base}/alterations/submit`, { method: 'PATCH', headers: { authorization: `ApiKey ${h.adminKey}` } });
+    const patch = await fetch(`${base}/alterations/submit`, {
+      method: 'PATCH',
+      headers: { authorization: `ApiKey ${h.adminKey}` },
+    });
     expect(patch.status).toBe(405);
     expect(patch.headers.get('allow')).toBe('GET, HEAD, POST');
   });
@@ -123,7 +138,10 @@ describe('HTTP details', () => {
     const huge = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(huge).toMatch(/^HTTP\/1\.1 431 /);
     expect(huge).toMatch(/content-type: application\/problem\+json/i);
-    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 431, title: 'Request Header Fields Too Large' });
+    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      status: 431,
+      title: 'Request Header Fields Too Large',
+    });
 
     const malformed = await raw('GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
     expect(malformed).toMatch(/^HTTP\/1\.1 400 /);

@@ -15,23 +15,38 @@ beforeEach(async () => {
 });
 
 const user = (name: string, extra: Record<string, unknown> = {}, key?: string) =>
-  h.request('POST', '/identity/users', { body: { name, password: 'correct horse battery', ...extra }, ...(key ? { key } : {}) });
+  h.request('POST', '/identity/users', {
+    body: { name, password: 'correct horse battery', ...extra },
+    ...(key ? { key } : {}),
+  });
 
 describe('placing a principal in another tenant', () => {
   it('needs *: delegating connections:view never becomes connections:view in another tenant', async () => {
     const delegator = await h.keyWith(['identity/api-keys:create', 'identity/users:create', 'connections:view']);
-    const key = await h.request('POST', '/identity/api-keys', { key: delegator, body: { name: 'x', permissions: ['connections:view'], tenantId: 'tA' } });
+    const key = await h.request('POST', '/identity/api-keys', {
+      key: delegator,
+      body: { name: 'x', permissions: ['connections:view'], tenantId: 'tA' },
+    });
     expect(key.status).toBe(403);
     expect(key.body.detail).toContain('"*"');
     const u = await user('tenant-hopper', { permissions: ['connections:view'], tenantId: 'tA' }, delegator);
     expect(u.status).toBe(403);
     expect(u.body.detail).toContain('"*"');
     // In its own tenant it still may.
-    expect((await h.request('POST', '/identity/api-keys', { key: delegator, body: { name: 'own', permissions: ['connections:view'] } })).status).toBe(201);
+    expect(
+      (
+        await h.request('POST', '/identity/api-keys', {
+          key: delegator,
+          body: { name: 'own', permissions: ['connections:view'] },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it('is allowed with *', async () => {
-    const r = await h.request('POST', '/identity/api-keys', { body: { name: 'tA key', permissions: ['connections:view'], tenantId: 'tA' } });
+    const r = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'tA key', permissions: ['connections:view'], tenantId: 'tA' },
+    });
     expect(r.status).toBe(201);
     expect(r.body.tenantId).toBe('tA');
   });
@@ -51,8 +66,11 @@ describe('deleting a user', () => {
     expect((await h.request('DELETE', `/identity/users/${plain.body.id}`, { key: deleter })).status).toBe(204);
   });
 
-  it('counts the grants of the user\'s roles', async () => {
-    expect((await h.request('POST', '/identity/roles', { body: { name: 'planners', permissions: ['alterations:execute'] } })).status).toBe(201);
+  it("counts the grants of the user's roles", async () => {
+    expect(
+      (await h.request('POST', '/identity/roles', { body: { name: 'planners', permissions: ['alterations:execute'] } }))
+        .status,
+    ).toBe(201);
     const member = await user('planner', { roles: ['planners'] });
     const deleter = await h.keyWith(['identity/users:delete']);
     expect((await h.request('DELETE', `/identity/users/${member.body.id}`, { key: deleter })).status).toBe(403);
@@ -64,9 +82,13 @@ describe('deleting a user', () => {
 describe('the bootstrap administrator', () => {
   it('refuses to make another tenant\'s "Admin" the administrator, and leaves it unchanged', async () => {
     // As if created before the name was reserved.
-    await h.pool.query("INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ('tb-admin', 'tB', 'Admin', 'x', '{}')");
+    await h.pool.query(
+      "INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ('tb-admin', 'tB', 'Admin', 'x', '{}')",
+    );
     try {
-      await expect(ensureAdminUser(h.pool, 'the admin password')).rejects.toThrow(/belongs to tenant "tB".*not made the administrator/);
+      await expect(ensureAdminUser(h.pool, 'the admin password')).rejects.toThrow(
+        /belongs to tenant "tB".*not made the administrator/,
+      );
       const { rows } = await h.pool.query("SELECT password_hash, permissions FROM users WHERE id = 'tb-admin'");
       expect(rows[0]).toEqual({ password_hash: 'x', permissions: [] });
     } finally {
@@ -83,7 +105,9 @@ describe('the bootstrap administrator', () => {
 
 describe('API keys', () => {
   it('are listed without the key or its hash, show when they were last used, and can be revoked at once', async () => {
-    const created = await h.request('POST', '/identity/api-keys', { body: { name: 'listed', permissions: ['alterations:view'] } });
+    const created = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'listed', permissions: ['alterations:view'] },
+    });
     expect(created.status).toBe(201);
     expect(created.headers.get('cache-control')).toBe('no-store');
     expect((await h.request('GET', '/alterations', { key: created.body.key })).status).toBe(200);
@@ -91,7 +115,15 @@ describe('API keys', () => {
     const list = await h.request('GET', '/identity/api-keys');
     expect(list.status).toBe(200);
     const item = list.body.items.find((k: { id: string }) => k.id === created.body.id);
-    expect(Object.keys(item).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'permissions', 'tenantId']);
+    expect(Object.keys(item).sort()).toEqual([
+      'createdAt',
+      'expiresAt',
+      'id',
+      'lastUsedAt',
+      'name',
+      'permissions',
+      'tenantId',
+    ]);
     expect(item.lastUsedAt).not.toBeNull();
     expect(JSON.stringify(list.body)).not.toContain(created.body.key);
     const { rows } = await h.pool.query('SELECT key_hash FROM api_keys WHERE id = $1', [created.body.id]);
@@ -103,8 +135,10 @@ describe('API keys', () => {
     expect((await h.request('DELETE', `/identity/api-keys/${created.body.id}`)).status).toBe(404);
   });
 
-  it('are listed and revoked only within the caller\'s tenant', async () => {
-    const other = await h.request('POST', '/identity/api-keys', { body: { name: 'other tenant', permissions: ['alterations:view'], tenantId: 'tC' } });
+  it("are listed and revoked only within the caller's tenant", async () => {
+    const other = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'other tenant', permissions: ['alterations:view'], tenantId: 'tC' },
+    });
     const tenantAdmin = await h.keyWith(['identity/api-keys:view', 'identity/api-keys:delete'], 'tD');
     const list = await h.request('GET', '/identity/api-keys', { key: tenantAdmin });
     expect(list.body.items.map((k: { tenantId: string }) => k.tenantId)).toEqual(['tD']);
@@ -113,14 +147,20 @@ describe('API keys', () => {
 
   it('stop working when they expire, and must expire in the future', async () => {
     const created = await h.request('POST', '/identity/api-keys', {
-      body: { name: 'short-lived', permissions: ['alterations:view'], expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+      body: {
+        name: 'short-lived',
+        permissions: ['alterations:view'],
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
     });
     expect(created.status).toBe(201);
     expect(created.body.expiresAt).not.toBeNull();
     expect((await h.request('GET', '/alterations', { key: created.body.key })).status).toBe(200);
     await h.pool.query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1", [created.body.id]);
     expect((await h.request('GET', '/alterations', { key: created.body.key })).status).toBe(401);
-    const past = await h.request('POST', '/identity/api-keys', { body: { name: 'past', permissions: [], expiresAt: '2020-01-01T00:00:00Z' } });
+    const past = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'past', permissions: [], expiresAt: '2020-01-01T00:00:00Z' },
+    });
     expect(past.status).toBe(400);
     expect(past.body.errors[0].path).toBe('/expiresAt');
   });
@@ -138,12 +178,25 @@ describe('grants', () => {
       expect(r.body.errors[0].path, path).toBe(`/permissions/${body.permissions.indexOf('workflows:read')}`);
       expect(r.body.errors[0].message, path).toContain('workflows:read');
     }
-    expect((await h.request('POST', '/identity/api-keys', { body: { name: 'bad wildcard', permissions: ['nothing:*'] } })).status).toBe(400);
+    expect(
+      (await h.request('POST', '/identity/api-keys', { body: { name: 'bad wildcard', permissions: ['nothing:*'] } }))
+        .status,
+    ).toBe(400);
   });
 
   it('accepts both models and the wildcard forms', async () => {
     const r = await h.request('POST', '/identity/api-keys', {
-      body: { name: 'wild', permissions: ['*', '*:view', 'alterations:*', 'read:alterations', 'workflows/instances:view', 'connections/descriptor:read'] },
+      body: {
+        name: 'wild',
+        permissions: [
+          '*',
+          '*:view',
+          'alterations:*',
+          'read:alterations',
+          'workflows/instances:view',
+          'connections/descriptor:read',
+        ],
+      },
     });
     expect(r.status).toBe(201);
     const list = await h.request('GET', '/identity/permissions');
@@ -156,7 +209,8 @@ describe('grants', () => {
 describe('guessing', () => {
   it('blocks a user name after 5 failed sign-ins with 429 and Retry-After, even for the right password', async () => {
     expect((await user('guessed', { permissions: [] })).status).toBe(201);
-    const login = (password: string) => h.request('POST', '/identity/login', { key: null, body: { username: 'guessed', password } });
+    const login = (password: string) =>
+      h.request('POST', '/identity/login', { key: null, body: { username: 'guessed', password } });
     for (let i = 0; i < 5; i++) expect((await login(`wrong ${i}`)).status).toBe(401);
     const blocked = await login('correct horse battery');
     expect(blocked.status).toBe(429);
@@ -166,19 +220,24 @@ describe('guessing', () => {
 
   it('clears the count of a user name on a successful sign-in, and marks tokens no-store', async () => {
     expect((await user('forgetful', { permissions: [] })).status).toBe(201);
-    const login = (password: string) => h.request('POST', '/identity/login', { key: null, body: { username: 'forgetful', password } });
+    const login = (password: string) =>
+      h.request('POST', '/identity/login', { key: null, body: { username: 'forgetful', password } });
     for (let i = 0; i < 4; i++) expect((await login('wrong')).status).toBe(401);
     const ok = await login('correct horse battery');
     expect(ok.status).toBe(200);
     expect(ok.headers.get('cache-control')).toBe('no-store');
-    const refreshed = await h.request('POST', '/identity/refresh', { key: null, body: { refreshToken: ok.body.refreshToken } });
+    const refreshed = await h.request('POST', '/identity/refresh', {
+      key: null,
+      body: { refreshToken: ok.body.refreshToken },
+    });
     expect(refreshed.headers.get('cache-control')).toBe('no-store');
     for (let i = 0; i < 4; i++) expect((await login('wrong')).status).toBe(401);
     expect((await login('correct horse battery')).status).toBe(200);
   });
 
   it('blocks a client address after 20 unknown API keys, while valid keys keep working', async () => {
-    for (let i = 0; i < 20; i++) expect((await h.request('GET', '/alterations', { key: `wfa_guess_${i}` })).status).toBe(401);
+    for (let i = 0; i < 20; i++)
+      expect((await h.request('GET', '/alterations', { key: `wfa_guess_${i}` })).status).toBe(401);
     const blocked = await h.request('GET', '/alterations', { key: 'wfa_guess_21' });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);

@@ -17,7 +17,8 @@ async function loginAs(username: string, password: string) {
 }
 
 const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
-const refresh = (refreshToken: unknown) => h.request('POST', '/identity/refresh', { key: null, body: { refreshToken } });
+const refresh = (refreshToken: unknown) =>
+  h.request('POST', '/identity/refresh', { key: null, body: { refreshToken } });
 
 async function createUser(body: Record<string, unknown>) {
   const r = await h.request('POST', '/identity/users', { body: { password: 'pass-word-123', ...body } });
@@ -36,7 +37,12 @@ describe('login and access tokens', () => {
     const pair = await loginAs('admin', ADMIN_PASSWORD);
     expect(pair).toMatchObject({ tokenType: 'Bearer', expiresIn: 900 });
     const claims = decodeJwt(pair.accessToken);
-    expect(claims).toMatchObject({ sub: expect.any(String), name: 'admin', sid: expect.any(String), permissions: ['*'] });
+    expect(claims).toMatchObject({
+      sub: expect.any(String),
+      name: 'admin',
+      sid: expect.any(String),
+      permissions: ['*'],
+    });
     expect(claims).not.toHaveProperty('tenantId');
     expect(claims.exp! - claims.iat!).toBe(900);
     const r = await h.request('GET', '/features/installed', bearer(pair.accessToken));
@@ -55,20 +61,32 @@ describe('login and access tokens', () => {
   });
 
   it('computes effective grants from the user and its roles', async () => {
-    expect((await h.request('POST', '/identity/roles', { body: { name: 'viewers', permissions: ['alterations:view', '*:view'] } })).status).toBe(201);
+    expect(
+      (
+        await h.request('POST', '/identity/roles', {
+          body: { name: 'viewers', permissions: ['alterations:view', '*:view'] },
+        })
+      ).status,
+    ).toBe(201);
     await createUser({ name: 'mixed', roles: ['viewers'], permissions: ['alterations:execute'] });
     const claims = decodeJwt((await loginAs('mixed', 'pass-word-123')).accessToken);
     expect([...(claims.permissions as string[])].sort()).toEqual(['*:view', 'alterations:execute', 'alterations:view']);
   });
 
   it('refuses bad credentials with 401 and WWW-Authenticate', async () => {
-    for (const body of [{ username: 'admin', password: 'wrong-password' }, { username: 'ghost', password: 'whatever-1' }]) {
+    for (const body of [
+      { username: 'admin', password: 'wrong-password' },
+      { username: 'ghost', password: 'whatever-1' },
+    ]) {
       const r = await h.request('POST', '/identity/login', { key: null, body });
       expect(r.status).toBe(401);
       expect(r.headers.get('www-authenticate')).toContain('Bearer');
       expect(r.body.detail).toBe('Unknown user name or wrong password');
     }
-    const malformed = await h.request('GET', '/alterations', { key: null, headers: { authorization: 'Bearer not.a.jwt' } });
+    const malformed = await h.request('GET', '/alterations', {
+      key: null,
+      headers: { authorization: 'Bearer not.a.jwt' },
+    });
     expect(malformed.status).toBe(401);
   });
 
@@ -103,7 +121,11 @@ describe('refresh', () => {
     const pair = await loginAs('admin', ADMIN_PASSWORD);
     const { sid, sub } = decodeJwt(pair.refreshToken) as { sid: string; sub: string };
     const sign = (claims: Record<string, unknown>, subject?: string, exp: string | number = '1h') => {
-      let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'rt+jwt' }).setIssuer('workflow-alterations').setIssuedAt().setExpirationTime(exp);
+      let jwt = new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ: 'rt+jwt' })
+        .setIssuer('workflow-alterations')
+        .setIssuedAt()
+        .setExpirationTime(exp);
       if (subject !== undefined) jwt = jwt.setSubject(subject);
       return jwt.sign(h.tokens.key);
     };
@@ -112,7 +134,16 @@ describe('refresh', () => {
       ['missing', undefined],
       ['blank', '   '],
       ['malformed', 'abc.def'],
-      ['signed elsewhere', await new SignJWT({ sid }).setProtectedHeader({ alg: 'HS256', typ: 'rt+jwt' }).setSubject(sub).setJti('x').setIssuer('workflow-alterations').setExpirationTime('1h').sign(new TextEncoder().encode('another key'))],
+      [
+        'signed elsewhere',
+        await new SignJWT({ sid })
+          .setProtectedHeader({ alg: 'HS256', typ: 'rt+jwt' })
+          .setSubject(sub)
+          .setJti('x')
+          .setIssuer('workflow-alterations')
+          .setExpirationTime('1h')
+          .sign(new TextEncoder().encode('another key')),
+      ],
       ['an access token', pair.accessToken],
       ['unknown jti', await sign({ sid, jti: 'never-issued' }, sub)],
       ['no subject', await sign({ sid, jti: 'x' })],
@@ -122,7 +153,10 @@ describe('refresh', () => {
       ['expired', await sign({ sid, jti: 'x' }, sub, Math.floor(Date.now() / 1000) - 10)],
     ];
     for (const [what, token] of cases) {
-      const r = await h.request('POST', '/identity/refresh', { key: null, body: token === undefined ? {} : { refreshToken: token } });
+      const r = await h.request('POST', '/identity/refresh', {
+        key: null,
+        body: token === undefined ? {} : { refreshToken: token },
+      });
       expect(r.status, what).toBe(401);
       expect(r.headers.get('content-type'), what).toContain('application/problem+json');
     }
@@ -133,7 +167,9 @@ describe('refresh', () => {
   it('shows a permission change at the next refresh', async () => {
     const user = await createUser({ name: 'promoted', permissions: ['alterations:view'] });
     const pair = await loginAs('promoted', 'pass-word-123');
-    await h.pool.query("UPDATE users SET permissions = '{alterations:view,alterations:execute}' WHERE id = $1", [user.id]);
+    await h.pool.query("UPDATE users SET permissions = '{alterations:view,alterations:execute}' WHERE id = $1", [
+      user.id,
+    ]);
     expect(decodeJwt(pair.accessToken).permissions).toEqual(['alterations:view']);
     const next = await refresh(pair.refreshToken);
     expect(decodeJwt(next.body.accessToken).permissions).toEqual(['alterations:execute', 'alterations:view']);
@@ -157,15 +193,22 @@ describe('logout and deletion', () => {
     expect((await h.request('POST', '/identity/logout', { key: null })).status).toBe(401);
   });
 
-  it('signs out the session of a refresh token given in the body, only if it is the caller\'s', async () => {
+  it("signs out the session of a refresh token given in the body, only if it is the caller's", async () => {
     const a = await loginAs('admin', ADMIN_PASSWORD);
     const b = await loginAs('admin', ADMIN_PASSWORD);
-    expect((await h.request('POST', '/identity/logout', { ...bearer(a.accessToken), body: { refreshToken: b.refreshToken } })).status).toBe(204);
+    expect(
+      (
+        await h.request('POST', '/identity/logout', {
+          ...bearer(a.accessToken),
+          body: { refreshToken: b.refreshToken },
+        })
+      ).status,
+    ).toBe(204);
     expect((await refresh(b.refreshToken)).status).toBe(401);
     expect((await refresh(a.refreshToken)).status).toBe(200);
   });
 
-  it("deleting a user ends its sessions and its access tokens", async () => {
+  it('deleting a user ends its sessions and its access tokens', async () => {
     const user = await createUser({ name: 'doomed', permissions: ['alterations:view'] });
     const pair = await loginAs('doomed', 'pass-word-123');
     expect((await h.request('DELETE', `/identity/users/${user.id}`)).status).toBe(204);
@@ -181,25 +224,46 @@ describe('users, roles and secrets', () => {
   it('validates and places users', async () => {
     const dup = await h.request('POST', '/identity/users', { body: { name: 'ADMIN', password: 'pass-word-123' } });
     expect(dup.status).toBe(409);
-    const role = await h.request('POST', '/identity/users', { body: { name: 'r1', password: 'pass-word-123', roles: ['viewers', 'nope'] } });
+    const role = await h.request('POST', '/identity/users', {
+      body: { name: 'r1', password: 'pass-word-123', roles: ['viewers', 'nope'] },
+    });
     expect(role.status).toBe(400);
     expect(role.body.errors).toEqual([{ path: '/roles/1', message: 'No role named "nope" in this tenant' }]);
     const short = await h.request('POST', '/identity/users', { body: { name: 'r2', password: 'short' } });
     expect(short.status).toBe(400);
     expect(short.body.errors[0].path).toBe('/password');
     const tenantAdmin = await h.keyWith(['identity/users:create', 'alterations:view'], 'tenant-x');
-    const elsewhere = await h.request('POST', '/identity/users', { key: tenantAdmin, body: { name: 'r3', password: 'pass-word-123', tenantId: 'tenant-y' } });
+    const elsewhere = await h.request('POST', '/identity/users', {
+      key: tenantAdmin,
+      body: { name: 'r3', password: 'pass-word-123', tenantId: 'tenant-y' },
+    });
     expect(elsewhere.status).toBe(403);
-    const escalate = await h.request('POST', '/identity/users', { key: tenantAdmin, body: { name: 'r4', password: 'pass-word-123', permissions: ['*'] } });
+    const escalate = await h.request('POST', '/identity/users', {
+      key: tenantAdmin,
+      body: { name: 'r4', password: 'pass-word-123', permissions: ['*'] },
+    });
     expect(escalate.status).toBe(403);
     // A role hands out its grants: the caller must hold them too.
     const userAdmin = await h.keyWith(['identity/users:create']);
-    const viaRole = await h.request('POST', '/identity/users', { key: userAdmin, body: { name: 'r6', password: 'pass-word-123', roles: ['viewers'] } });
+    const viaRole = await h.request('POST', '/identity/users', {
+      key: userAdmin,
+      body: { name: 'r6', password: 'pass-word-123', roles: ['viewers'] },
+    });
     expect(viaRole.status).toBe(403);
     expect(viaRole.body.detail).toContain('you do not hold it yourself');
-    const placed = await h.request('POST', '/identity/users', { key: tenantAdmin, body: { name: 'r5', password: 'pass-word-123', permissions: ['alterations:view'] } });
-    expect(placed.body).toMatchObject({ name: 'r5', tenantId: 'tenant-x', roles: [], permissions: ['alterations:view'] });
-    expect((await h.request('POST', '/identity/roles', { body: { name: 'viewers', permissions: [] } })).status).toBe(409);
+    const placed = await h.request('POST', '/identity/users', {
+      key: tenantAdmin,
+      body: { name: 'r5', password: 'pass-word-123', permissions: ['alterations:view'] },
+    });
+    expect(placed.body).toMatchObject({
+      name: 'r5',
+      tenantId: 'tenant-x',
+      roles: [],
+      permissions: ['alterations:view'],
+    });
+    expect((await h.request('POST', '/identity/roles', { body: { name: 'viewers', permissions: [] } })).status).toBe(
+      409,
+    );
   });
 
   it('hashes secrets with Argon2id', async () => {
@@ -214,7 +278,10 @@ describe('users, roles and secrets', () => {
 
   it('keeps ADMIN_PASSWORD in force on later starts', async () => {
     await ensureAdminUser(h.pool, 'a-new-admin-password');
-    expect((await h.request('POST', '/identity/login', { key: null, body: { username: 'admin', password: ADMIN_PASSWORD } })).status).toBe(401);
+    expect(
+      (await h.request('POST', '/identity/login', { key: null, body: { username: 'admin', password: ADMIN_PASSWORD } }))
+        .status,
+    ).toBe(401);
     await loginAs('admin', 'a-new-admin-password');
     await ensureAdminUser(h.pool, ADMIN_PASSWORD);
   });
@@ -229,7 +296,8 @@ describe('stale grants', () => {
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _e, cb) {
-        for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of chunk.toString().split('\n'))
+          if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
         cb();
       },
     });
@@ -238,10 +306,18 @@ describe('stale grants', () => {
     expect(lines).toHaveLength(byGrant.size);
     expect(byGrant.get('read:alterations')).toMatchObject({ level: 40, replacement: 'alterations:view' });
     expect((byGrant.get('read:alterations')!.holders as string[]).length).toBe(2);
-    expect(byGrant.get('run:alterations')).toMatchObject({ replacement: 'alterations:execute', holders: ['role:old-style'] });
-    expect(byGrant.get('manage:user-tasks')).toMatchObject({ replacement: 'user-tasks:supervise', holders: ['user:r5'] });
+    expect(byGrant.get('run:alterations')).toMatchObject({
+      replacement: 'alterations:execute',
+      holders: ['role:old-style'],
+    });
+    expect(byGrant.get('manage:user-tasks')).toMatchObject({
+      replacement: 'user-tasks:supervise',
+      holders: ['user:r5'],
+    });
     expect(byGrant.get('exec:csharp-expressions')).toMatchObject({ replacement: 'removed' });
-    expect(byGrant.get('exec:csharp-expressions')!.msg).toBe('stored permission "exec:csharp-expressions" no longer resolves; it was removed');
+    expect(byGrant.get('exec:csharp-expressions')!.msg).toBe(
+      'stored permission "exec:csharp-expressions" no longer resolves; it was removed',
+    );
     expect(byGrant.has('alterations:view')).toBe(false);
     expect(byGrant.has('*')).toBe(false);
   });

@@ -16,17 +16,29 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 /** Sends the request and expects a 400 problem naming `path` among its errors. */
-async function expect400(method: string, path: string, field: string, body?: unknown, opts: { rawBody?: string; key?: string | null } = {}) {
+async function expect400(
+  method: string,
+  path: string,
+  field: string,
+  body?: unknown,
+  opts: { rawBody?: string; key?: string | null } = {},
+) {
   const r = await h.request(method, path, { ...(body !== undefined ? { body } : {}), ...opts });
   expect(r.status, JSON.stringify(r.body)).toBe(400);
   expect(r.headers.get('content-type')).toBe('application/problem+json');
-  expect(r.body.errors.map((e: { path: string }) => e.path), JSON.stringify(r.body)).toContain(field);
+  expect(
+    r.body.errors.map((e: { path: string }) => e.path),
+    JSON.stringify(r.body),
+  ).toContain(field);
   return r;
 }
 
 const nested = (depth: number): unknown => (depth === 0 ? 1 : [nested(depth - 1)]);
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-const run = (value: unknown) => ({ alterations: [{ type: 'ModifyVariable', variableId: 'approved', value }], workflowInstanceIds: ['missing'] });
+const run = (value: unknown) => ({
+  alterations: [{ type: 'ModifyVariable', variableId: 'approved', value }],
+  workflowInstanceIds: ['missing'],
+});
 
 describe('strings: no NUL, well-formed Unicode', () => {
   it('refuses NUL in bodies, including the unauthenticated login, naming the field', async () => {
@@ -39,7 +51,10 @@ describe('strings: no NUL, well-formed Unicode', () => {
     });
     await expect400('POST', '/alterations/dry-run', '/names/1', { names: ['ok', 'bad\u0000'] });
     await expect400('POST', '/events/approve/trigger', '/correlationId', { correlationId: '\u0000' });
-    await expect400('POST', '/workflow-instances', '/variables/k\u0000ey', { definitionId: 'input-def', variables: { 'k\u0000ey': 1 } });
+    await expect400('POST', '/workflow-instances', '/variables/k\u0000ey', {
+      definitionId: 'input-def',
+      variables: { 'k\u0000ey': 1 },
+    });
   });
 
   it('refuses NUL in query values and path parameters', async () => {
@@ -50,7 +65,10 @@ describe('strings: no NUL, well-formed Unicode', () => {
   });
 
   it('refuses lone surrogates before they reach jsonb', async () => {
-    const r = await expect400('POST', '/workflow-instances', '/variables/note', { definitionId: 'input-def', variables: { note: 'x\ud800' } });
+    const r = await expect400('POST', '/workflow-instances', '/variables/note', {
+      definitionId: 'input-def',
+      variables: { note: 'x\ud800' },
+    });
     expect(r.body.errors[0].message).toMatch(/surrogate/);
     await expect400('POST', '/alterations/run', '/alterations/0/value', run('\udc00'));
     // The raw escape, as an attacker would send it.
@@ -90,11 +108,18 @@ describe('integers stored or used in SQL fit in 32 bits', () => {
 });
 
 describe('timestamps: years 1 to 9999, offsets within ±18:00', () => {
-  const filterAt = (timestamp: string, operator = 'GreaterThan') => ({ timestampFilters: [{ column: 'CreatedAt', operator, timestamp }] });
+  const filterAt = (timestamp: string, operator = 'GreaterThan') => ({
+    timestampFilters: [{ column: 'CreatedAt', operator, timestamp }],
+  });
 
   it('refuses year 0000 and offset +23:59, naming the field', async () => {
     await expect400('POST', '/alterations/dry-run', '/timestampFilters/0/timestamp', filterAt('0000-01-01T00:00:00Z'));
-    await expect400('POST', '/alterations/dry-run', '/timestampFilters/0/timestamp', filterAt('2026-01-01T00:00:00+23:59'));
+    await expect400(
+      'POST',
+      '/alterations/dry-run',
+      '/timestampFilters/0/timestamp',
+      filterAt('2026-01-01T00:00:00+23:59'),
+    );
     await expect400('POST', '/alterations/submit', '/filter/timestampFilters/0/timestamp', {
       alterations: [{ type: 'Cancel' }],
       filter: filterAt('2026-01-01T00:00:00-18:01'),
@@ -111,7 +136,10 @@ describe('timestamps: years 1 to 9999, offsets within ±18:00', () => {
     expect(await ids(filterAt('9999-12-31T23:59:59.999-18:00'))).toEqual([]);
     expect(await ids(filterAt('9999-12-31T23:59:59.999-18:00', 'LessThan'))).toEqual([instanceId]);
     // +17:00 is the same instant as 17 hours earlier in UTC.
-    const { rows } = await h.pool.query<{ created_at: Date }>('SELECT created_at FROM workflow_instances WHERE id = $1', [instanceId]);
+    const { rows } = await h.pool.query<{ created_at: Date }>(
+      'SELECT created_at FROM workflow_instances WHERE id = $1',
+      [instanceId],
+    );
     const created = rows[0]!.created_at.getTime();
     const local = (ms: number) => new Date(ms).toISOString().slice(0, 23);
     expect(await ids(filterAt(`${local(created + 17 * 3600_000 - 1000)}+17:00`))).toEqual([instanceId]);
@@ -121,7 +149,9 @@ describe('timestamps: years 1 to 9999, offsets within ±18:00', () => {
 
 describe('paging cursors the service did not issue', () => {
   it('are a 400 naming /query/after on every paged endpoint', async () => {
-    const submitted = await h.request('POST', '/alterations/submit', { body: { alterations: [{ type: 'Cancel' }], filter: { names: ['nobody'] } } });
+    const submitted = await h.request('POST', '/alterations/submit', {
+      body: { alterations: [{ type: 'Cancel' }], filter: { names: ['nobody'] } },
+    });
     expect(submitted.status).toBe(202);
     const planId = submitted.body.planId;
     const crafted = [
@@ -143,7 +173,13 @@ describe('paging cursors the service did not issue', () => {
 
   it('still page with the cursors the service issued', async () => {
     for (let i = 0; i < 2; i++) {
-      expect((await h.request('POST', '/alterations/submit', { body: { alterations: [{ type: 'Cancel' }], filter: { names: [`n${i}`] } } })).status).toBe(202);
+      expect(
+        (
+          await h.request('POST', '/alterations/submit', {
+            body: { alterations: [{ type: 'Cancel' }], filter: { names: [`n${i}`] } },
+          })
+        ).status,
+      ).toBe(202);
     }
     const first = await h.request('GET', '/alterations?limit=1');
     expect(first.body.nextCursor).toEqual(expect.any(String));
@@ -151,7 +187,11 @@ describe('paging cursors the service did not issue', () => {
     expect(second.status).toBe(200);
     expect(second.body.items[0].id).not.toBe(first.body.items[0].id);
     // A cursor of one endpoint is not one of the other.
-    await expect400('GET', `/alterations/${first.body.items[0].id}/jobs?after=${encodeURIComponent(first.body.nextCursor)}`, '/query/after');
+    await expect400(
+      'GET',
+      `/alterations/${first.body.items[0].id}/jobs?after=${encodeURIComponent(first.body.nextCursor)}`,
+      '/query/after',
+    );
   });
 });
 
@@ -169,7 +209,9 @@ describe('JSON depth', () => {
       const r = await h.request('POST', '/identity/login', { rawBody: deep(n), key: null });
       expect(r.status).toBe(400);
     }
-    const r = await h.request('POST', '/workflow-definitions', { rawBody: `{"variables":[{"id":"v","typeName":"Object","value":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}]}` });
+    const r = await h.request('POST', '/workflow-definitions', {
+      rawBody: `{"variables":[{"id":"v","typeName":"Object","value":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}]}`,
+    });
     expect(r.status).toBe(400);
     expect(r.body.errors[0].path).toMatch(/^\/variables\/0\/value\/a\/a/);
   });
@@ -179,13 +221,24 @@ describe('bounded filters', () => {
   it('refuses filters past the limits, naming the field', async () => {
     const activityFilters = Array.from({ length: 200 }, () => ({}));
     await expect400('POST', '/alterations/dry-run', '/activityFilters', { activityFilters });
-    await expect400('POST', '/alterations/submit', '/filter/activityFilters', { alterations: [{ type: 'Cancel' }], filter: { activityFilters } });
-    await expect400('POST', '/alterations/dry-run', '/activityFilters', { activityFilters: activityFilters.slice(0, 21) });
+    await expect400('POST', '/alterations/submit', '/filter/activityFilters', {
+      alterations: [{ type: 'Cancel' }],
+      filter: { activityFilters },
+    });
+    await expect400('POST', '/alterations/dry-run', '/activityFilters', {
+      activityFilters: activityFilters.slice(0, 21),
+    });
     const ts = { column: 'CreatedAt', operator: 'LessThan', timestamp: '2030-01-01T00:00:00Z' };
-    await expect400('POST', '/alterations/dry-run', '/timestampFilters', { timestampFilters: Array.from({ length: 11 }, () => ts) });
-    await expect400('POST', '/alterations/dry-run', '/names', { names: Array.from({ length: 1001 }, (_, i) => `n${i}`) });
+    await expect400('POST', '/alterations/dry-run', '/timestampFilters', {
+      timestampFilters: Array.from({ length: 11 }, () => ts),
+    });
+    await expect400('POST', '/alterations/dry-run', '/names', {
+      names: Array.from({ length: 1001 }, (_, i) => `n${i}`),
+    });
     await expect400('POST', '/alterations/dry-run', '/correlationIds/0', { correlationIds: ['x'.repeat(1025)] });
-    await expect400('POST', '/alterations/dry-run', '/activityFilters/0/activityId', { activityFilters: [{ activityId: 'x'.repeat(1025) }] });
+    await expect400('POST', '/alterations/dry-run', '/activityFilters/0/activityId', {
+      activityFilters: [{ activityId: 'x'.repeat(1025) }],
+    });
     await expect400('POST', '/alterations/dry-run', '/searchTerm', { searchTerm: 'x'.repeat(1025) });
   });
 
@@ -194,7 +247,11 @@ describe('bounded filters', () => {
       body: {
         names: Array.from({ length: 1000 }, (_, i) => (i === 0 ? 'x'.repeat(1024) : `n${i}`)),
         activityFilters: Array.from({ length: 20 }, () => ({ activityId: 'start' })),
-        timestampFilters: Array.from({ length: 10 }, () => ({ column: 'CreatedAt', operator: 'LessThan', timestamp: '2999-01-01T00:00:00Z' })),
+        timestampFilters: Array.from({ length: 10 }, () => ({
+          column: 'CreatedAt',
+          operator: 'LessThan',
+          timestamp: '2999-01-01T00:00:00Z',
+        })),
       },
     });
     expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(200);
@@ -204,17 +261,33 @@ describe('bounded filters', () => {
 describe('idempotent resubmit', () => {
   it('treats absent, null and [] filter fields as the same body', async () => {
     const alterations = [{ type: 'ModifyVariable', variableId: 'approved', value: null }];
-    const first = await h.request('POST', '/alterations/submit', { body: { id: 'same-meaning', alterations, filter: { names: ['nobody'], definitionIds: null } } });
+    const first = await h.request('POST', '/alterations/submit', {
+      body: { id: 'same-meaning', alterations, filter: { names: ['nobody'], definitionIds: null } },
+    });
     expect(first.status).toBe(202);
     const again = await h.request('POST', '/alterations/submit', {
-      body: { id: 'same-meaning', alterations, filter: { definitionIds: [], names: ['nobody'], correlationIds: null, activityFilters: [], emptyFilterSelectsAll: false } },
+      body: {
+        id: 'same-meaning',
+        alterations,
+        filter: {
+          definitionIds: [],
+          names: ['nobody'],
+          correlationIds: null,
+          activityFilters: [],
+          emptyFilterSelectsAll: false,
+        },
+      },
     });
     expect(again.status, JSON.stringify(again.body)).toBe(202);
     expect(again.body.planId).toBe('same-meaning');
-    const absent = await h.request('POST', '/alterations/submit', { body: { id: 'same-meaning', alterations, filter: { names: ['nobody'] } } });
+    const absent = await h.request('POST', '/alterations/submit', {
+      body: { id: 'same-meaning', alterations, filter: { names: ['nobody'] } },
+    });
     expect(absent.status).toBe(202);
     // A body that means something else is still a conflict.
-    const other = await h.request('POST', '/alterations/submit', { body: { id: 'same-meaning', alterations, filter: { names: ['somebody'] } } });
+    const other = await h.request('POST', '/alterations/submit', {
+      body: { id: 'same-meaning', alterations, filter: { names: ['somebody'] } },
+    });
     expect(other.status).toBe(409);
   });
 });
@@ -233,7 +306,9 @@ describe('methods and the OpenAPI document', () => {
 
   it('documents 400, 500 and 503 on every operation, and the 32-bit bounds', async () => {
     const doc = (await h.request('GET', '/openapi.json', { key: null })).body;
-    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown>; parameters?: unknown[] }>>)) {
+    for (const [path, item] of Object.entries(
+      doc.paths as Record<string, Record<string, { responses: Record<string, unknown>; parameters?: unknown[] }>>,
+    )) {
       for (const [method, op] of Object.entries(item)) {
         expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['500', '503']));
         expect(Object.keys(op.responses), `${method} ${path}`).toContain('400');
@@ -241,9 +316,13 @@ describe('methods and the OpenAPI document', () => {
     }
     const limit = doc.paths['/alterations'].get.parameters.find((p: { name: string }) => p.name === 'limit');
     expect(limit.schema.maximum).toBe(1000);
-    const version = doc.paths['/workflow-definitions/{definitionId}'].get.parameters.find((p: { name: string }) => p.name === 'version');
+    const version = doc.paths['/workflow-definitions/{definitionId}'].get.parameters.find(
+      (p: { name: string }) => p.name === 'version',
+    );
     expect(version.schema.maximum).toBe(2147483647);
     expect(JSON.stringify(doc.components.schemas.Alteration)).toContain('2147483647');
-    expect(JSON.stringify(doc.components.schemas.WorkflowInstanceFilter.properties.activityFilters)).toContain('"maxItems":20');
+    expect(JSON.stringify(doc.components.schemas.WorkflowInstanceFilter.properties.activityFilters)).toContain(
+      '"maxItems":20',
+    );
   });
 });

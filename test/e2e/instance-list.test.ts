@@ -14,13 +14,19 @@ let legacy: Harness;
 const versionIds: Record<string, string> = {};
 
 async function publish(harness: Harness, definitionId: string, key?: string): Promise<string> {
-  const res = await harness.request('POST', '/workflow-definitions', { body: orderApproval(definitionId), ...(key ? { key } : {}) });
+  const res = await harness.request('POST', '/workflow-definitions', {
+    body: orderApproval(definitionId),
+    ...(key ? { key } : {}),
+  });
   expect(res.status).toBe(201);
   return res.body.id as string;
 }
 
 /** Every page of a listing, following nextCursor until it is null. */
-async function allPages(query: string, opts: { key?: string; limit?: number } = {}): Promise<{ ids: string[]; pages: number }> {
+async function allPages(
+  query: string,
+  opts: { key?: string; limit?: number } = {},
+): Promise<{ ids: string[]; pages: number }> {
   const ids: string[] = [];
   let after: string | null = null;
   let pages = 0;
@@ -54,14 +60,19 @@ beforeAll(async () => {
   // alpha: 30 suspended; beta: 20, of which 8 finished, 5 faulted (with an incident), 7 suspended.
   await seedInstances(h.pool, { definitionVersionId: versionIds.alpha!, count: 30, namePrefix: 'alpha-' });
   const beta = await seedInstances(h.pool, { definitionVersionId: versionIds.beta!, count: 20, namePrefix: 'beta-' });
-  await h.pool.query("UPDATE workflow_instances SET status = 'Finished', sub_status = 'Finished', finished_at = now() WHERE id = ANY($1)", [beta.slice(0, 8)]);
+  await h.pool.query(
+    "UPDATE workflow_instances SET status = 'Finished', sub_status = 'Finished', finished_at = now() WHERE id = ANY($1)",
+    [beta.slice(0, 8)],
+  );
   await h.pool.query(
     `UPDATE workflow_instances SET sub_status = 'Faulted',
             incidents = '[{"activityId":"wait","activityType":"Elsa.Event","message":"boom","timestamp":"2026-01-01T00:00:00.000Z"}]'
       WHERE id = ANY($1)`,
     [beta.slice(8, 13)],
   );
-  await h.pool.query("UPDATE workflow_instances SET correlation_id = 'order-7' WHERE id = ANY($1)", [[beta[0], beta[15]]]);
+  await h.pool.query("UPDATE workflow_instances SET correlation_id = 'order-7' WHERE id = ANY($1)", [
+    [beta[0], beta[15]],
+  ]);
   // Names that hold LIKE's wildcards: a search for them must match them literally.
   await h.pool.query("UPDATE workflow_instances SET name = 'Rate 100%' WHERE id = $1", [beta[16]]);
   await h.pool.query("UPDATE workflow_instances SET name = 'Rate 1000' WHERE id = $1", [beta[17]]);
@@ -75,7 +86,9 @@ afterAll(async () => {
 
 describe('GET /workflow-instances', () => {
   it('returns summaries of the contract shape, newest first, matching the instance read', async () => {
-    const started = await h.request('POST', '/workflow-instances', { body: { definitionId: 'alpha', name: 'Mine', correlationId: 'corr-1' } });
+    const started = await h.request('POST', '/workflow-instances', {
+      body: { definitionId: 'alpha', name: 'Mine', correlationId: 'corr-1' },
+    });
     expect(started.status).toBe(202);
     const id = started.body.workflowInstanceId as string;
     const res = await h.request('GET', '/workflow-instances?limit=5');
@@ -85,17 +98,39 @@ describe('GET /workflow-instances', () => {
     const first = res.body.items[0];
     expect(first.id).toBe(id);
     expect(Object.keys(first).sort()).toEqual(
-      ['correlationId', 'createdAt', 'definitionId', 'finishedAt', 'id', 'incidentCount', 'name', 'status', 'subStatus', 'updatedAt', 'version'].sort(),
+      [
+        'correlationId',
+        'createdAt',
+        'definitionId',
+        'finishedAt',
+        'id',
+        'incidentCount',
+        'name',
+        'status',
+        'subStatus',
+        'updatedAt',
+        'version',
+      ].sort(),
     );
     const full = (await h.request('GET', `/workflow-instances/${id}`)).body;
     for (const k of Object.keys(first)) expect(first[k], k).toEqual(full[k]);
-    expect(first).toMatchObject({ definitionId: 'alpha', version: 1, name: 'Mine', correlationId: 'corr-1', finishedAt: null });
+    expect(first).toMatchObject({
+      definitionId: 'alpha',
+      version: 1,
+      name: 'Mine',
+      correlationId: 'corr-1',
+      finishedAt: null,
+    });
     const all = await allPages('');
     expect(all.ids).toEqual(await expected("tenant_id = ''"));
   });
 
   it('pages through a set larger than limit: every instance exactly once, newest first, until nextCursor is null', async () => {
-    const ids = await seedInstances(h.pool, { definitionVersionId: versionIds.paged!, count: 257, namePrefix: 'paged-' });
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: versionIds.paged!,
+      count: 257,
+      namePrefix: 'paged-',
+    });
     // Ties on created_at are ordered by id, and a page boundary inside a tie loses or repeats nothing.
     await h.pool.query(
       "UPDATE workflow_instances SET created_at = (SELECT min(created_at) FROM workflow_instances WHERE id = ANY($1)) + interval '1 second' WHERE id = ANY($1)",
@@ -133,7 +168,9 @@ describe('GET /workflow-instances', () => {
     const [target] = await expected("correlation_id = 'order-7'");
     expect((await allPages(`searchTerm=${target!.slice(9, 23)}`)).ids).toEqual([target]);
     expect((await allPages('searchTerm=rder-')).ids).toEqual(await expected("correlation_id = 'order-7'"));
-    expect((await allPages(`searchTerm=${versionIds.beta!.slice(-12)}`)).ids).toEqual(await expected("definition_id = 'beta'"));
+    expect((await allPages(`searchTerm=${versionIds.beta!.slice(-12)}`)).ids).toEqual(
+      await expected("definition_id = 'beta'"),
+    );
     // Empty is no constraint, as in the alteration filter.
     expect((await allPages('searchTerm=')).ids).toEqual(await expected("tenant_id = ''"));
   });
@@ -141,15 +178,24 @@ describe('GET /workflow-instances', () => {
   it("lists only the caller's tenant", async () => {
     const other = await h.keyWith(['*'], 'tenant-b');
     const theirVersion = await publish(h, 'alpha', other);
-    const theirs = await seedInstances(h.pool, { definitionVersionId: theirVersion, count: 7, tenantId: 'tenant-b', namePrefix: 'alpha-' });
+    const theirs = await seedInstances(h.pool, {
+      definitionVersionId: theirVersion,
+      count: 7,
+      tenantId: 'tenant-b',
+      namePrefix: 'alpha-',
+    });
     const mine = await allPages('');
     expect(mine.ids.filter((id) => theirs.includes(id))).toEqual([]);
-    expect((await allPages('definitionId=alpha')).ids).toEqual(await expected("tenant_id = '' AND definition_id = 'alpha'"));
+    expect((await allPages('definitionId=alpha')).ids).toEqual(
+      await expected("tenant_id = '' AND definition_id = 'alpha'"),
+    );
     expect((await allPages('', { key: other })).ids).toEqual([...theirs].reverse());
     expect((await allPages('searchTerm=alpha', { key: other })).ids).toEqual([...theirs].reverse());
     // A cursor names a position, not a tenant: following it in another tenant still lists only that tenant.
     const page = await h.request('GET', '/workflow-instances?limit=1');
-    const next = await h.request('GET', `/workflow-instances?after=${encodeURIComponent(page.body.nextCursor)}`, { key: other });
+    const next = await h.request('GET', `/workflow-instances?after=${encodeURIComponent(page.body.nextCursor)}`, {
+      key: other,
+    });
     expect(next.status).toBe(200);
     expect(next.body.items.every((i: { id: string }) => theirs.includes(i.id))).toBe(true);
   });
@@ -158,17 +204,23 @@ describe('GET /workflow-instances', () => {
     const anonymous = await h.request('GET', '/workflow-instances', { key: null });
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toBeTruthy();
-    const lacking = await h.request('GET', '/workflow-instances', { key: await h.keyWith(['workflows/instances:execute']) });
+    const lacking = await h.request('GET', '/workflow-instances', {
+      key: await h.keyWith(['workflows/instances:execute']),
+    });
     expect(lacking.status).toBe(403);
     expect(lacking.body.detail).toContain('"workflows/instances:view"');
-    expect((await h.request('GET', '/workflow-instances', { key: await h.keyWith(['workflows/instances:view']) })).status).toBe(200);
+    expect(
+      (await h.request('GET', '/workflow-instances', { key: await h.keyWith(['workflows/instances:view']) })).status,
+    ).toBe(200);
 
     await seedInstances(legacy.pool, { definitionVersionId: await publish(legacy, 'old-style'), count: 3 });
     const legacyKey = await legacy.keyWith(['read:workflow-instances']);
     const listed = await legacy.request('GET', '/workflow-instances', { key: legacyKey });
     expect(listed.status).toBe(200);
     expect(listed.body.items).toHaveLength(3);
-    const structuredOnly = await legacy.request('GET', '/workflow-instances', { key: await legacy.keyWith(['workflows/instances:view']) });
+    const structuredOnly = await legacy.request('GET', '/workflow-instances', {
+      key: await legacy.keyWith(['workflows/instances:view']),
+    });
     expect(structuredOnly.status).toBe(403);
     expect(structuredOnly.body.detail).toContain('"read:workflow-instances"');
   });
@@ -219,13 +271,28 @@ describe('GET /workflow-instances', () => {
 
   it('is index-backed: a page of 10,000+ instances reads one index in order, whatever the equality filter', async () => {
     await seedInstances(h.pool, { definitionVersionId: versionIds.alpha!, count: 9000, namePrefix: 'bulk-' });
-    await seedInstances(h.pool, { definitionVersionId: versionIds.beta!, count: 3000, namePrefix: 'bulk-', subStatus: 'Faulted' });
-    await h.pool.query("UPDATE workflow_instances SET correlation_id = 'c-' || (abs(hashtext(id)) % 500) WHERE name LIKE 'bulk-%'");
+    await seedInstances(h.pool, {
+      definitionVersionId: versionIds.beta!,
+      count: 3000,
+      namePrefix: 'bulk-',
+      subStatus: 'Faulted',
+    });
+    await h.pool.query(
+      "UPDATE workflow_instances SET correlation_id = 'c-' || (abs(hashtext(id)) % 500) WHERE name LIKE 'bulk-%'",
+    );
     await h.pool.query('ANALYZE workflow_instances');
-    const queries = [{}, { definitionId: 'beta' }, { status: 'Running' as const }, { subStatus: 'Faulted' as const }, { correlationId: 'c-7' }];
+    const queries = [
+      {},
+      { definitionId: 'beta' },
+      { status: 'Running' as const },
+      { subStatus: 'Faulted' as const },
+      { correlationId: 'c-7' },
+    ];
     for (const q of queries) {
       let statement: { text: string; values: unknown[] } | undefined;
-      const capture = { query: (text: string, values: unknown[]) => ((statement = { text, values }), h.pool.query(text, values)) };
+      const capture = {
+        query: (text: string, values: unknown[]) => ((statement = { text, values }), h.pool.query(text, values)),
+      };
       const first = await listInstances(capture as never, '', { ...q, limit: 100 });
       await listInstances(capture as never, '', { ...q, after: first.nextCursor ?? undefined, limit: 100 });
       const { rows } = await h.pool.query(`EXPLAIN (FORMAT JSON) ${statement!.text}`, statement!.values);

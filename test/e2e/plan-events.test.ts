@@ -13,8 +13,15 @@ const run = Math.random().toString(36).slice(2, 8);
 let versionId: string;
 
 /** The typed client, talking to an app in process (`app.request` takes the same arguments as fetch). */
-const clientOf = (app: { request: (input: string, init?: RequestInit) => Response | Promise<Response> }, apiKey: string | null = h.adminKey) =>
-  createClient({ baseUrl: 'http://service.test', apiKey: apiKey ?? undefined, fetch: ((input: string, init?: RequestInit) => app.request(input, init)) as typeof fetch });
+const clientOf = (
+  app: { request: (input: string, init?: RequestInit) => Response | Promise<Response> },
+  apiKey: string | null = h.adminKey,
+) =>
+  createClient({
+    baseUrl: 'http://service.test',
+    apiKey: apiKey ?? undefined,
+    fetch: ((input: string, init?: RequestInit) => app.request(input, init)) as typeof fetch,
+  });
 
 async function collect(stream: AsyncIterable<PlanEvent>): Promise<{ events: PlanEvent[]; firstAfterMs: number }> {
   const started = performance.now();
@@ -52,7 +59,12 @@ afterAll(async () => {
 
 describe('GET /alterations/{planId}/events', () => {
   it('sends progress at once, counts that only grow, then done with the finished plan, and ends', async () => {
-    await seedInstances(h.pool, { definitionVersionId: versionId, count: 600, variables: { amount: 0 }, namePrefix: 'sse-' });
+    await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 600,
+      variables: { amount: 0 },
+      namePrefix: 'sse-',
+    });
     const client = clientOf(h.app);
     const { planId } = await client.plans.submit({
       id: `sse-${run}`,
@@ -75,7 +87,12 @@ describe('GET /alterations/{planId}/events', () => {
     const doneCounts = progress.map((p) => p.jobCounts.completed + p.jobCounts.failed);
     expect(doneCounts).toEqual([...doneCounts].sort((a, b) => a - b));
     for (const p of progress) {
-      expect(p).toEqual({ status: expect.any(Number), jobCounts: expect.any(Object), instancesPerSecond: expect.any(Number), pauseReason: null });
+      expect(p).toEqual({
+        status: expect.any(Number),
+        jobCounts: expect.any(Object),
+        instancesPerSecond: expect.any(Number),
+        pauseReason: null,
+      });
     }
   });
 
@@ -89,7 +106,12 @@ describe('GET /alterations/{planId}/events', () => {
   });
 
   it('serves a running plan from another API node', async () => {
-    await seedInstances(h.pool, { definitionVersionId: versionId, count: 400, variables: { amount: 1 }, namePrefix: 'sse2-' });
+    await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 400,
+      variables: { amount: 1 },
+      namePrefix: 'sse2-',
+    });
     const { planId } = await clientOf(h.app).plans.submit({
       id: `sse-other-${run}`,
       alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 8 }],

@@ -22,7 +22,6 @@ afterAll(async () => {
   for (const dir of folders) await rm(dir, { recursive: true, force: true });
 });
 
-
 async function freshDataDir(): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'wfa-process-'));
   folders.push(dir);
@@ -49,7 +48,8 @@ interface Service {
 function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv = {}, viaNpm = false): Service {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Embedded mode: the shared test servers are not this service's.
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_API_KEY', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY']) delete env[name];
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_API_KEY', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY'])
+    delete env[name];
   Object.assign(env, {
     DATA_DIR: dataDir,
     PORT: String(ports.api),
@@ -74,7 +74,10 @@ async function waitHealthy(service: Service, port: number): Promise<void> {
   let exited = false;
   void service.exited.then(() => (exited = true));
   while (Date.now() < deadline && !exited) {
-    const status = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.status, () => 0);
+    const status = await fetch(`http://127.0.0.1:${port}/health`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -168,7 +171,13 @@ describe('npm start in embedded mode', () => {
           // Others may at most enter DATA_DIR (so that, as root, the postgres user reaches its folder).
           expect(statSync(dataDir).mode & 0o066).toBe(0);
           // Turn it into a folder the old code made: fixed password, no password file.
-          const client = new pg.Client({ host: '127.0.0.1', port: ports.postgres, user: 'postgres', password, database: 'postgres' });
+          const client = new pg.Client({
+            host: '127.0.0.1',
+            port: ports.postgres,
+            user: 'postgres',
+            password,
+            database: 'postgres',
+          });
           await client.connect();
           await client.query("ALTER ROLE postgres PASSWORD 'postgres'");
           await client.end();
@@ -223,7 +232,9 @@ describe('npm start in embedded mode', () => {
         expect(code).not.toBe(0);
         expect(code).not.toBe('hung');
         expect(service.out()).toBe('');
-        expect(service.err()).toMatch(new RegExp(`^Startup failed: Port ${ports[which]} \\(${variable}\\) is already in use`));
+        expect(service.err()).toMatch(
+          new RegExp(`^Startup failed: Port ${ports[which]} \\(${variable}\\) is already in use`),
+        );
         // No database was made, so no bootstrap key either; nothing was written.
         expect(existsSync(path.join(dataDir, 'postgres'))).toBe(false);
         expect(readdirSync(dataDir)).toEqual([]);
@@ -236,7 +247,9 @@ describe('npm start in embedded mode', () => {
 
   it('stops what it started when a later step fails (here the Temporal dev server), exit 1, nothing left', async () => {
     const dataDir = await freshDataDir();
-    const service = spawnService(dataDir, await freePorts(), { TEMPORAL_CLI_PATH: path.join(dataDir, 'no-such-temporal') });
+    const service = spawnService(dataDir, await freePorts(), {
+      TEMPORAL_CLI_PATH: path.join(dataDir, 'no-such-temporal'),
+    });
     const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 90_000))]);
     expect(code).toBe(1);
     expect(service.err()).toContain('Startup failed: The Temporal dev server did not start');
@@ -262,31 +275,39 @@ describe('npm start in embedded mode', () => {
     expect(await noneLeft(pids, dataDir)).toEqual([]);
   }, 180_000);
 
-  it.runIf(isRoot)('as root, says what to do when the postgres user cannot reach DATA_DIR', async () => {
-    const closed = await freshDataDir(); // 0700, root's
-    const dataDir = path.join(closed, 'data');
-    const service = spawnService(dataDir, await freePorts());
-    expect(await service.exited).toBe(1);
-    expect(service.err()).toContain(`cannot enter ${closed} (mode 700). Set DATA_DIR to a folder outside it`);
-    expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
-  }, 60_000);
+  it.runIf(isRoot)(
+    'as root, says what to do when the postgres user cannot reach DATA_DIR',
+    async () => {
+      const closed = await freshDataDir(); // 0700, root's
+      const dataDir = path.join(closed, 'data');
+      const service = spawnService(dataDir, await freePorts());
+      expect(await service.exited).toBe(1);
+      expect(service.err()).toContain(`cannot enter ${closed} (mode 700). Set DATA_DIR to a folder outside it`);
+      expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
+    },
+    60_000,
+  );
 
-  it.runIf(isRoot)('as root, prepares a private mktemp -d DATA_DIR for the postgres user', async () => {
-    const dataDir = await freshDataDir();
-    expect((await stat(dataDir)).uid).toBe(0);
-    expect(mode(dataDir)).toBe('700');
-    const ports = await freePorts();
-    const service = spawnService(dataDir, ports);
-    await waitHealthy(service, ports.api);
-    const pids = processTree(service.child.pid!);
-    const postmaster = [...processTable()].find(([, p]) => p.cmdline.includes(path.join(dataDir, 'postgres')));
-    expect(postmaster).toBeDefined();
-    // Postgres runs as the postgres user, in its own 0700 folder; DATA_DIR only lets it through.
-    expect(statSync(`/proc/${postmaster![0]}`).uid).not.toBe(0);
-    expect(statSync(path.join(dataDir, 'postgres')).uid).toBe(statSync(`/proc/${postmaster![0]}`).uid);
-    expect(mode(dataDir)).toBe('711');
-    service.child.kill('SIGTERM');
-    expect(await service.exited).toBe(0);
-    expect(await noneLeft(pids, dataDir)).toEqual([]);
-  }, 180_000);
+  it.runIf(isRoot)(
+    'as root, prepares a private mktemp -d DATA_DIR for the postgres user',
+    async () => {
+      const dataDir = await freshDataDir();
+      expect((await stat(dataDir)).uid).toBe(0);
+      expect(mode(dataDir)).toBe('700');
+      const ports = await freePorts();
+      const service = spawnService(dataDir, ports);
+      await waitHealthy(service, ports.api);
+      const pids = processTree(service.child.pid!);
+      const postmaster = [...processTable()].find(([, p]) => p.cmdline.includes(path.join(dataDir, 'postgres')));
+      expect(postmaster).toBeDefined();
+      // Postgres runs as the postgres user, in its own 0700 folder; DATA_DIR only lets it through.
+      expect(statSync(`/proc/${postmaster![0]}`).uid).not.toBe(0);
+      expect(statSync(path.join(dataDir, 'postgres')).uid).toBe(statSync(`/proc/${postmaster![0]}`).uid);
+      expect(mode(dataDir)).toBe('711');
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toBe(0);
+      expect(await noneLeft(pids, dataDir)).toEqual([]);
+    },
+    180_000,
+  );
 });

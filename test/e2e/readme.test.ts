@@ -59,7 +59,12 @@ beforeAll(async () => {
     stdio: 'ignore',
   });
   const deadline = Date.now() + 90_000;
-  while ((await fetch(`${url}/health`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${url}/health`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -14,7 +14,12 @@ afterAll(async () => {
 const expectProblem = (res: { status: number; headers: Headers; body: any }, status: number) => {
   expect(res.status).toBe(status);
   expect(res.headers.get('content-type')).toContain('application/problem+json');
-  expect(res.body).toMatchObject({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String) });
+  expect(res.body).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+  });
 };
 
 describe('service endpoints', () => {
@@ -34,7 +39,10 @@ describe('service endpoints', () => {
     expect(ops.length).toBeGreaterThanOrEqual(8);
     for (const { op } of ops) expect(op['x-permission']).toBeDefined();
     const publish = ops.find((o) => o.path === '/workflow-definitions' && o.method === 'post')!;
-    expect(publish.op['x-permission']).toEqual({ structured: 'workflows/definitions:create', legacy: 'write:workflow-definitions' });
+    expect(publish.op['x-permission']).toEqual({
+      structured: 'workflows/definitions:create',
+      legacy: 'write:workflow-definitions',
+    });
     // The request schema documented is the one that validates: strict, so unknown properties are refused.
     const body = publish.op.requestBody.content['application/json'].schema;
     expect(body.$ref ?? body.type).toBeDefined();
@@ -79,10 +87,15 @@ describe('authentication', () => {
 
   it('wildcards grant what they cover', async () => {
     const resourceWide = await h.keyWith(['workflows/definitions:*']);
-    expect((await h.request('POST', '/workflow-definitions', { key: resourceWide, body: orderApproval('wild-1') })).status).toBe(201);
+    expect(
+      (await h.request('POST', '/workflow-definitions', { key: resourceWide, body: orderApproval('wild-1') })).status,
+    ).toBe(201);
     const viewAll = await h.keyWith(['*:view']);
     expect((await h.request('GET', '/workflow-definitions/wild-1', { key: viewAll })).status).toBe(200);
-    expectProblem(await h.request('POST', '/workflow-definitions', { key: viewAll, body: orderApproval('wild-2') }), 403);
+    expectProblem(
+      await h.request('POST', '/workflow-definitions', { key: viewAll, body: orderApproval('wild-2') }),
+      403,
+    );
   });
 
   it('the 401 and 403 come before body validation', async () => {
@@ -94,12 +107,23 @@ describe('authentication', () => {
 
 describe('API keys', () => {
   it('are shown once, stored only as a hash, and work at once', async () => {
-    const res = await h.request('POST', '/identity/api-keys', { body: { name: 'ci', permissions: ['workflows/definitions:view'] } });
+    const res = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'ci', permissions: ['workflows/definitions:view'] },
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ id: expect.any(String), name: 'ci', key: expect.stringMatching(/^wfa_/), permissions: ['workflows/definitions:view'], tenantId: null });
+    expect(res.body).toMatchObject({
+      id: expect.any(String),
+      name: 'ci',
+      key: expect.stringMatching(/^wfa_/),
+      permissions: ['workflows/definitions:view'],
+      tenantId: null,
+    });
     const { rows } = await h.pool.query('SELECT key_hash FROM api_keys WHERE id = $1', [res.body.id]);
     expect(rows[0].key_hash).toBe(hashApiKey(res.body.key));
-    const dump = await h.pool.query("SELECT count(*)::int AS n FROM api_keys WHERE key_hash = $1 OR name = $1 OR $1 = ANY(permissions)", [res.body.key]);
+    const dump = await h.pool.query(
+      'SELECT count(*)::int AS n FROM api_keys WHERE key_hash = $1 OR name = $1 OR $1 = ANY(permissions)',
+      [res.body.key],
+    );
     expect(dump.rows[0].n).toBe(0);
     expect((await h.request('GET', '/workflow-definitions', { key: res.body.key })).status).toBe(200);
     expect(JSON.stringify(h.logs)).not.toContain(res.body.key);
@@ -107,14 +131,25 @@ describe('API keys', () => {
 
   it('a tenant principal cannot place a key in another tenant, nor grant what it lacks', async () => {
     const tenantAdmin = await h.keyWith(['identity/api-keys:create', 'alterations:view'], 'acme');
-    const elsewhere = await h.request('POST', '/identity/api-keys', { key: tenantAdmin, body: { name: 'x', permissions: [], tenantId: 'globex' } });
+    const elsewhere = await h.request('POST', '/identity/api-keys', {
+      key: tenantAdmin,
+      body: { name: 'x', permissions: [], tenantId: 'globex' },
+    });
     expectProblem(elsewhere, 403);
-    const escalate = await h.request('POST', '/identity/api-keys', { key: tenantAdmin, body: { name: 'x', permissions: ['*'] } });
+    const escalate = await h.request('POST', '/identity/api-keys', {
+      key: tenantAdmin,
+      body: { name: 'x', permissions: ['*'] },
+    });
     expectProblem(escalate, 403);
-    const ok = await h.request('POST', '/identity/api-keys', { key: tenantAdmin, body: { name: 'x', permissions: ['alterations:view'] } });
+    const ok = await h.request('POST', '/identity/api-keys', {
+      key: tenantAdmin,
+      body: { name: 'x', permissions: ['alterations:view'] },
+    });
     expect(ok.status).toBe(201);
     expect(ok.body.tenantId).toBe('acme');
-    const placed = await h.request('POST', '/identity/api-keys', { body: { name: 'y', permissions: ['*:view'], tenantId: 'globex' } });
+    const placed = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'y', permissions: ['*:view'], tenantId: 'globex' },
+    });
     expect(placed.body.tenantId).toBe('globex');
   });
 });
@@ -125,7 +160,10 @@ describe('request hygiene', () => {
   });
 
   it('a body that is not JSON is a 415', async () => {
-    const res = await h.request('POST', '/workflow-definitions', { rawBody: 'definitionId=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await h.request('POST', '/workflow-definitions', {
+      rawBody: 'definitionId=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expectProblem(res, 415);
   });
 
@@ -135,7 +173,9 @@ describe('request hygiene', () => {
   });
 
   it('an unknown property is a 400 that names it, and a tenantId in a body is refused', async () => {
-    const res = await h.request('POST', '/workflow-definitions', { body: { ...orderApproval('typo'), tenantId: 'other', nmae: 'x' } });
+    const res = await h.request('POST', '/workflow-definitions', {
+      body: { ...orderApproval('typo'), tenantId: 'other', nmae: 'x' },
+    });
     expectProblem(res, 400);
     expect(res.body.errors).toEqual(
       expect.arrayContaining([

@@ -24,7 +24,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // In CI the browser is installed (.ci/run); elsewhere a machine without it skips this file, saying so.
 const available = existsSync(CHROMIUM);
-if (!available && !process.env.CI) console.warn(`temporal-ui.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
+if (!available && !process.env.CI)
+  console.warn(`temporal-ui.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
 
 const run = randomBytes(4).toString('hex');
 const adminKey = `wfa_ui_${randomBytes(16).toString('hex')}`;
@@ -80,7 +81,12 @@ beforeAll(async () => {
     stdio: 'ignore',
   });
   const deadline = Date.now() + 120_000;
-  while ((await fetch(`${api}/health`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${api}/health`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -115,7 +121,14 @@ afterAll(async () => {
 async function eventuallyText(page: Page, wanted: string[]): Promise<string> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const texts = await Promise.all(page.frames().map((f) => f.locator('body').innerText({ timeout: 1_000 }).catch(() => '')));
+    const texts = await Promise.all(
+      page.frames().map((f) =>
+        f
+          .locator('body')
+          .innerText({ timeout: 1_000 })
+          .catch(() => ''),
+      ),
+    );
     const text = texts.join('\n');
     if (wanted.every((w) => text.includes(w)) || Date.now() > deadline) return text;
     await new Promise((r) => setTimeout(r, 250));
@@ -149,7 +162,9 @@ describe.skipIf(!available)('the Temporal UI, in Chromium', () => {
     await page.goto(`${ui}/namespaces/default/workflows?query=${query}`);
     await page.getByText(`alteration-plan-${planId}`).first().waitFor({ timeout: 30_000 });
     await page.screenshot({ path: path.join(shots, 'plans-completed.png'), fullPage: true });
-    await page.goto(`${ui}/namespaces/default/workflows?query=${encodeURIComponent('AlterationPlanStatus = "Running"')}`);
+    await page.goto(
+      `${ui}/namespaces/default/workflows?query=${encodeURIComponent('AlterationPlanStatus = "Running"')}`,
+    );
     await page.waitForLoadState('networkidle');
     expect(await page.content()).not.toContain(`alteration-plan-${planId}`);
     await page.close();

@@ -20,14 +20,15 @@ import { freePort } from '../support/free-port.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const cacheHome = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
-const schemathesis = process.env.SCHEMATHESIS ?? path.join(cacheHome, 'wf-alter', 'schemathesis-venv', 'bin', 'schemathesis');
+const schemathesis =
+  process.env.SCHEMATHESIS ?? path.join(cacheHome, 'wf-alter', 'schemathesis-venv', 'bin', 'schemathesis');
 const maxExamples = process.env.FUZZ_MAX_EXAMPLES ?? '30';
-
 
 async function waitForHealth(url: string, child: { exitCode: number | null }, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode} before it was healthy`);
+    if (child.exitCode !== null)
+      throw new Error(`the service exited with code ${child.exitCode} before it was healthy`);
     try {
       const res = await fetch(`${url}/health`);
       if (res.status === 200) return;
@@ -70,7 +71,15 @@ async function seed(base: string, adminKey: string): Promise<Record<string, stri
       activities: [
         { id: 'start', type: 'Elsa.WriteLine', text: literal('String', 'started') },
         { id: 'wait', type: 'Elsa.Event', eventName: literal('String', 'go') },
-        { id: 'call', type: 'Elsa.Http.SendHttpRequest', connection: literal('ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>', { connectionName: 'fuzz-api' }), method: literal('String', 'GET'), path: literal('String', 'x') },
+        {
+          id: 'call',
+          type: 'Elsa.Http.SendHttpRequest',
+          connection: literal('ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>', {
+            connectionName: 'fuzz-api',
+          }),
+          method: literal('String', 'GET'),
+          path: literal('String', 'x'),
+        },
       ],
       connections: [
         { source: { activity: 'start', port: 'Done' }, target: { activity: 'wait', port: 'In' } },
@@ -98,7 +107,9 @@ async function seed(base: string, adminKey: string): Promise<Record<string, stri
 
 async function main(): Promise<number> {
   if (!existsSync(schemathesis)) {
-    process.stderr.write(`schemathesis not found at ${schemathesis}. Install it: python3 -m venv ${path.dirname(path.dirname(schemathesis))} && ${path.dirname(schemathesis)}/pip install schemathesis (or set SCHEMATHESIS).\n`);
+    process.stderr.write(
+      `schemathesis not found at ${schemathesis}. Install it: python3 -m venv ${path.dirname(path.dirname(schemathesis))} && ${path.dirname(schemathesis)}/pip install schemathesis (or set SCHEMATHESIS).\n`,
+    );
     return 2;
   }
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wfa-fuzz-'));
@@ -116,7 +127,11 @@ async function main(): Promise<number> {
     // Activities of fuzzed definitions must not reach anything on this machine.
     OUTBOUND_HTTP_ALLOW_NETWORKS: '',
   };
-  const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const serviceLog: string[] = [];
   service.stdout.on('data', (d: Buffer) => serviceLog.push(d.toString()));
   service.stderr.on('data', (d: Buffer) => serviceLog.push(d.toString()));
@@ -128,32 +143,59 @@ async function main(): Promise<number> {
     });
     const parameters = await seed(base, adminKey);
     const configFile = path.join(dataDir, 'schemathesis.toml');
-    await writeFile(configFile, `parameters = { ${Object.entries(parameters).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(', ')} }\n`);
+    await writeFile(
+      configFile,
+      `parameters = { ${Object.entries(parameters)
+        .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+        .join(', ')} }\n`,
+    );
     const args = [
-      '--config-file', configFile,
-      'run', `${base}/openapi.json`,
-      '--header', `Authorization: ApiKey ${adminKey}`,
-      '--phases', 'examples,coverage,fuzzing,stateful',
-      '--checks', 'not_a_server_error,response_schema_conformance,content_type_conformance',
-      '--max-examples', maxExamples,
-      '--seed', process.env.FUZZ_SEED ?? '20261122',
-      '--workers', '2',
-      '--request-timeout', '30',
-      '--suppress-health-check', 'all',
-      '--report', 'junit',
-      '--report-dir', path.join(dataDir, 'report'),
+      '--config-file',
+      configFile,
+      'run',
+      `${base}/openapi.json`,
+      '--header',
+      `Authorization: ApiKey ${adminKey}`,
+      '--phases',
+      'examples,coverage,fuzzing,stateful',
+      '--checks',
+      'not_a_server_error,response_schema_conformance,content_type_conformance',
+      '--max-examples',
+      maxExamples,
+      '--seed',
+      process.env.FUZZ_SEED ?? '20261122',
+      '--workers',
+      '2',
+      '--request-timeout',
+      '30',
+      '--suppress-health-check',
+      'all',
+      '--report',
+      'junit',
+      '--report-dir',
+      path.join(dataDir, 'report'),
       '--continue-on-failure',
     ];
     process.stdout.write(`schemathesis ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}\n`);
-    const fuzz = spawn(schemathesis, args, { cwd: dataDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
+    const fuzz = spawn(schemathesis, args, {
+      cwd: dataDir,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, SCHEMATHESIS_HOOKS: '' },
+    });
     const output: string[] = [];
     fuzz.stdout.on('data', (d: Buffer) => {
       output.push(d.toString());
       process.stdout.write(d);
     });
     const code: number = await new Promise((resolve) => fuzz.on('close', (c) => resolve(c ?? 1)));
-    const serverErrors = serviceLog.join('').split('\n').filter((l) => l.includes('"unhandled error"'));
-    if (serverErrors.length) process.stdout.write(`\n${serverErrors.length} unhandled errors in the service log, first:\n${serverErrors[0]}\n`);
+    const serverErrors = serviceLog
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"unhandled error"'));
+    if (serverErrors.length)
+      process.stdout.write(
+        `\n${serverErrors.length} unhandled errors in the service log, first:\n${serverErrors[0]}\n`,
+      );
     // One plain closing line with the counts, as the test suite ends (schemathesis's own ends on a
     // pytest-like "N warnings in Xs" that reads as a run of no test).
     const counts = casesOf(output.join(''));

@@ -49,7 +49,9 @@ async function bestOf3(filter: Filter): Promise<{ ms: number; result: string[] }
 
 describe('activity filters at scale', () => {
   it('refuses more than 20 entries, naming /activityFilters', async () => {
-    const r = await h.request('POST', '/alterations/dry-run', { body: { activityFilters: Array.from({ length: 200 }, () => ({})) } });
+    const r = await h.request('POST', '/alterations/dry-run', {
+      body: { activityFilters: Array.from({ length: 200 }, () => ({})) },
+    });
     expect(r.status).toBe(400);
     expect(r.body.errors.map((e: { path: string }) => e.path)).toContain('/activityFilters');
   });
@@ -57,7 +59,11 @@ describe('activity filters at scale', () => {
   it('selects exactly the right instances among 10,000 with 20 entries, in under 100 ms', async () => {
     // 20 different entries, none implied by another: every pair of fields of three records, and two more.
     const pairs = (r: Record<string, string>) =>
-      Object.keys(r).flatMap((a, i) => Object.keys(r).slice(i + 1).map((b) => ({ [a]: r[a], [b]: r[b] })));
+      Object.keys(r).flatMap((a, i) =>
+        Object.keys(r)
+          .slice(i + 1)
+          .map((b) => ({ [a]: r[a], [b]: r[b] })),
+      );
     const twenty = [
       ...pairs({ activityId: 'step-7', nodeId: 'flow1:step-7', name: 'Step 0', status: 'Completed' }),
       ...pairs({ activityId: 'check-7', nodeId: 'flow1:check-7', name: 'Check 7', status: 'Completed' }),
@@ -80,7 +86,9 @@ describe('activity filters at scale', () => {
     // Entries every instance satisfies select every instance (a record matches each of them).
     expect(await selectInstanceIds(h.pool, { activityFilters: broad }, '')).toEqual(ids);
     // Every entry must match: one that no record satisfies empties the selection.
-    const none = await bestOf3({ activityFilters: [...twenty.slice(0, 19), { activityId: 'step-7', status: 'Faulted' }] });
+    const none = await bestOf3({
+      activityFilters: [...twenty.slice(0, 19), { activityId: 'step-7', status: 'Faulted' }],
+    });
     expect(none.result).toEqual([]);
     expect(none.ms).toBeLessThan(100);
   });
@@ -93,9 +101,11 @@ describe('activity filters at scale', () => {
     expect(any).toContain(withRecords);
     expect(any).not.toContain(ids[1]);
     // "Wait" is the wait activity's name, not the start's: both fields must hold on one record.
-    expect(await selectInstanceIds(h.pool, { activityFilters: [{ activityId: 'start', name: 'Wait' }] }, '')).toEqual([]);
-    expect(await selectInstanceIds(h.pool, { activityFilters: [{ activityId: 'step-3', name: 'Step 3' }] }, '')).toEqual(
-      ids.filter((_, k) => k % 50 === 3 && k % 7 === 3),
+    expect(await selectInstanceIds(h.pool, { activityFilters: [{ activityId: 'start', name: 'Wait' }] }, '')).toEqual(
+      [],
     );
+    expect(
+      await selectInstanceIds(h.pool, { activityFilters: [{ activityId: 'step-3', name: 'Step 3' }] }, ''),
+    ).toEqual(ids.filter((_, k) => k % 50 === 3 && k % 7 === 3));
   });
 });

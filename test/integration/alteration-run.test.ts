@@ -4,8 +4,18 @@ import { approvalWithNote, chain, event, setVariable, varRef, writeLine } from '
 
 let h: Harness;
 
-const ok = (type: string) => ({ message: `${type} succeeded`, logLevel: 2, timestamp: expect.any(String), eventName: `Alteration ${type} succeeded` });
-const failed = (type: string, message: string) => ({ message, logLevel: 4, timestamp: expect.any(String), eventName: `Alteration ${type} failed` });
+const ok = (type: string) => ({
+  message: `${type} succeeded`,
+  logLevel: 2,
+  timestamp: expect.any(String),
+  eventName: `Alteration ${type} succeeded`,
+});
+const failed = (type: string, message: string) => ({
+  message,
+  logLevel: 4,
+  timestamp: expect.any(String),
+  eventName: `Alteration ${type} failed`,
+});
 
 const approval = (definitionId: string, finalText: string) => approvalWithNote(definitionId, finalText, 1);
 
@@ -16,7 +26,9 @@ async function publish(def: unknown) {
 }
 
 async function startInstance(definitionId: string, variables?: Record<string, unknown>) {
-  const r = await h.request('POST', '/workflow-instances', { body: { definitionId, ...(variables ? { variables } : {}) } });
+  const r = await h.request('POST', '/workflow-instances', {
+    body: { definitionId, ...(variables ? { variables } : {}) },
+  });
   expect(r.status).toBe(202);
   return r.body.workflowInstanceId as string;
 }
@@ -63,7 +75,9 @@ describe('ModifyVariable', () => {
     const id = await suspended();
     const r = await run([id], [{ type: 'ModifyVariable', variableId: 'amount', value: '42' }]);
     expect(r.status).toBe(200);
-    expect(r.body.results).toEqual([{ workflowInstanceId: id, isSuccessful: true, workflowHasScheduledWork: false, log: [ok('ModifyVariable')] }]);
+    expect(r.body.results).toEqual([
+      { workflowInstanceId: id, isSuccessful: true, workflowHasScheduledWork: false, log: [ok('ModifyVariable')] },
+    ]);
     const i = await instance(id);
     expect(i.variables.find((v: { id: string }) => v.id === 'amount').value).toBe(42);
     expect(i.subStatus).toBe('Suspended');
@@ -72,9 +86,14 @@ describe('ModifyVariable', () => {
   it('fails for an unknown variable and for a value of the wrong type', async () => {
     const id = await suspended();
     const unknown = await run([id], [{ type: 'ModifyVariable', variableId: 'nope', value: 1 }]);
-    expect(unknown.body.results[0]).toMatchObject({ isSuccessful: false, log: [failed('ModifyVariable', 'Variable with ID nope not found')] });
+    expect(unknown.body.results[0]).toMatchObject({
+      isSuccessful: false,
+      log: [failed('ModifyVariable', 'Variable with ID nope not found')],
+    });
     const wrongType = await run([id], [{ type: 'ModifyVariable', variableId: 'amount', value: 'forty' }]);
-    expect(wrongType.body.results[0].log).toEqual([failed('ModifyVariable', 'Value is not a valid Int32 for variable amount')]);
+    expect(wrongType.body.results[0].log).toEqual([
+      failed('ModifyVariable', 'Value is not a valid Int32 for variable amount'),
+    ]);
     expect((await instance(id)).variables.find((v: { id: string }) => v.id === 'amount').value).toBe(1);
   });
 });
@@ -83,17 +102,24 @@ describe('atomicity', () => {
   it('leaves the instance exactly as it was when a later alteration fails', async () => {
     const id = await suspended();
     const before = await instance(id);
-    const r = await run([id], [
-      { type: 'ModifyVariable', variableId: 'amount', value: 7 },
-      { type: 'ScheduleActivity', activityId: 'note' },
-      { type: 'ModifyVariable', variableId: 'missing', value: 1 },
-      { type: 'Cancel' },
-    ]);
+    const r = await run(
+      [id],
+      [
+        { type: 'ModifyVariable', variableId: 'amount', value: 7 },
+        { type: 'ScheduleActivity', activityId: 'note' },
+        { type: 'ModifyVariable', variableId: 'missing', value: 1 },
+        { type: 'Cancel' },
+      ],
+    );
     expect(r.body.results[0]).toEqual({
       workflowInstanceId: id,
       isSuccessful: false,
       workflowHasScheduledWork: false,
-      log: [ok('ModifyVariable'), ok('ScheduleActivity'), failed('ModifyVariable', 'Variable with ID missing not found')],
+      log: [
+        ok('ModifyVariable'),
+        ok('ScheduleActivity'),
+        failed('ModifyVariable', 'Variable with ID missing not found'),
+      ],
     });
     const after = await instance(id);
     expect(after).toEqual(before);
@@ -119,7 +145,13 @@ describe('Migrate', () => {
   it('moves a suspended instance to the target version, which it then follows when resumed', async () => {
     await publish(approval('migrating', 'v1 done'));
     const id = await suspended('migrating');
-    const v2 = await publish({ ...approval('migrating', 'v2 done'), variables: [...approval('x', '').variables, { id: 'extra', name: 'Extra', typeName: 'String', value: 'new default' }] });
+    const v2 = await publish({
+      ...approval('migrating', 'v2 done'),
+      variables: [
+        ...approval('x', '').variables,
+        { id: 'extra', name: 'Extra', typeName: 'String', value: 'new default' },
+      ],
+    });
     const r = await run([id], [{ type: 'Migrate', targetVersion: v2.version }]);
     expect(r.body.results[0]).toMatchObject({ isSuccessful: true, log: [ok('Migrate')] });
     const migrated = await instance(id);
@@ -137,7 +169,12 @@ describe('ScheduleActivity', () => {
   it('schedules a known activity, dispatches the instance and runs it', async () => {
     const id = await suspended();
     const r = await run([id], [{ type: 'ScheduleActivity', activityId: 'note' }]);
-    expect(r.body.results[0]).toEqual({ workflowInstanceId: id, isSuccessful: true, workflowHasScheduledWork: true, log: [ok('ScheduleActivity')] });
+    expect(r.body.results[0]).toEqual({
+      workflowInstanceId: id,
+      isSuccessful: true,
+      workflowHasScheduledWork: true,
+      log: [ok('ScheduleActivity')],
+    });
     const i = await eventually(async () => {
       const x = await instance(id);
       return x.journal.length === 2 && x.subStatus === 'Suspended' ? x : undefined;
@@ -157,7 +194,11 @@ describe('Cancel', () => {
   it('finishes the instance as Cancelled, removing bookmarks and scheduled work', async () => {
     const id = await suspended();
     const r = await run([id], [{ type: 'Cancel' }]);
-    expect(r.body.results[0]).toMatchObject({ isSuccessful: true, workflowHasScheduledWork: false, log: [ok('Cancel')] });
+    expect(r.body.results[0]).toMatchObject({
+      isSuccessful: true,
+      workflowHasScheduledWork: false,
+      log: [ok('Cancel')],
+    });
     const i = await instance(id);
     expect(i).toMatchObject({ status: 'Finished', subStatus: 'Cancelled', bookmarks: [], scheduledActivityIds: [] });
     expect(i.finishedAt).not.toBeNull();
@@ -173,15 +214,30 @@ describe('run', () => {
     const b = await suspended();
     const done = await suspended();
     await run([done], [{ type: 'Cancel' }]);
-    const r = await run([b, 'no-such-instance', a, b, done], [{ type: 'ModifyVariable', variableId: 'note', value: 'hello' }]);
+    const r = await run(
+      [b, 'no-such-instance', a, b, done],
+      [{ type: 'ModifyVariable', variableId: 'note', value: 'hello' }],
+    );
     expect(r.status).toBe(200);
-    expect(r.body.results.map((x: { workflowInstanceId: string }) => x.workflowInstanceId)).toEqual([b, 'no-such-instance', a, done]);
+    expect(r.body.results.map((x: { workflowInstanceId: string }) => x.workflowInstanceId)).toEqual([
+      b,
+      'no-such-instance',
+      a,
+      done,
+    ]);
     expect(r.body.results[0].log).toEqual([ok('ModifyVariable')]);
     expect(r.body.results[1]).toEqual({
       workflowInstanceId: 'no-such-instance',
       isSuccessful: false,
       workflowHasScheduledWork: false,
-      log: [{ message: 'Workflow instance no-such-instance not found', logLevel: 4, timestamp: expect.any(String), eventName: null }],
+      log: [
+        {
+          message: 'Workflow instance no-such-instance not found',
+          logLevel: 4,
+          timestamp: expect.any(String),
+          eventName: null,
+        },
+      ],
     });
     expect(r.body.results[3].log).toEqual([failed('ModifyVariable', `Workflow instance ${done} is finished`)]);
   });
@@ -201,8 +257,14 @@ describe('run', () => {
     const cases: [unknown, string][] = [
       [{ alterations: [], workflowInstanceIds: ['x'] }, '/alterations'],
       [{ alterations: [{ type: 'Modify' }], workflowInstanceIds: ['x'] }, '/alterations/0/type'],
-      [{ alterations: [{ type: 'Migrate', targetVersion: 0 }], workflowInstanceIds: ['x'] }, '/alterations/0/targetVersion'],
-      [{ alterations: [{ type: 'ModifyVariable', variableId: 'a' }], workflowInstanceIds: ['x'] }, '/alterations/0/value'],
+      [
+        { alterations: [{ type: 'Migrate', targetVersion: 0 }], workflowInstanceIds: ['x'] },
+        '/alterations/0/targetVersion',
+      ],
+      [
+        { alterations: [{ type: 'ModifyVariable', variableId: 'a' }], workflowInstanceIds: ['x'] },
+        '/alterations/0/value',
+      ],
       [{ alterations: [{ type: 'Cancel', extra: 1 }], workflowInstanceIds: ['x'] }, '/alterations/0/extra'],
       [{ alterations: [{ type: 'Cancel' }], workflowInstanceIds: [] }, '/workflowInstanceIds'],
       [{ alterations: [{ type: 'Cancel' }], workflowInstanceIds: ['x'], tenantId: 't' }, '/tenantId'],
@@ -211,7 +273,10 @@ describe('run', () => {
       const r = await h.request('POST', '/alterations/run', { body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.headers.get('content-type')).toContain('application/problem+json');
-      expect(r.body.errors.map((e: { path: string }) => e.path), JSON.stringify(body)).toContain(path);
+      expect(
+        r.body.errors.map((e: { path: string }) => e.path),
+        JSON.stringify(body),
+      ).toContain(path);
     }
   });
 });
@@ -241,18 +306,37 @@ describe('retry', () => {
     expect(r.body.results).toEqual([
       { workflowInstanceId: a, isSuccessful: true, workflowHasScheduledWork: true, log: [ok('ScheduleActivity')] },
       { workflowInstanceId: b, isSuccessful: true, workflowHasScheduledWork: true, log: [ok('ScheduleActivity')] },
-      { workflowInstanceId: finishedOne, isSuccessful: false, workflowHasScheduledWork: false, log: [failed('ScheduleActivity', `Workflow instance ${finishedOne} is finished`)] },
+      {
+        workflowInstanceId: finishedOne,
+        isSuccessful: false,
+        workflowHasScheduledWork: false,
+        log: [failed('ScheduleActivity', `Workflow instance ${finishedOne} is finished`)],
+      },
       {
         workflowInstanceId: 'missing',
         isSuccessful: false,
         workflowHasScheduledWork: false,
-        log: [{ message: 'Workflow instance missing not found', logLevel: 4, timestamp: expect.any(String), eventName: null }],
+        log: [
+          {
+            message: 'Workflow instance missing not found',
+            logLevel: 4,
+            timestamp: expect.any(String),
+            eventName: null,
+          },
+        ],
       },
       {
         workflowInstanceId: healthy,
         isSuccessful: false,
         workflowHasScheduledWork: false,
-        log: [{ message: `Workflow instance ${healthy} has no incidents to retry`, logLevel: 3, timestamp: expect.any(String), eventName: null }],
+        log: [
+          {
+            message: `Workflow instance ${healthy} has no incidents to retry`,
+            logLevel: 3,
+            timestamp: expect.any(String),
+            eventName: null,
+          },
+        ],
       },
     ]);
     for (const id of [a, b]) {
@@ -260,11 +344,9 @@ describe('retry', () => {
       expect(done.incidentCount).toBe(0);
       expect(done.variables.find((v: { id: string }) => v.id === 'count').value).toBe(5);
       // The faulted attempt, then exactly one retried execution of "set", then "end".
-      expect(done.activityRecords.map((x: { activityId: string; status: string }) => `${x.activityId}:${x.status}`)).toEqual([
-        'set:Faulted',
-        'set:Completed',
-        'end:Completed',
-      ]);
+      expect(
+        done.activityRecords.map((x: { activityId: string; status: string }) => `${x.activityId}:${x.status}`),
+      ).toEqual(['set:Faulted', 'set:Completed', 'end:Completed']);
       expect(done.journal.map((j: { message: string }) => j.message)).toEqual(['set ok']);
     }
   });
@@ -272,9 +354,17 @@ describe('retry', () => {
   it('has a GET form taking repeated query parameters', async () => {
     const a = await faulted();
     const b = await faulted();
-    const r = await h.request('GET', `/alterations/workflows/retry?workflowInstanceIds=${a}&workflowInstanceIds=${b}&activityIds=set`);
+    const r = await h.request(
+      'GET',
+      `/alterations/workflows/retry?workflowInstanceIds=${a}&workflowInstanceIds=${b}&activityIds=set`,
+    );
     expect(r.status).toBe(200);
-    expect(r.body.results.map((x: { workflowInstanceId: string; isSuccessful: boolean }) => [x.workflowInstanceId, x.isSuccessful])).toEqual([
+    expect(
+      r.body.results.map((x: { workflowInstanceId: string; isSuccessful: boolean }) => [
+        x.workflowInstanceId,
+        x.isSuccessful,
+      ]),
+    ).toEqual([
       [a, true],
       [b, true],
     ]);
@@ -289,13 +379,25 @@ describe('retry', () => {
 describe('permissions', () => {
   it('needs alterations:execute', async () => {
     const viewer = await h.keyWith(['alterations:view']);
-    const r = await h.request('POST', '/alterations/run', { key: viewer, body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: ['x'] } });
+    const r = await h.request('POST', '/alterations/run', {
+      key: viewer,
+      body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: ['x'] },
+    });
     expect(r.status).toBe(403);
     expect(r.body.detail).toContain('alterations:execute');
-    const none = await h.request('POST', '/alterations/workflows/retry', { key: null, body: { workflowInstanceIds: ['x'] } });
+    const none = await h.request('POST', '/alterations/workflows/retry', {
+      key: null,
+      body: { workflowInstanceIds: ['x'] },
+    });
     expect(none.status).toBe(401);
     const legacy = await h.keyWith(['run:alterations']);
-    expect((await h.request('POST', '/alterations/run', { key: legacy, body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: ['x'] } })).status).toBe(403);
+    expect(
+      (
+        await h.request('POST', '/alterations/run', {
+          key: legacy,
+          body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: ['x'] },
+        })
+      ).status,
+    ).toBe(403);
   });
 });
-

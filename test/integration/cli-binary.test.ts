@@ -30,7 +30,9 @@ ${opts.fail ? 'echo "go: module lookup disabled by GOPROXY=off" >&2; exit 1' : '
 
 const sink = () => {
   let text = '';
-  const stream = Object.assign(new Writable({ write: (c: Buffer, _e, cb) => ((text += c.toString()), cb()) }), { isTTY: false });
+  const stream = Object.assign(new Writable({ write: (c: Buffer, _e, cb) => ((text += c.toString()), cb()) }), {
+    isTTY: false,
+  });
   return { stream, text: () => text };
 };
 
@@ -50,7 +52,10 @@ describe('the Temporal CLI, built with Go when none is cached', () => {
     const go = await fakeGo('1.22.1');
     const cacheDir = path.join(work, 'cache-a');
     const out = sink();
-    const [a, b] = await Promise.all([ensureCliBinary({ cacheDir, go, progress: out.stream }), ensureCliBinary({ cacheDir, go, progress: out.stream })]);
+    const [a, b] = await Promise.all([
+      ensureCliBinary({ cacheDir, go, progress: out.stream }),
+      ensureCliBinary({ cacheDir, go, progress: out.stream }),
+    ]);
     expect(a).toBe(cachedCliPath(cacheDir));
     expect(b).toBe(a);
     expect((await readFile(path.join(path.dirname(go), 'builds'), 'utf8')).trim().split('\n')).toHaveLength(1);
@@ -66,17 +71,25 @@ describe('the Temporal CLI, built with Go when none is cached', () => {
     const cacheDir = path.join(work, 'cache-b');
     const missing = ensureCliBinary({ cacheDir, go: path.join(work, 'no-such-go'), progress: sink().stream });
     await expect(missing).rejects.toThrow(CliUnavailableError);
-    await expect(missing).rejects.toThrow(/Go was not found\. .*Go 1\.21 or newer .*TEMPORAL_CLI_PATH.*TEMPORAL_ADDRESS/);
-    await expect(ensureCliBinary({ cacheDir, go: await fakeGo('1.19'), progress: sink().stream })).rejects.toThrow(/Go 1\.19 is too old/);
-    await expect(ensureCliBinary({ cacheDir, go: await fakeGo('1.23', { fail: true }), progress: sink().stream })).rejects.toThrow(
-      /Building the Temporal CLI failed .*\n.*GOPROXY=off/,
+    await expect(missing).rejects.toThrow(
+      /Go was not found\. .*Go 1\.21 or newer .*TEMPORAL_CLI_PATH.*TEMPORAL_ADDRESS/,
     );
+    await expect(ensureCliBinary({ cacheDir, go: await fakeGo('1.19'), progress: sink().stream })).rejects.toThrow(
+      /Go 1\.19 is too old/,
+    );
+    await expect(
+      ensureCliBinary({ cacheDir, go: await fakeGo('1.23', { fail: true }), progress: sink().stream }),
+    ).rejects.toThrow(/Building the Temporal CLI failed .*\n.*GOPROXY=off/);
     expect(await readdir(path.join(cacheDir, 'temporal-cli', 'v1.5.1'))).toEqual([]);
   });
 
   it('npm start on a machine without Go and no cache: exit 1 with one sentence saying what to install, nothing left', async () => {
     const home = await mkdtemp(path.join(work, 'home-'));
-    const database = `wfa_nogo_${path.basename(home).slice(5).toLowerCase().replace(/[^a-z0-9]/g, '')}`;
+    const database = `wfa_nogo_${path
+      .basename(home)
+      .slice(5)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '')}`;
     await ensureDatabase(inject('pgAdminUrl'), database);
     const dbUrl = new URL(inject('pgAdminUrl'));
     dbUrl.pathname = `/${database}`;
@@ -104,7 +117,9 @@ describe('the Temporal CLI, built with Go when none is cached', () => {
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     const code = await new Promise((r) => child.once('exit', r));
     expect(code).toBe(1);
-    expect(err.trim()).toMatch(/^Startup failed: No Temporal dev server is cached and Go was not found\. Building the Temporal dev server needs Go 1\.21 or newer \(.*\); or set TEMPORAL_CLI_PATH to a temporal binary, or TEMPORAL_ADDRESS to a running Temporal\.$/);
+    expect(err.trim()).toMatch(
+      /^Startup failed: No Temporal dev server is cached and Go was not found\. Building the Temporal dev server needs Go 1\.21 or newer \(.*\); or set TEMPORAL_CLI_PATH to a temporal binary, or TEMPORAL_ADDRESS to a running Temporal\.$/,
+    );
     // Nothing was built or left half-written in the empty cache.
     expect(await readdir(path.join(home, '.cache', 'wf-alter', 'temporal-cli', 'v1.5.1'))).toEqual([]);
   }, 60_000);

@@ -16,7 +16,12 @@ const http = (name: string, configuration: Record<string, unknown> = {}) => ({
   name,
   description: `${name} API`,
   connectionType: HTTP,
-  connectionConfiguration: { baseUrl: 'https://api.example.com/v1', headers: { 'x-api-key': 'k-123' }, bearerToken: 'secret-token', ...configuration },
+  connectionConfiguration: {
+    baseUrl: 'https://api.example.com/v1',
+    headers: { 'x-api-key': 'k-123' },
+    bearerToken: 'secret-token',
+    ...configuration,
+  },
 });
 
 beforeAll(async () => {
@@ -41,14 +46,23 @@ describe('connection CRUD', () => {
       description: 'orders API',
       connectionType: HTTP,
       // Stored as the type reads it: defaults filled in.
-      connectionConfiguration: { baseUrl: 'https://api.example.com/v1', headers: { 'x-api-key': 'k-123' }, bearerToken: 'secret-token', timeoutMs: 10000 },
+      connectionConfiguration: {
+        baseUrl: 'https://api.example.com/v1',
+        headers: { 'x-api-key': 'k-123' },
+        bearerToken: 'secret-token',
+        timeoutMs: 10000,
+      },
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
     expect((await h.request('GET', `/connection-configuration/${id}`)).body).toEqual(created.body);
 
     await h.request('POST', '/connection-configuration', {
-      body: { name: 'mail', connectionType: SMTP, connectionConfiguration: { host: 'smtp.example.com', fromAddress: 'no-reply@example.com' } },
+      body: {
+        name: 'mail',
+        connectionType: SMTP,
+        connectionConfiguration: { host: 'smtp.example.com', fromAddress: 'no-reply@example.com' },
+      },
     });
     const all = await h.request('GET', '/connection-configuration');
     expect(all.body.totalCount).toBe(2);
@@ -58,7 +72,9 @@ describe('connection CRUD', () => {
     const paged = await h.request('GET', '/connection-configuration?skip=1&take=1');
     expect(paged.body).toMatchObject({ totalCount: 2, items: [{ name: 'orders' }] });
 
-    const updated = await h.request('PUT', `/connection-configuration/${id}`, { body: http('orders-v2', { timeoutMs: 500 }) });
+    const updated = await h.request('PUT', `/connection-configuration/${id}`, {
+      body: http('orders-v2', { timeoutMs: 500 }),
+    });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ id, name: 'orders-v2', connectionConfiguration: { timeoutMs: 500 } });
     expect(Date.parse(updated.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.body.updatedAt));
@@ -76,9 +92,15 @@ describe('connection CRUD', () => {
       [{ ...http('a'), connectionType: HTTP.toLowerCase() }, ['/connectionType']],
       [http('a', { baseUrl: 'not a url' }), ['/connectionConfiguration/baseUrl']],
       [http('a', { baseUrl: 'ftp://files.example.com' }), ['/connectionConfiguration/baseUrl']],
-      [http('a', { headers: { 'x-n': 1 }, timeoutMs: -5 }), ['/connectionConfiguration/headers/x-n', '/connectionConfiguration/timeoutMs']],
+      [
+        http('a', { headers: { 'x-n': 1 }, timeoutMs: -5 }),
+        ['/connectionConfiguration/headers/x-n', '/connectionConfiguration/timeoutMs'],
+      ],
       [http('a', { proxy: 'x' }), ['/connectionConfiguration/proxy']],
-      [{ name: 'm', connectionType: SMTP, connectionConfiguration: { host: 'h', fromAddress: 'nope', port: 70000 } }, ['/connectionConfiguration/fromAddress', '/connectionConfiguration/port']],
+      [
+        { name: 'm', connectionType: SMTP, connectionConfiguration: { host: 'h', fromAddress: 'nope', port: 70000 } },
+        ['/connectionConfiguration/fromAddress', '/connectionConfiguration/port'],
+      ],
       [{ name: 'a', connectionType: HTTP }, ['/connectionConfiguration']],
       [{ ...http('a'), tenantId: '*' }, ['/tenantId']],
     ];
@@ -86,9 +108,13 @@ describe('connection CRUD', () => {
       const r = await h.request('POST', '/connection-configuration', { body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.headers.get('content-type')).toContain('application/problem+json');
-      expect(r.body.errors.map((e: { path: string }) => e.path).sort(), JSON.stringify(body)).toEqual([...paths].sort());
+      expect(r.body.errors.map((e: { path: string }) => e.path).sort(), JSON.stringify(body)).toEqual(
+        [...paths].sort(),
+      );
     }
-    const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM connection_configurations WHERE name IN ('a', 'm', '   ')");
+    const { rows } = await h.pool.query(
+      "SELECT count(*)::int AS n FROM connection_configurations WHERE name IN ('a', 'm', '   ')",
+    );
     expect(rows[0].n).toBe(0);
   });
 
@@ -102,7 +128,9 @@ describe('connection CRUD', () => {
     expect(rename.status).toBe(409);
     expect(rename.body.detail).toBe('A connection named "billing" already exists');
 
-    const results = await Promise.all(Array.from({ length: 8 }, () => h.request('POST', '/connection-configuration', { body: http('race') })));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => h.request('POST', '/connection-configuration', { body: http('race') })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
     const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM connection_configurations WHERE name = 'race'");
     expect(rows[0].n).toBe(1);
@@ -122,15 +150,27 @@ describe('tenancy', () => {
     expect(common.body.tenantId).toBe('*');
 
     const listA = await h.request('GET', '/connection-configuration', { key: a });
-    expect(listA.body.items.map((c: { name: string; tenantId: string }) => `${c.tenantId}/${c.name}`)).toEqual(['*/common', 'tenant-a/crm']);
+    expect(listA.body.items.map((c: { name: string; tenantId: string }) => `${c.tenantId}/${c.name}`)).toEqual([
+      '*/common',
+      'tenant-a/crm',
+    ]);
     expect((await h.request('GET', `/connection-configuration/${mineA.body.id}`, { key: b })).status).toBe(404);
-    expect((await h.request('PUT', `/connection-configuration/${mineA.body.id}`, { key: b, body: http('crm') })).status).toBe(404);
+    expect(
+      (await h.request('PUT', `/connection-configuration/${mineA.body.id}`, { key: b, body: http('crm') })).status,
+    ).toBe(404);
     expect((await h.request('DELETE', `/connection-configuration/${mineA.body.id}`, { key: b })).status).toBe(404);
     expect((await h.request('GET', `/connection-configuration/${common.body.id}`, { key: b })).status).toBe(200);
     // A shared connection is changed only by a principal of tenant "*".
     const change = await h.request('DELETE', `/connection-configuration/${common.body.id}`, { key: a });
     expect(change.status).toBe(403);
-    expect((await h.request('PUT', `/connection-configuration/${common.body.id}`, { key: shared, body: http('common', { timeoutMs: 1 }) })).status).toBe(200);
+    expect(
+      (
+        await h.request('PUT', `/connection-configuration/${common.body.id}`, {
+          key: shared,
+          body: http('common', { timeoutMs: 1 }),
+        })
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -163,14 +203,19 @@ describe('permissions', () => {
       expect(r.status, `${grant} ${method} ${path}`).toBeLessThan(300);
     }
     expect((await h.request('GET', '/connection-configuration', { key: null })).status).toBe(401);
-    const forbidden = await h.request('POST', '/connection-configuration', { key: await h.keyWith(['connections:view']), body: http('z') });
+    const forbidden = await h.request('POST', '/connection-configuration', {
+      key: await h.keyWith(['connections:view']),
+      body: http('z'),
+    });
     expect(forbidden.body.detail).toContain('connections:create');
   });
 
   it('lets any signed-in principal read the descriptors', async () => {
     const nobody = await h.keyWith([]);
     expect((await h.request('GET', '/connection-configuration/descriptors', { key: nobody })).status).toBe(200);
-    expect((await h.request('GET', `/connection-configuration/input-descriptor/${HTTP}`, { key: nobody })).status).toBe(200);
+    expect((await h.request('GET', `/connection-configuration/input-descriptor/${HTTP}`, { key: nobody })).status).toBe(
+      200,
+    );
     expect((await h.request('GET', '/connection-configuration/descriptors', { key: null })).status).toBe(401);
   });
 });
@@ -188,25 +233,75 @@ describe('descriptors', () => {
     const inputs = await h.request('GET', `/connection-configuration/input-descriptor/${HTTP}`);
     expect(inputs.body.totalCount).toBe(4);
     expect(inputs.body.items).toEqual([
-      { name: 'baseUrl', typeName: 'String', displayName: 'Base URL', description: expect.any(String), uiHint: 'singleline', isRequired: true, isSensitive: false, defaultValue: null, order: 0 },
-      { name: 'headers', typeName: 'Object', displayName: 'Headers', description: expect.any(String), uiHint: 'dictionary', isRequired: false, isSensitive: false, defaultValue: {}, order: 1 },
-      { name: 'bearerToken', typeName: 'String', displayName: 'Bearer token', description: expect.any(String), uiHint: 'password', isRequired: false, isSensitive: true, defaultValue: null, order: 2 },
-      { name: 'timeoutMs', typeName: 'Int32', displayName: 'Timeout (ms)', description: expect.any(String), uiHint: 'singleline', isRequired: false, isSensitive: false, defaultValue: 10000, order: 3 },
+      {
+        name: 'baseUrl',
+        typeName: 'String',
+        displayName: 'Base URL',
+        description: expect.any(String),
+        uiHint: 'singleline',
+        isRequired: true,
+        isSensitive: false,
+        defaultValue: null,
+        order: 0,
+      },
+      {
+        name: 'headers',
+        typeName: 'Object',
+        displayName: 'Headers',
+        description: expect.any(String),
+        uiHint: 'dictionary',
+        isRequired: false,
+        isSensitive: false,
+        defaultValue: {},
+        order: 1,
+      },
+      {
+        name: 'bearerToken',
+        typeName: 'String',
+        displayName: 'Bearer token',
+        description: expect.any(String),
+        uiHint: 'password',
+        isRequired: false,
+        isSensitive: true,
+        defaultValue: null,
+        order: 2,
+      },
+      {
+        name: 'timeoutMs',
+        typeName: 'Int32',
+        displayName: 'Timeout (ms)',
+        description: expect.any(String),
+        uiHint: 'singleline',
+        isRequired: false,
+        isSensitive: false,
+        defaultValue: 10000,
+        order: 3,
+      },
     ]);
     // Every registered schema's fields, and nothing else, are described.
     for (const t of CONNECTION_TYPES) {
       const r = await h.request('GET', `/connection-configuration/input-descriptor/${t.type}`);
       expect(r.body.items.map((i: { name: string }) => i.name)).toEqual(Object.keys(t.schema.shape));
-      const required = Object.entries(t.schema.shape).filter(([, s]) => !(s as z.ZodType).safeParse(undefined).success).map(([k]) => k);
-      expect(r.body.items.filter((i: { isRequired: boolean }) => i.isRequired).map((i: { name: string }) => i.name)).toEqual(required);
+      const required = Object.entries(t.schema.shape)
+        .filter(([, s]) => !(s as z.ZodType).safeParse(undefined).success)
+        .map(([k]) => k);
+      expect(
+        r.body.items.filter((i: { isRequired: boolean }) => i.isRequired).map((i: { name: string }) => i.name),
+      ).toEqual(required);
     }
     const smtp = await h.request('GET', `/connection-configuration/input-descriptor/${SMTP}`);
     expect(smtp.body.items.find((i: { name: string }) => i.name === 'security')).toMatchObject({
       uiHint: 'dropdown',
       defaultValue: 'StartTls',
-      options: [{ text: 'None', value: 'None' }, { text: 'StartTls', value: 'StartTls' }, { text: 'Tls', value: 'Tls' }],
+      options: [
+        { text: 'None', value: 'None' },
+        { text: 'StartTls', value: 'StartTls' },
+        { text: 'Tls', value: 'Tls' },
+      ],
     });
-    expect((await h.request('GET', '/connection-configuration/input-descriptor/Elsa.Http.SendHttpRequest')).status).toBe(404);
+    expect(
+      (await h.request('GET', '/connection-configuration/input-descriptor/Elsa.Http.SendHttpRequest')).status,
+    ).toBe(404);
   });
 
   it("lists the tenant's connection names for an activity's connection input", async () => {
@@ -215,7 +310,11 @@ describe('descriptors', () => {
     await h.request('POST', '/connection-configuration', { key, body: http('alpha') });
     await h.request('POST', '/connection-configuration', {
       key,
-      body: { name: 'mailer', connectionType: SMTP, connectionConfiguration: { host: 'h', fromAddress: 'a@b.example' } },
+      body: {
+        name: 'mailer',
+        connectionType: SMTP,
+        connectionConfiguration: { host: 'h', fromAddress: 'a@b.example' },
+      },
     });
     const r = await h.request('GET', '/descriptors/activities/Elsa.Http.SendHttpRequest/options/connection', { key });
     expect(r.status).toBe(200);
@@ -224,14 +323,18 @@ describe('descriptors', () => {
     expect(names).not.toContain('mailer');
     expect(names.indexOf('alpha')).toBeLessThan(names.indexOf('zeta'));
     expect(r.body.refresh).toBe(true);
-    expect((await h.request('GET', '/descriptors/activities/Elsa.Http.SendHttpRequest/options/path', { key })).status).toBe(404);
+    expect(
+      (await h.request('GET', '/descriptors/activities/Elsa.Http.SendHttpRequest/options/path', { key })).status,
+    ).toBe(404);
     expect((await h.request('GET', '/descriptors/activities/Elsa.Nope/options/connection', { key })).status).toBe(404);
   });
 });
 
 describe('encryption at rest', () => {
   it('stores no plaintext and still returns the full configuration', async () => {
-    const created = await enc.request('POST', '/connection-configuration', { body: http('vault', { bearerToken: 'tok-PLAINTEXT-MARKER' }) });
+    const created = await enc.request('POST', '/connection-configuration', {
+      body: http('vault', { bearerToken: 'tok-PLAINTEXT-MARKER' }),
+    });
     expect(created.status).toBe(201);
     const { rows } = await enc.pool.query(
       "SELECT configuration, configuration_encrypted, encode(configuration_encrypted, 'escape') AS raw FROM connection_configurations WHERE id = $1",
@@ -242,15 +345,23 @@ describe('encryption at rest', () => {
     expect(rows[0].raw).not.toContain('PLAINTEXT-MARKER');
     expect(rows[0].raw).not.toContain('api.example.com');
     const read = await enc.request('GET', `/connection-configuration/${created.body.id}`);
-    expect(read.body.connectionConfiguration).toEqual({ ...http('').connectionConfiguration, bearerToken: 'tok-PLAINTEXT-MARKER', timeoutMs: 10000 });
+    expect(read.body.connectionConfiguration).toEqual({
+      ...http('').connectionConfiguration,
+      bearerToken: 'tok-PLAINTEXT-MARKER',
+      timeoutMs: 10000,
+    });
     const listed = await enc.request('GET', '/connection-configuration');
     expect(listed.body.items[0].connectionConfiguration.bearerToken).toBe('tok-PLAINTEXT-MARKER');
   });
 
   it('refuses to start with a wrong or missing key, and never returns garbage', async () => {
     await expect(checkEncryptionKey(enc.pool, createConfigCipher(KEY))).resolves.toBeUndefined();
-    await expect(checkEncryptionKey(enc.pool, createConfigCipher('a different key entirely'))).rejects.toThrow(/does not decrypt/);
-    await expect(checkEncryptionKey(enc.pool, createConfigCipher(undefined))).rejects.toThrow(/CONNECTIONS_ENCRYPTION_KEY is not set/);
+    await expect(checkEncryptionKey(enc.pool, createConfigCipher('a different key entirely'))).rejects.toThrow(
+      /does not decrypt/,
+    );
+    await expect(checkEncryptionKey(enc.pool, createConfigCipher(undefined))).rejects.toThrow(
+      /CONNECTIONS_ENCRYPTION_KEY is not set/,
+    );
     // A ciphertext moved to another row does not decrypt either.
     const other = await enc.request('POST', '/connection-configuration', { body: http('other') });
     await enc.pool.query(

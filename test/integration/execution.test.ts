@@ -18,7 +18,10 @@ async function publish(def: unknown) {
 }
 
 async function start(definitionId: string, extra: Record<string, unknown> = {}, key?: string) {
-  const res = await h.request('POST', '/workflow-instances', { body: { definitionId, ...extra }, ...(key ? { key } : {}) });
+  const res = await h.request('POST', '/workflow-instances', {
+    body: { definitionId, ...extra },
+    ...(key ? { key } : {}),
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   return res.body.workflowInstanceId as string;
 }
@@ -43,9 +46,13 @@ function until(id: string, predicate: (instance: any) => boolean, what: string, 
 describe('instance execution on Temporal', () => {
   it('runs an instance to Finished, recording each activity, the journal and the variables', async () => {
     await publish(
-      chain('straight', [writeLine('hello', 'hello'), setVariable('set', 'count', '41', 'Int32'), writeLine('bye', 'bye')], {
-        variables: [{ id: 'count', name: 'Count', typeName: 'Int32', value: 0 }],
-      }),
+      chain(
+        'straight',
+        [writeLine('hello', 'hello'), setVariable('set', 'count', '41', 'Int32'), writeLine('bye', 'bye')],
+        {
+          variables: [{ id: 'count', name: 'Count', typeName: 'Int32', value: 0 }],
+        },
+      ),
     );
     const id = await start('straight', { name: 'first', correlationId: 'c-1' });
     const done = await until(id, (i) => i.status === 'Finished', 'finished');
@@ -67,7 +74,10 @@ describe('instance execution on Temporal', () => {
   it('suspends at an event and resumes when the event is triggered', async () => {
     const def = orderApproval('approval');
     def.root.activities.push(writeLine('after', 'approved'));
-    def.root.connections.push({ source: { activity: 'wait', port: 'Done' }, target: { activity: 'after', port: 'In' } });
+    def.root.connections.push({
+      source: { activity: 'wait', port: 'Done' },
+      target: { activity: 'after', port: 'In' },
+    });
     await publish(def);
     const a = await start('approval', { correlationId: 'order-a' });
     const b = await start('approval', { correlationId: 'order-b' });
@@ -75,7 +85,11 @@ describe('instance execution on Temporal', () => {
       const suspended = await until(id, (i) => i.subStatus === 'Suspended', 'suspended');
       expect(suspended.status).toBe('Running');
       expect(suspended.bookmarks).toEqual([{ activityId: 'wait', eventName: 'approve' }]);
-      expect(suspended.activityRecords.at(-1)).toMatchObject({ activityId: 'wait', status: 'Running', completedAt: null });
+      expect(suspended.activityRecords.at(-1)).toMatchObject({
+        activityId: 'wait',
+        status: 'Running',
+        completedAt: null,
+      });
     }
 
     // Narrowed by correlation id, only order-a resumes.
@@ -91,7 +105,9 @@ describe('instance execution on Temporal', () => {
     expect(second.body).toEqual({ resumedWorkflowInstanceIds: [b] });
     await until(b, (i) => i.status === 'Finished', 'finished');
     // Nothing is left waiting: a third trigger resumes nothing.
-    expect((await h.request('POST', '/events/approve/trigger', { body: {} })).body).toEqual({ resumedWorkflowInstanceIds: [] });
+    expect((await h.request('POST', '/events/approve/trigger', { body: {} })).body).toEqual({
+      resumedWorkflowInstanceIds: [],
+    });
   });
 
   it('records an incident on a fault and leaves the instance Running/Faulted', async () => {
@@ -101,7 +117,12 @@ describe('instance execution on Temporal', () => {
     expect(faulted.status).toBe('Running');
     expect(faulted.incidentCount).toBe(1);
     expect(faulted.incidents).toEqual([
-      { activityId: 'boom', activityType: 'Elsa.Fault', message: 'The order service is down', timestamp: expect.any(String) },
+      {
+        activityId: 'boom',
+        activityType: 'Elsa.Fault',
+        message: 'The order service is down',
+        timestamp: expect.any(String),
+      },
     ]);
     expect(faulted.activityRecords.map((r: any) => [r.activityId, r.status])).toEqual([
       ['before', 'Completed'],
@@ -123,7 +144,9 @@ describe('instance execution on Temporal', () => {
 
   it('converts initial variables and rejects unknown ones or bad values, naming them', async () => {
     await publish(chain('typed', [writeLine('a', 'a')], { variables: [{ id: 'n', typeName: 'Int32' }] }));
-    const bad = await h.request('POST', '/workflow-instances', { body: { definitionId: 'typed', variables: { n: 'x', ghost: 1 } } });
+    const bad = await h.request('POST', '/workflow-instances', {
+      body: { definitionId: 'typed', variables: { n: 'x', ghost: 1 } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([
       { path: '/variables/n', message: 'Value is not a valid Int32 for variable n' },
@@ -132,7 +155,10 @@ describe('instance execution on Temporal', () => {
     const missing = await h.request('POST', '/workflow-instances', { body: { definitionId: 'nope' } });
     expect(missing.status).toBe(400);
     expect(missing.body.errors).toEqual([{ path: '/definitionId', message: 'Workflow definition nope not found' }]);
-    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM workflow_instances WHERE definition_id IN ($1, $2)', ['typed', 'nope']);
+    const { rows } = await h.pool.query(
+      'SELECT count(*)::int AS n FROM workflow_instances WHERE definition_id IN ($1, $2)',
+      ['typed', 'nope'],
+    );
     expect(rows[0].n).toBe(0);
   });
 
@@ -147,7 +173,10 @@ describe('instance execution on Temporal', () => {
     const trigger = await h.request('POST', '/events/approve/trigger', { body: {}, key: other });
     expect(trigger.body).toEqual({ resumedWorkflowInstanceIds: [] });
     // The other tenant cannot start our definition either: it does not exist there.
-    const foreignStart = await h.request('POST', '/workflow-instances', { body: { definitionId: 'tenanted' }, key: other });
+    const foreignStart = await h.request('POST', '/workflow-instances', {
+      body: { definitionId: 'tenanted' },
+      key: other,
+    });
     expect(foreignStart.status).toBe(400);
     expect((await read(id)).subStatus).toBe('Suspended');
   });
@@ -167,7 +196,10 @@ describe('events at scale', () => {
     expect(res.body.resumedWorkflowInstanceIds).toEqual(ids);
     await eventually(
       async () => {
-        const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND status = 'Finished'", [ids]);
+        const { rows } = await h.pool.query(
+          "SELECT count(*)::int AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND status = 'Finished'",
+          [ids],
+        );
         return rows[0].n === 100 ? true : undefined;
       },
       'all hundred to finish',
@@ -190,10 +222,16 @@ describe('durability', () => {
     await publish(chain('long', lines, { variables: [{ id: 'counter', typeName: 'Int32', value: 0 }] }));
     const id = await start('long');
 
-    await eventually(async () => {
-      const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM journal_entries WHERE instance_id = $1', [id]);
-      return rows[0].n >= 5 ? true : undefined;
-    }, 'a few steps to run', 30_000);
+    await eventually(
+      async () => {
+        const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM journal_entries WHERE instance_id = $1', [
+          id,
+        ]);
+        return rows[0].n >= 5 ? true : undefined;
+      },
+      'a few steps to run',
+      30_000,
+    );
     await h.stopWorker();
     const midway = await read(id);
     expect(midway.status, 'the instance must still be running when the worker stops').toBe('Running');

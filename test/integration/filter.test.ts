@@ -9,7 +9,10 @@ let otherTenant: string;
 let faultyV1: string;
 
 async function start(definitionId: string, extra: Record<string, unknown> = {}, key?: string) {
-  const r = await h.request('POST', '/workflow-instances', { body: { definitionId, ...extra }, ...(key ? { key } : {}) });
+  const r = await h.request('POST', '/workflow-instances', {
+    body: { definitionId, ...extra },
+    ...(key ? { key } : {}),
+  });
   expect(r.status).toBe(202);
   const id = r.body.workflowInstanceId as string;
   await eventually(async () => {
@@ -28,11 +31,18 @@ const pick = (...names: string[]) => names.map((n) => ids[n]!);
 
 beforeAll(async () => {
   h = await createHarness();
-  const approval = chain('flow-one', [writeLine('start', 'started'), { ...event('wait', 'approve'), name: 'Wait for approval' }]);
+  const approval = chain('flow-one', [
+    writeLine('start', 'started'),
+    { ...event('wait', 'approve'), name: 'Wait for approval' },
+  ]);
   expect((await h.request('POST', '/workflow-definitions', { body: approval })).status).toBe(201);
-  const v1 = await h.request('POST', '/workflow-definitions', { body: chain('flow-two', [writeLine('start', 'x'), fault('boom', 'bad')]) });
+  const v1 = await h.request('POST', '/workflow-definitions', {
+    body: chain('flow-two', [writeLine('start', 'x'), fault('boom', 'bad')]),
+  });
   faultyV1 = v1.body.id;
-  await h.request('POST', '/workflow-definitions', { body: chain('flow-two', [writeLine('start', 'y'), fault('boom', 'worse')]) });
+  await h.request('POST', '/workflow-definitions', {
+    body: chain('flow-two', [writeLine('start', 'y'), fault('boom', 'worse')]),
+  });
 
   ids.i1 = await start('flow-one', { name: 'alpha', correlationId: 'corr-1' });
   ids.i2 = await start('flow-one', { name: 'beta', correlationId: 'corr-2' });
@@ -40,11 +50,16 @@ beforeAll(async () => {
   ids.i4 = await start('flow-two', { name: 'delta 100%' });
   ids.i5 = await start('flow-one', { name: 'system one' });
   await h.pool.query('UPDATE workflow_instances SET is_system = true WHERE id = $1', [ids.i5]);
-  const cancel = await h.request('POST', '/alterations/run', { body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: [ids.i2] } });
+  const cancel = await h.request('POST', '/alterations/run', {
+    body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: [ids.i2] },
+  });
   expect(cancel.body.results[0].isSuccessful).toBe(true);
 
   const keyB = await h.keyWith(['*'], 'tenant-b');
-  await h.request('POST', '/workflow-definitions', { key: keyB, body: chain('flow-one', [writeLine('start', 'b'), event('wait', 'approve')]) });
+  await h.request('POST', '/workflow-definitions', {
+    key: keyB,
+    body: chain('flow-one', [writeLine('start', 'b'), event('wait', 'approve')]),
+  });
   otherTenant = await start('flow-one', { name: 'alpha', correlationId: 'corr-1' }, keyB);
 });
 afterAll(() => h?.close());
@@ -81,18 +96,32 @@ describe('the instance filter', () => {
     expect(await dryRun({ activityFilters: [{ activityId: 'wait', status: 'Canceled' }] })).toEqual(pick('i2'));
     expect(await dryRun({ activityFilters: [{ name: 'Wait for approval' }] })).toEqual(pick('i1', 'i2', 'i5'));
     expect(await dryRun({ activityFilters: [{ nodeId: 'flow1:boom', status: 'Faulted' }] })).toEqual(pick('i3', 'i4'));
-    expect(await dryRun({ activityFilters: [{ activityId: 'start' }, { activityId: 'boom' }] })).toEqual(pick('i3', 'i4'));
+    expect(await dryRun({ activityFilters: [{ activityId: 'start' }, { activityId: 'boom' }] })).toEqual(
+      pick('i3', 'i4'),
+    );
     expect(await dryRun({ activityFilters: [{ activityId: 'wait' }, { activityId: 'boom' }] })).toEqual([]);
   });
 
   it('compares timestamps', async () => {
     const { rows } = await h.pool.query('SELECT created_at FROM workflow_instances WHERE id = $1', [ids.i3]);
     const at = (rows[0].created_at as Date).toISOString();
-    expect(await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'GreaterThan', timestamp: at }] })).toEqual(pick('i4', 'i5'));
-    expect(await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'LessThanOrEqual', timestamp: at }] })).toEqual(pick('i1', 'i2', 'i3'));
-    expect(await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'Is', timestamp: at }] })).toEqual(pick('i3'));
-    expect(await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'IsNot', timestamp: at }] })).toEqual(pick('i1', 'i2', 'i4', 'i5'));
-    expect(await dryRun({ timestampFilters: [{ column: 'FinishedAt', operator: 'GreaterThanOrEqual', timestamp: '2000-01-01T00:00:00Z' }] })).toEqual(pick('i2'));
+    expect(
+      await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'GreaterThan', timestamp: at }] }),
+    ).toEqual(pick('i4', 'i5'));
+    expect(
+      await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'LessThanOrEqual', timestamp: at }] }),
+    ).toEqual(pick('i1', 'i2', 'i3'));
+    expect(await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'Is', timestamp: at }] })).toEqual(
+      pick('i3'),
+    );
+    expect(await dryRun({ timestampFilters: [{ column: 'CreatedAt', operator: 'IsNot', timestamp: at }] })).toEqual(
+      pick('i1', 'i2', 'i4', 'i5'),
+    );
+    expect(
+      await dryRun({
+        timestampFilters: [{ column: 'FinishedAt', operator: 'GreaterThanOrEqual', timestamp: '2000-01-01T00:00:00Z' }],
+      }),
+    ).toEqual(pick('i2'));
     expect(
       await dryRun({
         timestampFilters: [
@@ -106,7 +135,9 @@ describe('the instance filter', () => {
   it('combines fields with AND', async () => {
     expect(await dryRun({ definitionIds: ['flow-one'], statuses: ['Running'] })).toEqual(pick('i1', 'i5'));
     expect(await dryRun({ definitionIds: ['flow-one'], hasIncidents: true })).toEqual([]);
-    expect(await dryRun({ names: ['alpha'], correlationIds: ['corr-1'], searchTerm: 'alp', isSystem: false })).toEqual(pick('i1'));
+    expect(await dryRun({ names: ['alpha'], correlationIds: ['corr-1'], searchTerm: 'alp', isSystem: false })).toEqual(
+      pick('i1'),
+    );
   });
 
   it('selects nothing without a constraint unless emptyFilterSelectsAll is true', async () => {
@@ -124,18 +155,32 @@ describe('the instance filter', () => {
       [{ hasIncidents: 'yes' }, '/hasIncidents'],
       [{ activityFilters: [{ activity: 'wait' }] }, '/activityFilters/0/activity'],
       [{ activityFilters: [{ status: 'Done' }] }, '/activityFilters/0/status'],
-      [{ timestampFilters: [{ column: 'StartedAt', operator: 'Is', timestamp: '2026-01-01T00:00:00Z' }] }, '/timestampFilters/0/column'],
-      [{ timestampFilters: [{ column: 'CreatedAt', operator: 'Before', timestamp: '2026-01-01T00:00:00Z' }] }, '/timestampFilters/0/operator'],
-      [{ timestampFilters: [{ column: 'CreatedAt', operator: 'Is', timestamp: 'yesterday' }] }, '/timestampFilters/0/timestamp'],
+      [
+        { timestampFilters: [{ column: 'StartedAt', operator: 'Is', timestamp: '2026-01-01T00:00:00Z' }] },
+        '/timestampFilters/0/column',
+      ],
+      [
+        { timestampFilters: [{ column: 'CreatedAt', operator: 'Before', timestamp: '2026-01-01T00:00:00Z' }] },
+        '/timestampFilters/0/operator',
+      ],
+      [
+        { timestampFilters: [{ column: 'CreatedAt', operator: 'Is', timestamp: 'yesterday' }] },
+        '/timestampFilters/0/timestamp',
+      ],
       [{ searchTerm: 'a\u0001b' }, '/searchTerm'],
       [{ tenantId: 'tenant-b', emptyFilterSelectsAll: true }, '/tenantId'],
     ];
     for (const [body, path] of cases) {
       const r = await h.request('POST', '/alterations/dry-run', { body });
       expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(r.body.errors.map((e: { path: string }) => e.path), JSON.stringify(body)).toContain(path);
+      expect(
+        r.body.errors.map((e: { path: string }) => e.path),
+        JSON.stringify(body),
+      ).toContain(path);
     }
-    const submit = await h.request('POST', '/alterations/submit', { body: { alterations: [{ type: 'Cancel' }], filter: { nmes: ['alpha'] } } });
+    const submit = await h.request('POST', '/alterations/submit', {
+      body: { alterations: [{ type: 'Cancel' }], filter: { nmes: ['alpha'] } },
+    });
     expect(submit.status).toBe(400);
     expect(submit.body.errors[0].path).toBe('/filter/nmes');
     const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM alteration_plans');
@@ -144,13 +189,17 @@ describe('the instance filter', () => {
 
   it('is served by indexes', async () => {
     // The search text sits beside the instances, behind a trigram index, kept by triggers.
-    const { rows: defs } = await h.pool.query("SELECT id FROM workflow_definitions WHERE definition_id = 'flow-one' AND tenant_id = ''");
+    const { rows: defs } = await h.pool.query(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'flow-one' AND tenant_id = ''",
+    );
     await seedInstances(h.pool, { definitionVersionId: defs[0].id, count: 2000, tenantId: 'tenant-c' });
     await h.pool.query('ANALYZE workflow_instance_search');
     const client = await h.pool.connect();
     try {
       await client.query('SET enable_seqscan = off');
-      const { rows } = await client.query("EXPLAIN SELECT instance_id FROM workflow_instance_search s WHERE s.tenant_id = 'tenant-c' AND s.search ILIKE '%seeded-1234%'");
+      const { rows } = await client.query(
+        "EXPLAIN SELECT instance_id FROM workflow_instance_search s WHERE s.tenant_id = 'tenant-c' AND s.search ILIKE '%seeded-1234%'",
+      );
       expect(rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('workflow_instance_search_trgm');
     } finally {
       await client.query('RESET enable_seqscan');

@@ -38,7 +38,8 @@ async function runToEnd(definitionId: string) {
   }, `instance ${id} to finish or fault`);
 }
 
-const status = (i: { variables: { id: string; value: unknown }[] }) => i.variables.find((v) => v.id === 'status')?.value;
+const status = (i: { variables: { id: string; value: unknown }[] }) =>
+  i.variables.find((v) => v.id === 'status')?.value;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -62,24 +63,44 @@ afterAll(async () => {
 describe('Elsa.Http.SendHttpRequest through a saved connection', () => {
   it('calls the connection with its headers and token, records the status, and masks the no-log input', async () => {
     const created = await h.request('POST', '/connection-configuration', {
-      body: { name: 'orders-api', connectionType: HTTP, connectionConfiguration: { baseUrl, headers: { 'x-api-key': 'key-1' }, bearerToken: 'token-1' } },
+      body: {
+        name: 'orders-api',
+        connectionType: HTTP,
+        connectionConfiguration: { baseUrl, headers: { 'x-api-key': 'key-1' }, bearerToken: 'token-1' },
+      },
     });
     expect(created.status).toBe(201);
-    expect((await h.request('POST', '/workflow-definitions', { body: workflow('call-orders', 'orders-api') })).status).toBe(201);
+    expect(
+      (await h.request('POST', '/workflow-definitions', { body: workflow('call-orders', 'orders-api') })).status,
+    ).toBe(201);
 
     const first = await runToEnd('call-orders');
     expect(first.subStatus).toBe('Finished');
     expect(status(first)).toBe(200);
     expect(received).toHaveLength(1);
     expect(received[0]).toMatchObject({ method: 'POST', url: '/api/orders/42', body: '{"approved":true}' });
-    expect(received[0]!.headers).toMatchObject({ 'x-api-key': 'key-1', authorization: 'Bearer token-1', 'content-type': 'application/json' });
+    expect(received[0]!.headers).toMatchObject({
+      'x-api-key': 'key-1',
+      authorization: 'Bearer token-1',
+      'content-type': 'application/json',
+    });
     const record = first.activityRecords.find((r: { activityId: string }) => r.activityId === 'call');
-    expect(record.inputs).toEqual({ connection: '****', method: 'POST', path: '/orders/42', body: { approved: true }, resultVariable: 'status' });
+    expect(record.inputs).toEqual({
+      connection: '****',
+      method: 'POST',
+      path: '/orders/42',
+      body: { approved: true },
+      resultVariable: 'status',
+    });
     expect(JSON.stringify(first)).not.toContain('orders-api');
 
     // The next run uses the connection as updated.
     const updated = await h.request('PUT', `/connection-configuration/${created.body.id}`, {
-      body: { name: 'orders-api', connectionType: HTTP, connectionConfiguration: { baseUrl, headers: { 'x-api-key': 'key-2' } } },
+      body: {
+        name: 'orders-api',
+        connectionType: HTTP,
+        connectionConfiguration: { baseUrl, headers: { 'x-api-key': 'key-2' } },
+      },
     });
     expect(updated.status).toBe(200);
     const second = await runToEnd('call-orders');
@@ -106,7 +127,15 @@ describe('Elsa.Http.SendHttpRequest through a saved connection', () => {
       message: `Connection "orders-api" could not be resolved: no ${HTTP} of that name exists in this tenant`,
     });
     expect(received).toHaveLength(calls);
-    expect(h.logs.some((l) => l.level === 40 && l.msg === 'connection not found; the activity runs with an unresolved connection' && l.connectionName === 'orders-api' && l.instanceId === orphan.id)).toBe(true);
+    expect(
+      h.logs.some(
+        (l) =>
+          l.level === 40 &&
+          l.msg === 'connection not found; the activity runs with an unresolved connection' &&
+          l.connectionName === 'orders-api' &&
+          l.instanceId === orphan.id,
+      ),
+    ).toBe(true);
     // Nothing secret reached the log.
     const logText = JSON.stringify(h.logs);
     expect(logText).not.toContain('token-1');
@@ -114,13 +143,22 @@ describe('Elsa.Http.SendHttpRequest through a saved connection', () => {
   });
 
   it('faults clearly when no connection is selected, and resolves only within the tenant', async () => {
-    expect((await h.request('POST', '/workflow-definitions', { body: workflow('call-nothing', null) })).status).toBe(201);
+    expect((await h.request('POST', '/workflow-definitions', { body: workflow('call-nothing', null) })).status).toBe(
+      201,
+    );
     const none = await runToEnd('call-nothing');
     expect(none.incidents[0].message).toBe('No connection is selected for Send HTTP Request');
-    expect(h.logs.some((l) => l.level === 40 && l.msg === 'no connection selected; the activity runs with an unresolved connection')).toBe(true);
+    expect(
+      h.logs.some(
+        (l) => l.level === 40 && l.msg === 'no connection selected; the activity runs with an unresolved connection',
+      ),
+    ).toBe(true);
 
     const other = await h.keyWith(['*'], 'tenant-b');
-    await h.request('POST', '/connection-configuration', { key: other, body: { name: 'b-only', connectionType: HTTP, connectionConfiguration: { baseUrl } } });
+    await h.request('POST', '/connection-configuration', {
+      key: other,
+      body: { name: 'b-only', connectionType: HTTP, connectionConfiguration: { baseUrl } },
+    });
     expect((await h.request('POST', '/workflow-definitions', { body: workflow('call-b', 'b-only') })).status).toBe(201);
     const calls = received.length;
     const crossTenant = await runToEnd('call-b');
@@ -138,6 +176,11 @@ describe('Elsa.Http.SendHttpRequest through a saved connection', () => {
     (noVariable.root.activities[0] as Record<string, unknown>).resultVariable = lit('undeclared');
     const r2 = await h.request('POST', '/workflow-definitions', { body: noVariable });
     expect(r2.status).toBe(400);
-    expect(r2.body.errors).toEqual([{ path: '/root/activities/0/resultVariable/expression/value', message: 'Variable with ID "undeclared" is not defined in this workflow' }]);
+    expect(r2.body.errors).toEqual([
+      {
+        path: '/root/activities/0/resultVariable/expression/value',
+        message: 'Variable with ID "undeclared" is not defined in this workflow',
+      },
+    ]);
   });
 });

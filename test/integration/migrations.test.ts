@@ -47,7 +47,9 @@ describe('migrations', () => {
     const pool = createPool(url, 4);
     pools.push(pool);
     await migrate(pool);
-    const keys = (await Promise.all([ensureBootstrapApiKey(pool), ensureBootstrapApiKey(pool)])).filter(Boolean) as string[];
+    const keys = (await Promise.all([ensureBootstrapApiKey(pool), ensureBootstrapApiKey(pool)])).filter(
+      Boolean,
+    ) as string[];
     expect(keys).toHaveLength(1);
     expect(await ensureBootstrapApiKey(pool)).toBeUndefined();
     const principal = await findApiKeyPrincipal(pool, keys[0]!);

@@ -28,10 +28,14 @@ const sendRequest = (connectionName: string, path = 'orders/42') => ({
   resultVariable: lit('status'),
 });
 const callingWorkflow = (definitionId: string, connectionName: string, path?: string) =>
-  chain(definitionId, [sendRequest(connectionName, path), writeLine('after', 'called')], { variables: [{ id: 'status', name: 'Status', typeName: 'Int32' }] });
+  chain(definitionId, [sendRequest(connectionName, path), writeLine('after', 'called')], {
+    variables: [{ id: 'status', name: 'Status', typeName: 'Int32' }],
+  });
 
 async function connection(name: string, baseUrl: string) {
-  const r = await h.request('POST', '/connection-configuration', { body: { name, connectionType: HTTP, connectionConfiguration: { baseUrl, bearerToken: 'secret-token' } } });
+  const r = await h.request('POST', '/connection-configuration', {
+    body: { name, connectionType: HTTP, connectionConfiguration: { baseUrl, bearerToken: 'secret-token' } },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
 }
 
@@ -43,10 +47,14 @@ async function start(definitionId: string): Promise<string> {
 
 const instance = async (id: string) => (await h.request('GET', `/workflow-instances/${id}`)).body;
 const settled = (id: string, timeoutMs = 20_000) =>
-  eventually(async () => {
-    const i = await instance(id);
-    return ['Finished', 'Faulted', 'Cancelled'].includes(i.subStatus) ? i : undefined;
-  }, `instance ${id} to settle`, timeoutMs);
+  eventually(
+    async () => {
+      const i = await instance(id);
+      return ['Finished', 'Faulted', 'Cancelled'].includes(i.subStatus) ? i : undefined;
+    },
+    `instance ${id} to settle`,
+    timeoutMs,
+  );
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -71,7 +79,9 @@ afterAll(async () => {
 
 describe('a step that calls out', () => {
   it('holds no transaction or row lock while it waits, and sends an Idempotency-Key', async () => {
-    expect((await h.request('POST', '/workflow-definitions', { body: callingWorkflow('slow-call', 'local-api') })).status).toBe(201);
+    expect(
+      (await h.request('POST', '/workflow-definitions', { body: callingWorkflow('slow-call', 'local-api') })).status,
+    ).toBe(201);
     hold = true;
     received.length = 0;
     const id = await start('slow-call');
@@ -85,7 +95,9 @@ describe('a step that calls out', () => {
     } finally {
       client.release();
     }
-    const idle = await h.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+    const idle = await h.pool.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+    );
     expect(idle.rows[0].n).toBe(0);
     expect(call.key).toMatch(new RegExp(`^${id}:\\S+$`));
     hold = false;
@@ -123,7 +135,9 @@ describe('a step that calls out', () => {
     received.length = 0;
     const id = await start('slow-call');
     const call = await eventually(async () => received[0], 'the call');
-    const run = await h.request('POST', '/alterations/run', { body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: [id] } });
+    const run = await h.request('POST', '/alterations/run', {
+      body: { alterations: [{ type: 'Cancel' }], workflowInstanceIds: [id] },
+    });
     expect(run.status).toBe(200);
     expect(run.body.results[0].isSuccessful).toBe(true);
     hold = false;
@@ -141,8 +155,13 @@ describe('the outbound policy', () => {
     received.length = 0;
     await connection('other-loopback', `http://127.0.0.2:${port}/`);
     await connection('metadata', 'http://169.254.169.254/latest/');
-    for (const [definitionId, name] of [['to-loopback', 'other-loopback'], ['to-metadata', 'metadata']] as const) {
-      expect((await h.request('POST', '/workflow-definitions', { body: callingWorkflow(definitionId, name) })).status).toBe(201);
+    for (const [definitionId, name] of [
+      ['to-loopback', 'other-loopback'],
+      ['to-metadata', 'metadata'],
+    ] as const) {
+      expect(
+        (await h.request('POST', '/workflow-definitions', { body: callingWorkflow(definitionId, name) })).status,
+      ).toBe(201);
       const done = await settled(await start(definitionId));
       expect(done.subStatus, definitionId).toBe('Faulted');
       expect(done.incidents[0].message, definitionId).toContain('OUTBOUND_HTTP_ALLOW_NETWORKS');
@@ -152,9 +171,18 @@ describe('the outbound policy', () => {
 
   it('keeps requests under the base URL path: .. and encoded escapes are refused and the token never leaves it', async () => {
     received.length = 0;
-    for (const [i, path] of ['../../outside', '%2e%2e/outside', '..%2foutside', 'x/..%5c..%5coutside', '/../outside'].entries()) {
+    for (const [i, path] of [
+      '../../outside',
+      '%2e%2e/outside',
+      '..%2foutside',
+      'x/..%5c..%5coutside',
+      '/../outside',
+    ].entries()) {
       const definitionId = `escape-${i}`;
-      expect((await h.request('POST', '/workflow-definitions', { body: callingWorkflow(definitionId, 'local-api', path) })).status).toBe(201);
+      expect(
+        (await h.request('POST', '/workflow-definitions', { body: callingWorkflow(definitionId, 'local-api', path) }))
+          .status,
+      ).toBe(201);
       const done = await settled(await start(definitionId));
       expect(done.subStatus, path).toBe('Faulted');
       expect(done.incidents[0].message, path).toMatch(/under the connection base URL|encoded slashes/);
@@ -164,14 +192,40 @@ describe('the outbound policy', () => {
 
   it('refuses invalid header names and values at create and update', async () => {
     const base = { connectionType: HTTP, connectionConfiguration: { baseUrl: `http://127.0.0.1:${port}/` } };
-    const badName = await h.request('POST', '/connection-configuration', { body: { ...base, name: 'bad-name', connectionConfiguration: { ...base.connectionConfiguration, headers: { 'bad header': 'x' } } } });
+    const badName = await h.request('POST', '/connection-configuration', {
+      body: {
+        ...base,
+        name: 'bad-name',
+        connectionConfiguration: { ...base.connectionConfiguration, headers: { 'bad header': 'x' } },
+      },
+    });
     expect(badName.status).toBe(400);
-    expect(badName.body.errors.map((e: { path: string }) => e.path).join()).toContain('/connectionConfiguration/headers/bad header');
-    const badValue = await h.request('POST', '/connection-configuration', { body: { ...base, name: 'bad-value', connectionConfiguration: { ...base.connectionConfiguration, headers: { 'x-a': 'a\r\nx-injected: 1' } } } });
+    expect(badName.body.errors.map((e: { path: string }) => e.path).join()).toContain(
+      '/connectionConfiguration/headers/bad header',
+    );
+    const badValue = await h.request('POST', '/connection-configuration', {
+      body: {
+        ...base,
+        name: 'bad-value',
+        connectionConfiguration: { ...base.connectionConfiguration, headers: { 'x-a': 'a\r\nx-injected: 1' } },
+      },
+    });
     expect(badValue.status).toBe(400);
-    const ok = await h.request('POST', '/connection-configuration', { body: { ...base, name: 'good-headers', connectionConfiguration: { ...base.connectionConfiguration, headers: { 'x-a': 'b' } } } });
+    const ok = await h.request('POST', '/connection-configuration', {
+      body: {
+        ...base,
+        name: 'good-headers',
+        connectionConfiguration: { ...base.connectionConfiguration, headers: { 'x-a': 'b' } },
+      },
+    });
     expect(ok.status).toBe(201);
-    const put = await h.request('PUT', `/connection-configuration/${ok.body.id}`, { body: { ...base, name: 'good-headers', connectionConfiguration: { ...base.connectionConfiguration, headers: { 'x-a': 'a\nb' } } } });
+    const put = await h.request('PUT', `/connection-configuration/${ok.body.id}`, {
+      body: {
+        ...base,
+        name: 'good-headers',
+        connectionConfiguration: { ...base.connectionConfiguration, headers: { 'x-a': 'a\nb' } },
+      },
+    });
     expect(put.status).toBe(400);
   });
 
@@ -180,9 +234,15 @@ describe('the outbound policy', () => {
     await h.pool.query(
       `INSERT INTO connection_configurations (id, tenant_id, name, connection_type, configuration, created_at, updated_at)
        VALUES ('legacy-conn', '', 'legacy-bad-header', $1, $2::jsonb, now(), now())`,
-      [HTTP, JSON.stringify({ baseUrl: `http://127.0.0.1:${port}/base/`, headers: { 'bad header': 'x' }, timeoutMs: 1000 })],
+      [
+        HTTP,
+        JSON.stringify({ baseUrl: `http://127.0.0.1:${port}/base/`, headers: { 'bad header': 'x' }, timeoutMs: 1000 }),
+      ],
     );
-    expect((await h.request('POST', '/workflow-definitions', { body: callingWorkflow('legacy-call', 'legacy-bad-header') })).status).toBe(201);
+    expect(
+      (await h.request('POST', '/workflow-definitions', { body: callingWorkflow('legacy-call', 'legacy-bad-header') }))
+        .status,
+    ).toBe(201);
     received.length = 0;
     const started = Date.now();
     const done = await settled(await start('legacy-call'));
@@ -199,16 +259,25 @@ describe('one tenant calling a slow endpoint', () => {
     await new Promise<void>((resolve) => (api.listening ? resolve() : api.once('listening', () => resolve())));
     const base = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
     try {
-      expect((await h.request('POST', '/workflow-definitions', { body: callingWorkflow('slow-tenant-call', 'local-api') })).status).toBe(201);
+      expect(
+        (await h.request('POST', '/workflow-definitions', { body: callingWorkflow('slow-tenant-call', 'local-api') }))
+          .status,
+      ).toBe(201);
       const otherTenant = await h.keyWith(['workflows/definitions:view'], 'other-tenant');
       hold = true;
       received.length = 0;
       // More calls in flight than the worker has activity slots (10 in the harness).
       for (let i = 0; i < 15; i++) await start('slow-tenant-call');
-      await eventually(async () => (received.length >= 10 ? true : undefined), 'the worker slots to fill with slow calls');
+      await eventually(
+        async () => (received.length >= 10 ? true : undefined),
+        'the worker slots to fill with slow calls',
+      );
       const timings: number[] = [];
       for (let i = 0; i < 10; i++) {
-        for (const [path, key] of [['/health', null], ['/workflow-definitions', otherTenant]] as const) {
+        for (const [path, key] of [
+          ['/health', null],
+          ['/workflow-definitions', otherTenant],
+        ] as const) {
           const t = performance.now();
           const res = await fetch(`${base}${path}`, key ? { headers: { authorization: `ApiKey ${key}` } } : {});
           await res.text();

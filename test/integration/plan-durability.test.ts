@@ -28,7 +28,10 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 async function planStatus(planId: string) {
-  return (await h.request('GET', `/alterations/${planId}`)).body.plan as { status: number; jobCounts: { completed: number; pending: number } };
+  return (await h.request('GET', `/alterations/${planId}`)).body.plan as {
+    status: number;
+    jobCounts: { completed: number; pending: number };
+  };
 }
 
 async function writesPerInstance(ids: string[]) {
@@ -41,19 +44,34 @@ async function writesPerInstance(ids: string[]) {
 
 describe('plan durability', () => {
   it('finishes a plan whose worker is stopped midway, every instance altered exactly once', async () => {
-    const ids = await seedInstances(h.pool, { definitionVersionId: versionId, count: 3000, variables: { amount: 0 }, namePrefix: 'crash-' });
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 3000,
+      variables: { amount: 0 },
+      namePrefix: 'crash-',
+    });
     const submit = await h.request('POST', '/alterations/submit', {
-      body: { alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 1 }], filter: { searchTerm: 'crash-' } },
+      body: {
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 1 }],
+        filter: { searchTerm: 'crash-' },
+      },
     });
     const planId = submit.body.planId as string;
-    await eventually(async () => ((await planStatus(planId)).jobCounts.completed >= 200 ? true : undefined), 'the plan to make progress');
+    await eventually(
+      async () => ((await planStatus(planId)).jobCounts.completed >= 200 ? true : undefined),
+      'the plan to make progress',
+    );
     await h.stopWorker();
     const stoppedAt = await planStatus(planId);
     expect(stoppedAt.status).toBe(3);
     expect(stoppedAt.jobCounts.pending).toBeGreaterThan(0);
 
     await h.startWorker();
-    await eventually(async () => ((await planStatus(planId)).status === 4 ? true : undefined), 'the plan to complete on the new worker', 90_000);
+    await eventually(
+      async () => ((await planStatus(planId)).status === 4 ? true : undefined),
+      'the plan to complete on the new worker',
+      90_000,
+    );
 
     // A Completed job stores no log of its own (every alteration succeeded; the API derives the entries).
     const { rows: jobs } = await h.pool.query<{ instance_id: string; status: number; stored_log: boolean }>(
@@ -68,18 +86,40 @@ describe('plan durability', () => {
     expect((await planStatus(planId)).jobCounts).toMatchObject({ total: 3000, completed: 3000, pending: 0 });
     const writes = await writesPerInstance(ids);
     expect(ids.filter((id) => writes.get(id) !== 1)).toEqual([]);
-    const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND variables->>'amount' = '1'", [ids]);
+    const { rows } = await h.pool.query(
+      "SELECT count(*)::int AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND variables->>'amount' = '1'",
+      [ids],
+    );
     expect(rows[0].n).toBe(3000);
   });
 
   it('loses no update when two plans alter the same instances at once', async () => {
-    const ids = await seedInstances(h.pool, { definitionVersionId: versionId, count: 600, variables: { amount: 0 }, namePrefix: 'both-' });
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 600,
+      variables: { amount: 0 },
+      namePrefix: 'both-',
+    });
     const [a, b] = await Promise.all([
-      h.request('POST', '/alterations/submit', { body: { alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }], filter: { searchTerm: 'both-' } } }),
-      h.request('POST', '/alterations/submit', { body: { alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'b' }], filter: { searchTerm: 'both-' } } }),
+      h.request('POST', '/alterations/submit', {
+        body: {
+          alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }],
+          filter: { searchTerm: 'both-' },
+        },
+      }),
+      h.request('POST', '/alterations/submit', {
+        body: {
+          alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'b' }],
+          filter: { searchTerm: 'both-' },
+        },
+      }),
     ]);
     for (const r of [a, b]) {
-      await eventually(async () => ((await planStatus(r.body.planId)).status === 4 ? true : undefined), 'both plans to complete', 60_000);
+      await eventually(
+        async () => ((await planStatus(r.body.planId)).status === 4 ? true : undefined),
+        'both plans to complete',
+        60_000,
+      );
       expect((await planStatus(r.body.planId)).jobCounts).toMatchObject({ total: 600, completed: 600 });
     }
     const { rows } = await h.pool.query<{ n: number }>(

@@ -62,7 +62,9 @@ async function attempts(planId: string): Promise<Record<string, number>> {
 
 describe('a plan that fails in SQL', () => {
   it('ends Failed with the reason after one attempt when a stored Migrate target overflows an integer', async () => {
-    await storePlan(`overflow-plan-${run}`, [{ type: 'Migrate', targetVersion: 2147483648 }], { definitionIds: ['failing-def'] });
+    await storePlan(`overflow-plan-${run}`, [{ type: 'Migrate', targetVersion: 2147483648 }], {
+      definitionIds: ['failing-def'],
+    });
     const plan = await failedPlan(`overflow-plan-${run}`);
     expect(plan.failureReason).toMatch(/targetVersion/);
     expect(plan.completedAt).not.toBeNull();
@@ -76,7 +78,11 @@ describe('a plan that fails in SQL', () => {
     );
     try {
       const r = await h.request('POST', '/alterations/submit', {
-        body: { id: `constraint-plan-${run}`, alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5000 }], filter: { searchTerm: 'failing-' } },
+        body: {
+          id: `constraint-plan-${run}`,
+          alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5000 }],
+          filter: { searchTerm: 'failing-' },
+        },
       });
       expect(r.status).toBe(202);
       const plan = await failedPlan(`constraint-plan-${run}`);
@@ -87,7 +93,9 @@ describe('a plan that fails in SQL', () => {
       expect(err?.message).toMatch(/test_amount_small/);
       expect(err?.stack).toMatch(/\n\s+at /);
       // Nothing half-written: the failing batch was one transaction.
-      const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM workflow_instances WHERE name LIKE 'failing-%' AND variables->>'amount' = '5000'");
+      const { rows } = await h.pool.query(
+        "SELECT count(*)::int AS n FROM workflow_instances WHERE name LIKE 'failing-%' AND variables->>'amount' = '5000'",
+      );
       expect(rows[0].n).toBe(0);
     } finally {
       await h.pool.query('ALTER TABLE workflow_instances DROP CONSTRAINT test_amount_small');
@@ -108,7 +116,10 @@ describe('a plan that fails in SQL', () => {
 
   it('shows no failureReason on a plan that completed', async () => {
     const r = await h.request('POST', '/alterations/submit', {
-      body: { alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }], filter: { searchTerm: 'failing-' } },
+      body: {
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }],
+        filter: { searchTerm: 'failing-' },
+      },
     });
     expect(r.status).toBe(202);
     const done = await eventually(async () => {
@@ -124,7 +135,11 @@ describe('an operator cancelling the plan workflow in Temporal', () => {
     await seedInstances(h.pool, { definitionVersionId: versionId, count: 300, namePrefix: 'cancel-wf-' });
     await h.stopWorker();
     const r = await h.request('POST', '/alterations/submit', {
-      body: { id: `temporal-cancel-${run}`, alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 9 }], filter: { searchTerm: 'cancel-wf-' } },
+      body: {
+        id: `temporal-cancel-${run}`,
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 9 }],
+        filter: { searchTerm: 'cancel-wf-' },
+      },
     });
     expect(r.status).toBe(202);
     await h.client.workflow.getHandle(`alteration-plan-temporal-cancel-${run}`).cancel();

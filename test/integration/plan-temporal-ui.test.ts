@@ -11,17 +11,25 @@ const planId = `ui-${run}`;
 const definitionId = `ui-def-${run}`;
 
 /** A payload of the SDK's JSON converter, as the Temporal UI decodes it. */
-const text = (payload: { data?: Uint8Array | null } | null | undefined) => (payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined);
+const text = (payload: { data?: Uint8Array | null } | null | undefined) =>
+  payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined;
 
 beforeAll(async () => {
   h = await createHarness({ alterations: { batchSize: 100, window: 2, batchesPerRun: 500 } });
   const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
   await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
   const r = await h.request('POST', '/alterations/submit', {
-    body: { id: planId, alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }], filter: { definitionIds: [definitionId] } },
+    body: {
+      id: planId,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }],
+      filter: { definitionIds: [definitionId] },
+    },
   });
   expect(r.status).toBe(202);
-  await eventually(async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined), 'the plan to complete');
+  await eventually(
+    async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
+    'the plan to complete',
+  );
 }, 120_000);
 
 afterAll(() => h?.close());
@@ -30,14 +38,17 @@ describe('a plan in Temporal', () => {
   it('is found by its search attributes, kept current to Completed', async () => {
     const found = await eventually(async () => {
       const ids: string[] = [];
-      for await (const w of h.client.workflow.list({ query: `AlterationPlanStatus = "Completed" AND AlterationTenant = "default" AND AlterationTypes = "ModifyVariable"` })) {
+      for await (const w of h.client.workflow.list({
+        query: `AlterationPlanStatus = "Completed" AND AlterationTenant = "default" AND AlterationTypes = "ModifyVariable"`,
+      })) {
         ids.push(w.workflowId);
       }
       return ids.includes(planWorkflowId(planId)) ? ids : undefined;
     }, 'the plan in a search by its attributes');
     expect(found).toContain(planWorkflowId(planId));
     const running: string[] = [];
-    for await (const w of h.client.workflow.list({ query: `AlterationPlanStatus = "Running"` })) running.push(w.workflowId);
+    for await (const w of h.client.workflow.list({ query: `AlterationPlanStatus = "Running"` }))
+      running.push(w.workflowId);
     expect(running).not.toContain(planWorkflowId(planId));
   });
 
@@ -47,7 +58,14 @@ describe('a plan in Temporal', () => {
     expect(await description.staticSummary()).toBe(`ModifyVariable amount on instances of ${definitionId}`);
     expect(await description.staticDetails()).toContain(`\`${planId}\``);
 
-    expect(await handle.result()).toMatchObject({ status: 'Completed', total: 250, completed: 250, failed: 0, batchesDone: 3, batches: 3 });
+    expect(await handle.result()).toMatchObject({
+      status: 'Completed',
+      total: 250,
+      completed: 250,
+      failed: 0,
+      batchesDone: 3,
+      batches: 3,
+    });
     expect(await handle.query(progressQuery)).toMatchObject({ status: 'Completed', total: 250, completed: 250 });
     const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
     expect(metadata.currentDetails).toBe('**Completed** · 250 jobs done of 250 (100%) · 0 failed · batch 3 of 3');

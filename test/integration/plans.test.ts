@@ -42,7 +42,11 @@ async function waitForPlan(planId: string, status = 4, timeoutMs = 30_000) {
 async function startSuspended(definitionId: string) {
   const r = await h.request('POST', '/workflow-instances', { body: { definitionId } });
   const id = r.body.workflowInstanceId as string;
-  await eventually(async () => ((await h.request('GET', `/workflow-instances/${id}`)).body.subStatus === 'Suspended' ? true : undefined), 'suspension');
+  await eventually(
+    async () =>
+      (await h.request('GET', `/workflow-instances/${id}`)).body.subStatus === 'Suspended' ? true : undefined,
+    'suspension',
+  );
   return id;
 }
 
@@ -62,7 +66,12 @@ afterAll(() => h?.close());
 
 describe('submitting and processing a plan', () => {
   it('stores the plan before answering, alters every matched instance once, and completes', async () => {
-    const ids = await seedInstances(h.pool, { definitionVersionId: versionId, count: 120, variables: { amount: 1 }, namePrefix: 'main-' });
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 120,
+      variables: { amount: 1 },
+      namePrefix: 'main-',
+    });
     const r = await h.request('POST', '/alterations/submit', {
       body: { alterations: setAmount(42), filter: { definitionIds: ['plan-def'], searchTerm: 'main-' } },
     });
@@ -79,14 +88,26 @@ describe('submitting and processing a plan', () => {
     });
 
     const body = await waitForPlan(planId);
-    expect(body.plan.jobCounts).toEqual({ total: 120, pending: 0, running: 0, completed: 120, failed: 0, cancelled: 0 });
+    expect(body.plan.jobCounts).toEqual({
+      total: 120,
+      pending: 0,
+      running: 0,
+      completed: 120,
+      failed: 0,
+      cancelled: 0,
+    });
     expect(Date.parse(body.plan.startedAt)).toBeGreaterThanOrEqual(Date.parse(body.plan.createdAt));
     expect(Date.parse(body.plan.completedAt)).toBeGreaterThanOrEqual(Date.parse(body.plan.startedAt));
     expect(body.jobs.map((j: { workflowInstanceId: string }) => j.workflowInstanceId)).toEqual(ids);
     for (const job of body.jobs) {
       expect(job).toMatchObject({ planId, status: 2, startedAt: expect.any(String), completedAt: expect.any(String) });
       expect(job.log).toEqual([
-        { message: 'ModifyVariable succeeded', logLevel: 2, timestamp: expect.any(String), eventName: 'Alteration ModifyVariable succeeded' },
+        {
+          message: 'ModifyVariable succeeded',
+          logLevel: 2,
+          timestamp: expect.any(String),
+          eventName: 'Alteration ModifyVariable succeeded',
+        },
       ]);
     }
     // Job ids are unique and sort in creation order.
@@ -98,12 +119,18 @@ describe('submitting and processing a plan', () => {
     // 12 batches at 5 per run: the workflow continued as new, each run's history small.
     const runs = await eventually(async () => {
       const found = [];
-      for await (const w of h.client.workflow.list({ query: `WorkflowId = "alteration-plan-${planId}"` })) found.push(w);
+      for await (const w of h.client.workflow.list({ query: `WorkflowId = "alteration-plan-${planId}"` }))
+        found.push(w);
       return found.length >= 3 ? found : undefined;
     }, 'the plan workflow runs to be listed');
     expect(runs).toHaveLength(3);
     // The Temporal UI shows what the plan is about.
-    expect(await h.client.workflow.getHandle(`alteration-plan-${planId}`).describe().then((d) => d.memo)).toEqual({
+    expect(
+      await h.client.workflow
+        .getHandle(`alteration-plan-${planId}`)
+        .describe()
+        .then((d) => d.memo),
+    ).toEqual({
       tenantId: null,
       alterations: ['ModifyVariable'],
     });
@@ -127,17 +154,28 @@ describe('submitting and processing a plan', () => {
     const other = await publish(chain('no-amount', [writeLine('start', 'x'), event('wait', 'approve')]));
     const good = await seedInstances(h.pool, { definitionVersionId: versionId, count: 15, namePrefix: 'mixed-' });
     const bad = await seedInstances(h.pool, { definitionVersionId: other.id, count: 5, namePrefix: 'mixed-' });
-    const planId = await submit({ alterations: [...setAmount(7), { type: 'ModifyVariable', variableId: 'note', value: 'x' }], filter: { searchTerm: 'mixed-' } });
+    const planId = await submit({
+      alterations: [...setAmount(7), { type: 'ModifyVariable', variableId: 'note', value: 'x' }],
+      filter: { searchTerm: 'mixed-' },
+    });
     const body = await waitForPlan(planId);
     expect(body.plan.jobCounts).toMatchObject({ total: 20, completed: 15, failed: 5 });
     for (const job of body.jobs.filter((j: { workflowInstanceId: string }) => bad.includes(j.workflowInstanceId))) {
       expect(job.status).toBe(3);
       expect(job.log).toEqual([
-        { message: 'Variable with ID amount not found', logLevel: 4, timestamp: expect.any(String), eventName: 'Alteration ModifyVariable failed' },
+        {
+          message: 'Variable with ID amount not found',
+          logLevel: 4,
+          timestamp: expect.any(String),
+          eventName: 'Alteration ModifyVariable failed',
+        },
       ]);
     }
     for (const job of body.jobs.filter((j: { workflowInstanceId: string }) => good.includes(j.workflowInstanceId))) {
-      expect(job.log.map((l: { message: string }) => l.message)).toEqual(['ModifyVariable succeeded', 'ModifyVariable succeeded']);
+      expect(job.log.map((l: { message: string }) => l.message)).toEqual([
+        'ModifyVariable succeeded',
+        'ModifyVariable succeeded',
+      ]);
     }
   });
 
@@ -147,7 +185,10 @@ describe('submitting and processing a plan', () => {
     const b = await startSuspended('migrating');
     const v2 = await publish(definition('migrating', 'v2 done'));
     const planId = await submit({
-      alterations: [{ type: 'Migrate', targetVersion: v2.version }, { type: 'ScheduleActivity', activityId: 'note' }],
+      alterations: [
+        { type: 'Migrate', targetVersion: v2.version },
+        { type: 'ScheduleActivity', activityId: 'note' },
+      ],
       filter: { workflowInstanceIds: [a, b] },
     });
     await waitForPlan(planId);
@@ -178,20 +219,28 @@ describe('idempotent submit', () => {
     expect(await submit(body)).toBe(`nightly-fix-1-${run}`);
     await waitForPlan(`nightly-fix-1-${run}`);
     // Same body, keys in another order: the same plan, nothing new started.
-    const again = await h.request('POST', '/alterations/submit', { body: { filter: { searchTerm: 'idem-' }, alterations: setAmount(3), id: `nightly-fix-1-${run}` } });
+    const again = await h.request('POST', '/alterations/submit', {
+      body: { filter: { searchTerm: 'idem-' }, alterations: setAmount(3), id: `nightly-fix-1-${run}` },
+    });
     expect(again.status).toBe(202);
     expect(again.body.planId).toBe(`nightly-fix-1-${run}`);
-    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = $1', [`nightly-fix-1-${run}`]);
+    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = $1', [
+      `nightly-fix-1-${run}`,
+    ]);
     expect(rows[0].n).toBe(3);
     const runs = [];
-    for await (const w of h.client.workflow.list({ query: `WorkflowId = "alteration-plan-nightly-fix-1-${run}"` })) runs.push(w);
+    for await (const w of h.client.workflow.list({ query: `WorkflowId = "alteration-plan-nightly-fix-1-${run}"` }))
+      runs.push(w);
     expect(runs).toHaveLength(1);
 
     const different = await h.request('POST', '/alterations/submit', { body: { ...body, alterations: setAmount(4) } });
     expect(different.status).toBe(409);
     expect(different.headers.get('content-type')).toContain('application/problem+json');
     expect(different.body.detail).toBe(`Plan id nightly-fix-1-${run} is already used by a different plan`);
-    const otherTenant = await h.request('POST', '/alterations/submit', { key: await h.keyWith(['alterations:execute'], 'tenant-b'), body });
+    const otherTenant = await h.request('POST', '/alterations/submit', {
+      key: await h.keyWith(['alterations:execute'], 'tenant-b'),
+      body,
+    });
     expect(otherTenant.status).toBe(409);
     expect(otherTenant.body.detail).toBe(different.body.detail);
 
@@ -217,7 +266,9 @@ describe('cancel', () => {
       const body = (await h.request('GET', `/alterations/${planId}`)).body;
       expect(body.plan.status).toBe(6);
       expect(body.jobs).toEqual([]);
-      const { rows } = await h.pool.query("SELECT count(*)::int AS n FROM workflow_instances WHERE variables->>'amount' = '9'");
+      const { rows } = await h.pool.query(
+        "SELECT count(*)::int AS n FROM workflow_instances WHERE variables->>'amount' = '9'",
+      );
       expect(rows[0].n).toBe(0);
       expect((await h.request('POST', `/alterations/${planId}/cancel`)).status).toBe(409);
     } finally {
@@ -226,7 +277,12 @@ describe('cancel', () => {
   });
 
   it('cancels a running plan: pending jobs are cancelled, finished ones stay, nothing runs after', async () => {
-    const ids = await seedInstances(h.pool, { definitionVersionId: versionId, count: 2000, variables: { amount: 0 }, namePrefix: 'cancel-' });
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 2000,
+      variables: { amount: 0 },
+      namePrefix: 'cancel-',
+    });
     const planId = await submit({ alterations: setAmount(11), filter: { searchTerm: 'cancel-' } });
     await eventually(async () => {
       const p = (await h.request('GET', `/alterations/${planId}`)).body.plan;
@@ -271,7 +327,10 @@ describe('reading plans and jobs', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const r: { status: number; body: { items: { id: string }[]; nextCursor: string | null } } = await h.request('GET', `/alterations/${planId}/jobs?limit=2${cursor ? `&after=${cursor}` : ''}`);
+      const r: { status: number; body: { items: { id: string }[]; nextCursor: string | null } } = await h.request(
+        'GET',
+        `/alterations/${planId}/jobs?limit=2${cursor ? `&after=${cursor}` : ''}`,
+      );
       expect(r.status).toBe(200);
       expect(r.body.items.length).toBeLessThanOrEqual(2);
       seen.push(...r.body.items.map((j: { id: string }) => j.id));
@@ -310,7 +369,10 @@ describe('permissions and tenancy', () => {
     const planId = await submit({ alterations: setAmount(1), filter: { names: ['nobody'] } });
     const viewer = await h.keyWith(['alterations:view']);
     const executor = await h.keyWith(['alterations:execute']);
-    const submitAsViewer = await h.request('POST', '/alterations/submit', { key: viewer, body: { alterations: setAmount(1), filter: {} } });
+    const submitAsViewer = await h.request('POST', '/alterations/submit', {
+      key: viewer,
+      body: { alterations: setAmount(1), filter: {} },
+    });
     expect(submitAsViewer.status).toBe(403);
     expect(submitAsViewer.body.detail).toContain('alterations:execute');
     expect((await h.request('POST', '/alterations/dry-run', { key: viewer, body: {} })).status).toBe(403);
@@ -320,7 +382,9 @@ describe('permissions and tenancy', () => {
     expect(readAsExecutor.body.detail).toContain('alterations:view');
     expect((await h.request('GET', `/alterations/${planId}`, { key: viewer })).status).toBe(200);
     expect((await h.request('GET', '/alterations', { key: await h.keyWith(['*:view']) })).status).toBe(200);
-    expect((await h.request('GET', `/alterations/${planId}`, { key: await h.keyWith(['read:alterations']) })).status).toBe(403);
+    expect(
+      (await h.request('GET', `/alterations/${planId}`, { key: await h.keyWith(['read:alterations']) })).status,
+    ).toBe(403);
     expect((await h.request('GET', `/alterations/${planId}`, { key: null })).status).toBe(401);
 
     const tenantB = await h.keyWith(['alterations:*'], 'tenant-b');
@@ -340,7 +404,9 @@ describe('permissions and tenancy', () => {
       return x.body.plan.status === 4 ? x.body : undefined;
     }, 'the tenant-b plan');
     expect(r.jobs.map((j: { workflowInstanceId: string }) => j.workflowInstanceId)).toEqual(mine);
-    const { rows } = await h.pool.query("SELECT tenant_id, count(*)::int AS n FROM workflow_instances WHERE variables->>'amount' = '77' GROUP BY 1");
+    const { rows } = await h.pool.query(
+      "SELECT tenant_id, count(*)::int AS n FROM workflow_instances WHERE variables->>'amount' = '77' GROUP BY 1",
+    );
     expect(rows).toEqual([{ tenant_id: 'tenant-b', n: 4 }]);
   });
 });
@@ -363,7 +429,11 @@ describe('a plan that cannot be processed', () => {
     expect(body.jobs).toEqual([]);
     const { rows } = await h.pool.query('SELECT failure FROM alteration_plans WHERE id = $1', [`broken-plan-${run}`]);
     expect(rows[0].failure).toContain('statuses');
-    expect(h.logs.some((l) => l.msg === 'alteration plan failed: it could not be processed' && l.planId === `broken-plan-${run}`)).toBe(true);
+    expect(
+      h.logs.some(
+        (l) => l.msg === 'alteration plan failed: it could not be processed' && l.planId === `broken-plan-${run}`,
+      ),
+    ).toBe(true);
   });
 });
 
@@ -381,13 +451,27 @@ describe('a plan stored but never started', () => {
 
   it('is started by the next worker start', async () => {
     await seedInstances(h.pool, { definitionVersionId: versionId, count: 3, namePrefix: 'swept-' });
-    await submitPlan(h.pool, '', { id: `swept-plan-${run}`, alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 22 }], filter: { searchTerm: 'swept-' } });
-    const started = await startPendingPlans(h.pool, h.client, { taskQueue: h.taskQueue, batchSize: 10, window: 1, batchesPerRun: 5 }, createLogger('silent'));
+    await submitPlan(h.pool, '', {
+      id: `swept-plan-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 22 }],
+      filter: { searchTerm: 'swept-' },
+    });
+    const started = await startPendingPlans(
+      h.pool,
+      h.client,
+      { taskQueue: h.taskQueue, batchSize: 10, window: 1, batchesPerRun: 5 },
+      createLogger('silent'),
+    );
     expect(started).toContain(`swept-plan-${run}`);
     const done = await waitForPlan(`swept-plan-${run}`);
     expect(done.plan.jobCounts.completed).toBe(3);
     // The same memo as a plan the API starts.
-    expect(await h.client.workflow.getHandle(`alteration-plan-swept-plan-${run}`).describe().then((d) => d.memo)).toEqual({
+    expect(
+      await h.client.workflow
+        .getHandle(`alteration-plan-swept-plan-${run}`)
+        .describe()
+        .then((d) => d.memo),
+    ).toEqual({
       tenantId: null,
       alterations: ['ModifyVariable'],
     });

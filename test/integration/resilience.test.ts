@@ -15,17 +15,24 @@ const call = (strategy?: string) => ({
   id: 'call',
   type: 'Elsa.Http.SendHttpRequest',
   ...(strategy ? { resilienceStrategyId: strategy } : {}),
-  connection: { typeName: `ConnectionProperties<${HTTP}>`, expression: { type: 'Literal', value: { connectionName: 'flaky' } } },
+  connection: {
+    typeName: `ConnectionProperties<${HTTP}>`,
+    expression: { type: 'Literal', value: { connectionName: 'flaky' } },
+  },
   path: lit('/ping'),
 });
 
 async function runToEnd(definitionId: string) {
   const r = await h.request('POST', '/workflow-instances', { body: { definitionId } });
   const id = r.body.workflowInstanceId as string;
-  return eventually(async () => {
-    const i = (await h.request('GET', `/workflow-instances/${id}`)).body;
-    return ['Finished', 'Faulted'].includes(i.subStatus) ? i : undefined;
-  }, 'the instance to finish or fault', 30_000);
+  return eventually(
+    async () => {
+      const i = (await h.request('GET', `/workflow-instances/${id}`)).body;
+      return ['Finished', 'Faulted'].includes(i.subStatus) ? i : undefined;
+    },
+    'the instance to finish or fault',
+    30_000,
+  );
 }
 
 beforeAll(async () => {
@@ -38,10 +45,19 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   h = await createHarness();
   await h.request('POST', '/connection-configuration', {
-    body: { name: 'flaky', connectionType: HTTP, connectionConfiguration: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } },
+    body: {
+      name: 'flaky',
+      connectionType: HTTP,
+      connectionConfiguration: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    },
   });
-  for (const [id, strategy] of [['with-retries', 'retry-3-quick'], ['without-retries', undefined]] as const) {
-    const r = await h.request('POST', '/workflow-definitions', { body: chain(id, [call(strategy), writeLine('done', 'done')]) });
+  for (const [id, strategy] of [
+    ['with-retries', 'retry-3-quick'],
+    ['without-retries', undefined],
+  ] as const) {
+    const r = await h.request('POST', '/workflow-definitions', {
+      body: chain(id, [call(strategy), writeLine('done', 'done')]),
+    });
     expect(r.status).toBe(201);
   }
 });
@@ -54,7 +70,14 @@ describe('resilience strategies', () => {
   it('are listed for any signed-in principal', async () => {
     const r = await h.request('GET', '/resilience/strategies', { key: await h.keyWith([]) });
     expect(r.status).toBe(200);
-    expect(r.body.items).toContainEqual({ id: 'retry-3-quick', displayName: expect.any(String), maxAttempts: 3, initialIntervalMs: 200, backoffCoefficient: 2, maxIntervalMs: 1000 });
+    expect(r.body.items).toContainEqual({
+      id: 'retry-3-quick',
+      displayName: expect.any(String),
+      maxAttempts: 3,
+      initialIntervalMs: 200,
+      backoffCoefficient: 2,
+      maxIntervalMs: 1000,
+    });
     expect(r.body.totalCount).toBe(r.body.items.length);
   });
 
@@ -67,15 +90,23 @@ describe('resilience strategies', () => {
     // The activity names no method: the input's default value (GET) was used.
     expect(methods.slice(-3)).toEqual(['GET', 'GET', 'GET']);
     expect(i.incidentCount).toBe(0);
-    expect(i.activityRecords.map((r: { activityId: string; status: string }) => `${r.activityId}:${r.status}`)).toEqual(['call:Completed', 'done:Completed']);
+    expect(i.activityRecords.map((r: { activityId: string; status: string }) => `${r.activityId}:${r.status}`)).toEqual(
+      ['call:Completed', 'done:Completed'],
+    );
     // Temporal ran the step three times with the strategy's policy.
     const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
-    const attempts = history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
+    const attempts = history
+      .events!.filter((e) => e.activityTaskStartedEventAttributes)
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
     expect(Math.max(...attempts)).toBe(3);
-    const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeInstanceStep');
+    const scheduled = history.events!.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeInstanceStep',
+    );
     const policy = scheduled[0]!.activityTaskScheduledEventAttributes!.retryPolicy!;
     expect(policy.maximumAttempts).toBe(3);
-    expect(Number(policy.initialInterval!.nanos ?? 0) / 1e6 + Number(policy.initialInterval!.seconds ?? 0) * 1000).toBe(200);
+    expect(Number(policy.initialInterval!.nanos ?? 0) / 1e6 + Number(policy.initialInterval!.seconds ?? 0) * 1000).toBe(
+      200,
+    );
     expect(policy.backoffCoefficient).toBe(2);
   });
 
@@ -100,7 +131,9 @@ describe('resilience strategies', () => {
   });
 
   it('must be known when a definition names one', async () => {
-    const r = await h.request('POST', '/workflow-definitions', { body: chain('bad-strategy', [call('retry-forever')]) });
+    const r = await h.request('POST', '/workflow-definitions', {
+      body: chain('bad-strategy', [call('retry-forever')]),
+    });
     expect(r.status).toBe(400);
     expect(r.body.errors[0].path).toBe('/root/activities/0/resilienceStrategyId');
   });

@@ -22,7 +22,6 @@ declare module 'vitest' {
   }
 }
 
-
 /**
  * Starts what every test file shares: one real Postgres (DATABASE_URL's server, or an embedded one) with a
  * migrated template database, one real Temporal (TEMPORAL_ADDRESS, or a dev server), and one workflow
@@ -60,7 +59,11 @@ export default async function setup(project: TestProject) {
 
   let temporalAddress = config.temporal.address;
   if (!temporalAddress) {
-    const env = await startDevServer({ cliPath: config.temporal.cliPath, cacheDir: config.cacheDir, namespace: 'default' });
+    const env = await startDevServer({
+      cliPath: config.temporal.cliPath,
+      cacheDir: config.cacheDir,
+      namespace: 'default',
+    });
     temporalAddress = env.address;
     stops.unshift(() => env.teardown());
   }
@@ -82,4 +85,3 @@ export default async function setup(project: TestProject) {
 
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
-

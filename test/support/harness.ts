@@ -53,7 +53,10 @@ export interface Harness {
 }
 
 export async function createHarness(
-  opts: { worker?: boolean; permissionModel?: 'structured' | 'legacy'; alterations?: { batchSize: number; window: number; batchesPerRun: number };
+  opts: {
+    worker?: boolean;
+    permissionModel?: 'structured' | 'legacy';
+    alterations?: { batchSize: number; window: number; batchesPerRun: number };
     /** CONNECTIONS_ENCRYPTION_KEY */
     encryptionKey?: string;
     accessTokenLifetimeSeconds?: number;
@@ -76,7 +79,8 @@ export async function createHarness(
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
       cb();
     },
   });
@@ -146,7 +150,11 @@ export async function createHarness(
       return { status: res.status, headers: res.headers, body: parsed as any };
     },
     async keyWith(permissions, tenantId = null) {
-      const created = await createApiKey(pool, { name: `test ${permissions.join(',')}`, permissions, tenantKey: tenantId ?? '' });
+      const created = await createApiKey(pool, {
+        name: `test ${permissions.join(',')}`,
+        permissions,
+        tenantKey: tenantId ?? '',
+      });
       return created.key;
     },
     startWorker: () => service.startWorker(),

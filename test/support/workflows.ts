@@ -1,10 +1,18 @@
 /** Small builders for version 3 workflow JSON in tests. */
 
 export const lit = (value: unknown, typeName = 'String') => ({ typeName, expression: { type: 'Literal', value } });
-export const varRef = (variableId: string, typeName = 'Object') => ({ typeName, expression: { type: 'Variable', value: variableId } });
+export const varRef = (variableId: string, typeName = 'Object') => ({
+  typeName,
+  expression: { type: 'Variable', value: variableId },
+});
 
 export const writeLine = (id: string, text: string) => ({ id, type: 'Elsa.WriteLine', version: 1, text: lit(text) });
-export const event = (id: string, eventName: string) => ({ id, type: 'Elsa.Event', version: 1, eventName: lit(eventName) });
+export const event = (id: string, eventName: string) => ({
+  id,
+  type: 'Elsa.Event',
+  version: 1,
+  eventName: lit(eventName),
+});
 export const fault = (id: string, message: string) => ({ id, type: 'Elsa.Fault', version: 1, message: lit(message) });
 export const finish = (id: string) => ({ id, type: 'Elsa.Finish', version: 1 });
 export const setVariable = (id: string, variable: string, value: unknown, typeName = 'Object') => ({
@@ -21,7 +29,11 @@ export const connect = (source: string, target: string, port = 'Done') => ({
 });
 
 /** A flowchart whose activities run one after another in the given order. */
-export function chain(definitionId: string, activities: ({ id: string } & Record<string, unknown>)[], extra: Record<string, unknown> = {}) {
+export function chain(
+  definitionId: string,
+  activities: ({ id: string } & Record<string, unknown>)[],
+  extra: Record<string, unknown> = {},
+) {
   const connections = activities.slice(1).map((a, i) => connect(activities[i]!.id, a.id));
   return { definitionId, root: { type: 'Elsa.Flowchart', id: 'flow1', activities, connections }, ...extra };
 }
@@ -47,7 +59,12 @@ export const approvalWithNote = (definitionId: string, doneText = 'done', amount
     type: 'Elsa.Flowchart',
     id: 'flow1',
     start: 'start',
-    activities: [writeLine('start', 'started'), event('wait', 'approve'), writeLine('done', doneText), writeLine('note', 'note written')],
+    activities: [
+      writeLine('start', 'started'),
+      event('wait', 'approve'),
+      writeLine('done', doneText),
+      writeLine('note', 'note written'),
+    ],
     connections: [connect('start', 'wait'), connect('wait', 'done')],
   },
 });

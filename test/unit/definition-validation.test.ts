@@ -38,12 +38,16 @@ describe('workflow definition validation', () => {
 
   it('names a missing required input', () => {
     const errors = check(chain('d', [{ id: 'a', type: 'Elsa.WriteLine' }]));
-    expect(errors).toEqual([{ path: '/root/activities/0/text', message: 'Missing required input "text" for activity type Elsa.WriteLine' }]);
+    expect(errors).toEqual([
+      { path: '/root/activities/0/text', message: 'Missing required input "text" for activity type Elsa.WriteLine' },
+    ]);
   });
 
   it('names an unknown input instead of ignoring a typo', () => {
     const errors = check(chain('d', [{ id: 'a', type: 'Elsa.WriteLine', text: lit('x'), txet: lit('y') }]));
-    expect(errors).toEqual([{ path: '/root/activities/0/txet', message: 'Unknown input "txet" for activity type Elsa.WriteLine' }]);
+    expect(errors).toEqual([
+      { path: '/root/activities/0/txet', message: 'Unknown input "txet" for activity type Elsa.WriteLine' },
+    ]);
   });
 
   it('names an unknown variable typeName', () => {
@@ -53,14 +57,43 @@ describe('workflow definition validation', () => {
   });
 
   it('names a reference to an undeclared variable', () => {
-    const errors = check(chain('d', [{ id: 'a', type: 'Elsa.WriteLine', text: { typeName: 'String', expression: { type: 'Variable', value: 'nope' } } }]));
+    const errors = check(
+      chain('d', [
+        {
+          id: 'a',
+          type: 'Elsa.WriteLine',
+          text: { typeName: 'String', expression: { type: 'Variable', value: 'nope' } },
+        },
+      ]),
+    );
     expect(errors.map((e) => e.path)).toEqual(['/root/activities/0/text/expression/value']);
   });
 
   it('requires a unique start activity', () => {
-    const two = { definitionId: 'd', root: { type: 'Elsa.Flowchart', id: 'f', activities: [writeLine('a', 'x'), writeLine('b', 'y')], connections: [] } };
-    expect(check(two)).toEqual([{ path: '/root/start', message: 'No unique start activity: 2 activities have no inbound connection (a, b); set root.start' }]);
-    const cycle = { definitionId: 'd', root: { type: 'Elsa.Flowchart', id: 'f', activities: [writeLine('a', 'x'), writeLine('b', 'y')], connections: [connect('a', 'b'), connect('b', 'a')] } };
+    const two = {
+      definitionId: 'd',
+      root: {
+        type: 'Elsa.Flowchart',
+        id: 'f',
+        activities: [writeLine('a', 'x'), writeLine('b', 'y')],
+        connections: [],
+      },
+    };
+    expect(check(two)).toEqual([
+      {
+        path: '/root/start',
+        message: 'No unique start activity: 2 activities have no inbound connection (a, b); set root.start',
+      },
+    ]);
+    const cycle = {
+      definitionId: 'd',
+      root: {
+        type: 'Elsa.Flowchart',
+        id: 'f',
+        activities: [writeLine('a', 'x'), writeLine('b', 'y')],
+        connections: [connect('a', 'b'), connect('b', 'a')],
+      },
+    };
     expect(check(cycle).map((e) => e.path)).toEqual(['/root/start']);
     expect(check({ ...two, root: { ...two.root, start: 'a' } })).toEqual([]);
     expect(check({ ...two, root: { ...two.root, start: 'zz' } }).map((e) => e.path)).toEqual(['/root/start']);

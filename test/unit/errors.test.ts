@@ -45,19 +45,32 @@ describe('which failures are worth retrying', () => {
   });
 
   it('retries an unreachable database, a pool with no connection in time and a serialization failure', async () => {
-    const client = new pg.Client({ host: '127.0.0.1', port: await closedPort(), user: 'x', connectionTimeoutMillis: 2000 });
-    const refused = await client.connect().then(() => undefined, (err: unknown) => err);
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port: await closedPort(),
+      user: 'x',
+      connectionTimeoutMillis: 2000,
+    });
+    const refused = await client.connect().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(isTransientError(refused)).toBe(true);
 
     const pool = new pg.Pool({ connectionString: inject('pgAdminUrl'), max: 1, connectionTimeoutMillis: 200 });
     const held = await pool.connect();
-    const timeout = await pool.connect().then((c) => c.release(), (err: unknown) => err);
+    const timeout = await pool.connect().then(
+      (c) => c.release(),
+      (err: unknown) => err,
+    );
     held.release();
     await pool.end();
     expect(timeout).toBeInstanceOf(Error);
     expect(isTransientError(timeout)).toBe(true);
 
-    const serialization = Object.assign(new Error('could not serialize access'), { code: SQLSTATE.serializationFailure });
+    const serialization = Object.assign(new Error('could not serialize access'), {
+      code: SQLSTATE.serializationFailure,
+    });
     expect(isTransientError(serialization)).toBe(true);
     expect(isTransientError(new Error('wrapped', { cause: serialization }))).toBe(true);
   });
@@ -66,10 +79,17 @@ describe('which failures are worth retrying', () => {
 describe('error log lines', () => {
   it('carry the message, the stack and the cause, under err or error', () => {
     const lines: Record<string, any>[] = [];
-    const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _e, cb) => (lines.push(JSON.parse(chunk.toString())), cb()) }));
+    const logger = createLogger(
+      'info',
+      new Writable({ write: (chunk: Buffer, _e, cb) => (lines.push(JSON.parse(chunk.toString())), cb()) }),
+    );
     logger.error({ err: new Error('outer', { cause: new RangeError('inner') }) }, 'failed');
     logger.error({ error: new TypeError('boom') }, 'failed too');
-    expect(lines[0]!.err).toMatchObject({ type: 'Error', message: 'outer', cause: { type: 'RangeError', message: 'inner' } });
+    expect(lines[0]!.err).toMatchObject({
+      type: 'Error',
+      message: 'outer',
+      cause: { type: 'RangeError', message: 'inner' },
+    });
     expect(lines[0]!.err.stack).toMatch(/at /);
     expect(lines[1]!.error).toMatchObject({ type: 'TypeError', message: 'boom' });
     expect(lines[1]!.error.stack).toMatch(/at /);

@@ -1,6 +1,12 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { selectInstanceIds } from '../../alterations/filter.js';
-import { AlterationSchema, FilterSchema, JobStatusInput, PLAN_STATUS, PlanStatusInput } from '../../alterations/model.js';
+import {
+  AlterationSchema,
+  FilterSchema,
+  JobStatusInput,
+  PLAN_STATUS,
+  PlanStatusInput,
+} from '../../alterations/model.js';
 import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import { JobSchema, PlanSchema, RunResultSchema } from '../../alterations/views.js';
@@ -23,7 +29,9 @@ const PlanId = z.string().regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 lette
 
 const SubmitSchema = z
   .strictObject({
-    id: PlanId.optional().openapi({ description: 'Client-chosen plan id: resubmitting the same id and body is idempotent' }),
+    id: PlanId.optional().openapi({
+      description: 'Client-chosen plan id: resubmitting the same id and body is idempotent',
+    }),
     alterations: Alterations,
     filter: FilterSchema,
   })
@@ -44,7 +52,10 @@ const submit = secureRoute(EXECUTE, {
   summary: 'Submit a plan: alterations applied in the background to every instance the filter matches',
   request: jsonBody(SubmitSchema),
   responses: {
-    202: jsonContent(z.object({ planId: z.string() }), 'Stored (status 0); processing runs as the workflow alteration-plan-{planId}'),
+    202: jsonContent(
+      z.object({ planId: z.string() }),
+      'Stored (status 0); processing runs as the workflow alteration-plan-{planId}',
+    ),
     ...BODY_ROUTE_PROBLEMS,
     ...problems(409),
   },
@@ -56,7 +67,10 @@ const dryRun = secureRoute(EXECUTE, {
   tags: TAGS,
   summary: 'The instances a filter selects, by creation time then id; creates nothing',
   request: jsonBody(FilterSchema),
-  responses: { 200: jsonContent(z.object({ workflowInstanceIds: z.array(z.string()) }), 'The selected instances'), ...BODY_ROUTE_PROBLEMS },
+  responses: {
+    200: jsonContent(z.object({ workflowInstanceIds: z.array(z.string()) }), 'The selected instances'),
+    ...BODY_ROUTE_PROBLEMS,
+  },
 });
 
 const readPlan = secureRoute(VIEW, {
@@ -65,7 +79,10 @@ const readPlan = secureRoute(VIEW, {
   tags: TAGS,
   summary: 'A plan with its job counts and jobs (the first 1000; a Link header points to the rest)',
   request: { params: z.object({ planId: z.string() }) },
-  responses: { 200: jsonContent(z.object({ plan: PlanSchema, jobs: z.array(JobSchema) }), 'The plan'), ...problems(401, 403, 404) },
+  responses: {
+    200: jsonContent(z.object({ plan: PlanSchema, jobs: z.array(JobSchema) }), 'The plan'),
+    ...problems(401, 403, 404),
+  },
 });
 
 const readJobs = secureRoute(VIEW, {
@@ -112,12 +129,17 @@ const run = secureRoute(EXECUTE, {
   path: '/alterations/run',
   tags: TAGS,
   summary: 'Apply alterations now to explicit instances; one result per distinct id, in request order',
-  request: jsonBody(z.strictObject({ alterations: Alterations, workflowInstanceIds: InstanceIds }).openapi('RunAlterationsRequest')),
+  request: jsonBody(
+    z.strictObject({ alterations: Alterations, workflowInstanceIds: InstanceIds }).openapi('RunAlterationsRequest'),
+  ),
   responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...BODY_ROUTE_PROBLEMS },
 });
 
 const RetrySchema = z
-  .strictObject({ workflowInstanceIds: InstanceIds, activityIds: z.array(z.string().min(1).max(500)).max(1000).nullish() })
+  .strictObject({
+    workflowInstanceIds: InstanceIds,
+    activityIds: z.array(z.string().min(1).max(500)).max(1000).nullish(),
+  })
   .openapi('RetryRequest');
 
 const retryGet = secureRoute(EXECUTE, {
@@ -171,7 +193,10 @@ export function alterationRoutes() {
     const { pool, tokens } = c.get('deps');
     const result = await getPlan(pool, callerTenant(c), planId);
     if (result.moreJobs) {
-      c.header('Link', `</alterations/${encodeURIComponent(planId)}/jobs?after=${sealCursor(tokens.key, result.moreJobs)}>; rel="next"`);
+      c.header(
+        'Link',
+        `</alterations/${encodeURIComponent(planId)}/jobs?after=${sealCursor(tokens.key, result.moreJobs)}>; rel="next"`,
+      );
     }
     return c.json({ plan: result.plan, jobs: result.jobs }, 200);
   });
@@ -212,7 +237,12 @@ export function alterationRoutes() {
 
   app.openapi(retryPost, async (c) => {
     const body = c.req.valid('json');
-    const results = await retryInstances(c.get('deps'), callerTenant(c), body.workflowInstanceIds, body.activityIds ?? undefined);
+    const results = await retryInstances(
+      c.get('deps'),
+      callerTenant(c),
+      body.workflowInstanceIds,
+      body.activityIds ?? undefined,
+    );
     return c.json({ results }, 200);
   });
   return app;

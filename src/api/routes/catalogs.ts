@@ -11,9 +11,21 @@ const SIGNED_IN = { structured: 'signed-in', legacy: 'signed-in' } as const;
 const TAGS = ['Catalogs'];
 
 export const INSTALLED_FEATURES = [
-  { name: 'Elsa.Workflows', displayName: 'Workflows', description: 'Version 3 workflow definitions, instances and their execution on Temporal.' },
-  { name: 'Elsa.Alterations', displayName: 'Alterations', description: 'Plans, dry-runs, immediate runs and retries that change existing instances.' },
-  { name: 'Elsa.Connections', displayName: 'Connections', description: 'Named, tenant-aware configurations of external systems, resolved when activities run.' },
+  {
+    name: 'Elsa.Workflows',
+    displayName: 'Workflows',
+    description: 'Version 3 workflow definitions, instances and their execution on Temporal.',
+  },
+  {
+    name: 'Elsa.Alterations',
+    displayName: 'Alterations',
+    description: 'Plans, dry-runs, immediate runs and retries that change existing instances.',
+  },
+  {
+    name: 'Elsa.Connections',
+    displayName: 'Connections',
+    description: 'Named, tenant-aware configurations of external systems, resolved when activities run.',
+  },
   { name: 'Elsa.Http', displayName: 'HTTP', description: 'Send HTTP Request through a saved HTTP connection.' },
   { name: 'Elsa.Identity', displayName: 'Identity', description: 'Users, roles, API keys, tokens and sessions.' },
   { name: 'Elsa.Resilience', displayName: 'Resilience', description: 'Retry strategies activities can name.' },
@@ -26,7 +38,13 @@ const features = secureRoute(SIGNED_IN, {
   path: '/features/installed',
   tags: TAGS,
   summary: 'The features this service has installed',
-  responses: { 200: jsonContent(count(z.object({ name: z.string(), displayName: z.string(), description: z.string() })), 'Features'), ...problems(401) },
+  responses: {
+    200: jsonContent(
+      count(z.object({ name: z.string(), displayName: z.string(), description: z.string() })),
+      'Features',
+    ),
+    ...problems(401),
+  },
 });
 
 const strategies = secureRoute(SIGNED_IN, {
@@ -93,7 +111,9 @@ function describeInput(d: InputDescriptor) {
 export function catalogRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(features, (c) => c.json({ items: INSTALLED_FEATURES, totalCount: INSTALLED_FEATURES.length }, 200));
-  app.openapi(strategies, (c) => c.json({ items: [...RESILIENCE_STRATEGIES], totalCount: RESILIENCE_STRATEGIES.length }, 200));
+  app.openapi(strategies, (c) =>
+    c.json({ items: [...RESILIENCE_STRATEGIES], totalCount: RESILIENCE_STRATEGIES.length }, 200),
+  );
   app.openapi(activities, async (c) => {
     const builtIn = BUILTIN_ACTIVITIES.map((a) => ({
       typeName: a.typeName,

@@ -48,7 +48,10 @@ const list = secureRoute(
       }),
     },
     responses: {
-      200: jsonContent(z.object({ items: z.array(ConnectionSchema), totalCount: z.number().int() }), 'A page of connections'),
+      200: jsonContent(
+        z.object({ items: z.array(ConnectionSchema), totalCount: z.number().int() }),
+        'A page of connections',
+      ),
       ...problems(400, 401, 403),
     },
   },
@@ -62,7 +65,9 @@ const descriptors = secureRoute(SIGNED_IN, {
   responses: {
     200: jsonContent(
       z.object({
-        items: z.array(z.object({ type: z.string(), namespace: z.string(), displayName: z.string(), description: z.string() })),
+        items: z.array(
+          z.object({ type: z.string(), namespace: z.string(), displayName: z.string(), description: z.string() }),
+        ),
         totalCount: z.number().int(),
       }),
       'The registered types',
@@ -128,7 +133,10 @@ const options = secureRoute(
     summary: "The tenant's saved connections an activity's connection input can name",
     request: { params: z.object({ activityType: z.string(), inputName: z.string() }) },
     responses: {
-      200: jsonContent(z.object({ items: z.array(z.object({ text: z.string(), value: z.string() })), refresh: z.boolean() }), 'The options'),
+      200: jsonContent(
+        z.object({ items: z.array(z.object({ text: z.string(), value: z.string() })), refresh: z.boolean() }),
+        'The options',
+      ),
       ...problems(401, 404),
     },
   },
@@ -149,7 +157,12 @@ export function connectionRoutes() {
   });
   // Registered before /{id} so that these paths are not read as ids.
   app.openapi(descriptors, (c) => {
-    const items = CONNECTION_TYPES.map((t) => ({ type: t.type, namespace: t.namespace, displayName: t.displayName, description: t.description }));
+    const items = CONNECTION_TYPES.map((t) => ({
+      type: t.type,
+      namespace: t.namespace,
+      displayName: t.displayName,
+      description: t.description,
+    }));
     return c.json({ items, totalCount: items.length }, 200);
   });
   app.openapi(inputDescriptor, (c) => {
@@ -165,7 +178,10 @@ export function connectionRoutes() {
   });
   app.openapi(update, async (c) => {
     const { pool, cipher } = c.get('deps');
-    return c.json(await updateConnection(pool, cipher, callerTenant(c), c.req.valid('param').id, c.req.valid('json')), 200);
+    return c.json(
+      await updateConnection(pool, cipher, callerTenant(c), c.req.valid('param').id, c.req.valid('json')),
+      200,
+    );
   });
   app.openapi(remove, async (c) => {
     await deleteConnection(c.get('deps').pool, callerTenant(c), c.req.valid('param').id);
@@ -176,7 +192,8 @@ export function connectionRoutes() {
     const type = findActivityType(activityType);
     if (!type) throw new NotFoundError(`Activity type ${activityType} is not registered`);
     const input = type.inputs.find((i) => i.name === inputName);
-    if (!input?.connectionType) throw new NotFoundError(`Activity type ${activityType} has no connection input ${inputName}`);
+    if (!input?.connectionType)
+      throw new NotFoundError(`Activity type ${activityType} has no connection input ${inputName}`);
     const names = await connectionNames(c.get('deps').pool, callerTenant(c), input.connectionType);
     return c.json({ items: names.map((n) => ({ text: n, value: n })), refresh: true }, 200);
   });

@@ -59,7 +59,9 @@ export function definitionRoutes() {
     const { version } = c.req.valid('query');
     const def = await findDefinition(pool, callerTenant(c), definitionId, version);
     if (!def) {
-      throw new NotFoundError(`Workflow definition ${definitionId}${version === undefined ? '' : ` version ${version}`} not found`);
+      throw new NotFoundError(
+        `Workflow definition ${definitionId}${version === undefined ? '' : ` version ${version}`} not found`,
+      );
     }
     return c.json(definitionView(def), 200);
   });

@@ -16,8 +16,15 @@ const CreateApiKeySchema = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     permissions: PermissionList,
-    tenantId: z.string().max(200).nullable().optional().openapi({ description: 'Place the key in a tenant (default: the caller\'s; another tenant needs "*")' }),
-    expiresAt: Timestamp.nullable().optional().openapi({ description: 'When the key stops working (in the future); absent or null: never' }),
+    tenantId: z
+      .string()
+      .max(200)
+      .nullable()
+      .optional()
+      .openapi({ description: 'Place the key in a tenant (default: the caller\'s; another tenant needs "*")' }),
+    expiresAt: Timestamp.nullable()
+      .optional()
+      .openapi({ description: 'When the key stops working (in the future); absent or null: never' }),
   })
   .openapi('CreateApiKeyRequest');
 
@@ -108,7 +115,12 @@ const permissionsRoute = secureRoute(
 
 const TAGS = ['Identity'];
 const TokenPairSchema = z
-  .object({ accessToken: z.string(), refreshToken: z.string(), tokenType: z.literal('Bearer'), expiresIn: z.number().int() })
+  .object({
+    accessToken: z.string(),
+    refreshToken: z.string(),
+    tokenType: z.literal('Bearer'),
+    expiresIn: z.number().int(),
+  })
   .openapi('TokenPair');
 const TenantField = z.string().max(200).nullable().optional();
 
@@ -117,7 +129,11 @@ const loginRoute = secureRoute('public', {
   path: '/identity/login',
   tags: TAGS,
   summary: 'Sign in with a user name and password: a new session and its tokens',
-  request: jsonBody(z.strictObject({ username: z.string().min(1).max(200), password: z.string().min(1).max(1000) }).openapi('LoginRequest')),
+  request: jsonBody(
+    z
+      .strictObject({ username: z.string().min(1).max(200), password: z.string().min(1).max(1000) })
+      .openapi('LoginRequest'),
+  ),
   responses: { 200: jsonContent(TokenPairSchema, 'Signed in'), ...problems(400, 401, 413, 415, 429) },
 });
 
@@ -137,7 +153,12 @@ const logoutRoute = secureRoute(
     path: '/identity/logout',
     tags: TAGS,
     summary: "Sign out: the caller's session is revoked (its refresh tokens stop working at once)",
-    request: { body: { required: false, content: { 'application/json': { schema: z.strictObject({ refreshToken: z.string().max(5000).optional() }) } } } },
+    request: {
+      body: {
+        required: false,
+        content: { 'application/json': { schema: z.strictObject({ refreshToken: z.string().max(5000).optional() }) } },
+      },
+    },
     responses: { 204: { description: 'Signed out' }, ...problems(400, 401) },
   },
 );
@@ -162,7 +183,13 @@ const createUserRoute = secureRoute(
     ),
     responses: {
       201: jsonContent(
-        z.object({ id: z.string(), name: z.string(), roles: z.array(z.string()), permissions: z.array(z.string()), tenantId: z.string().nullable() }),
+        z.object({
+          id: z.string(),
+          name: z.string(),
+          roles: z.array(z.string()),
+          permissions: z.array(z.string()),
+          tenantId: z.string().nullable(),
+        }),
         'Created',
       ),
       ...BODY_ROUTE_PROBLEMS,
@@ -178,7 +205,11 @@ const createRoleRoute = secureRoute(
     path: '/identity/roles',
     tags: TAGS,
     summary: "Create a role in the caller's tenant",
-    request: jsonBody(z.strictObject({ name: z.string().trim().min(1).max(200), permissions: PermissionList }).openapi('CreateRoleRequest')),
+    request: jsonBody(
+      z
+        .strictObject({ name: z.string().trim().min(1).max(200), permissions: PermissionList })
+        .openapi('CreateRoleRequest'),
+    ),
     responses: {
       201: jsonContent(z.object({ id: z.string(), name: z.string(), permissions: z.array(z.string()) }), 'Created'),
       ...BODY_ROUTE_PROBLEMS,
@@ -222,9 +253,16 @@ export function identityRoutes() {
     checkHoldsAll(caller, body.permissions, config.permissionModel);
     const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) {
-      throw new ValidationError('expiresAt must be in the future', [{ path: '/expiresAt', message: 'Must be in the future' }]);
+      throw new ValidationError('expiresAt must be in the future', [
+        { path: '/expiresAt', message: 'Must be in the future' },
+      ]);
     }
-    const created = await createApiKey(pool, { name: body.name, permissions: body.permissions, tenantKey: tenant, expiresAt });
+    const created = await createApiKey(pool, {
+      name: body.name,
+      permissions: body.permissions,
+      tenantKey: tenant,
+      expiresAt,
+    });
     c.get('logger').info({ apiKeyId: created.id, tenant }, 'api key created');
     c.header('cache-control', 'no-store');
     return c.json(created, 201);
@@ -232,12 +270,20 @@ export function identityRoutes() {
   app.openapi(listKeys, async (c) => c.json(await listApiKeys(c.get('deps').pool, callerTenant(c)), 200));
   app.openapi(revokeKey, async (c) => {
     const id = c.req.valid('param').id;
-    if (!(await revokeApiKey(c.get('deps').pool, callerTenant(c), id))) throw new NotFoundError(`API key ${id} not found`);
+    if (!(await revokeApiKey(c.get('deps').pool, callerTenant(c), id)))
+      throw new NotFoundError(`API key ${id} not found`);
     c.get('logger').info({ apiKeyId: id }, 'api key revoked');
     return c.body(null, 204);
   });
   app.openapi(permissionsRoute, (c) =>
-    c.json({ structured: [...STRUCTURED_PERMISSIONS], legacy: [...LEGACY_PERMISSIONS], wildcards: ['*', '*:{verb}', '{resource}:*'] }, 200),
+    c.json(
+      {
+        structured: [...STRUCTURED_PERMISSIONS],
+        legacy: [...LEGACY_PERMISSIONS],
+        wildcards: ['*', '*:{verb}', '{resource}:*'],
+      },
+      200,
+    ),
   );
 
   app.openapi(loginRoute, async (c) => {
@@ -266,7 +312,11 @@ export function identityRoutes() {
     checkGrantsKnown(body.permissions ?? []);
     const tenant = placementTenant(caller, body.tenantId);
     // Roles hand out their grants too: the caller must hold them.
-    checkHoldsAll(caller, [...(body.permissions ?? []), ...(await roleGrants(pool, tenant, body.roles ?? []))], config.permissionModel);
+    checkHoldsAll(
+      caller,
+      [...(body.permissions ?? []), ...(await roleGrants(pool, tenant, body.roles ?? []))],
+      config.permissionModel,
+    );
     const user = await createUser(pool, tenant, body);
     c.get('logger').info({ userId: user.id, tenant }, 'user created');
     return c.json(user, 201);

@@ -2,7 +2,12 @@ import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { triggerEvent } from '../../engine/events.js';
 import { listInstances } from '../../engine/instance-list.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
-import { InstanceStatusSchema, InstanceSubStatusSchema, InstanceSummarySchema, InstanceViewSchema } from '../../engine/instance-views.js';
+import {
+  InstanceStatusSchema,
+  InstanceSubStatusSchema,
+  InstanceSummarySchema,
+  InstanceViewSchema,
+} from '../../engine/instance-views.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../../vocabulary/input.js';
@@ -35,7 +40,8 @@ const ListQuerySchema = z.strictObject({
     .regex(/^[^\u0000-\u001f]*$/, 'searchTerm must not contain control characters')
     .optional()
     .openapi({
-      description: 'Case-insensitive substring of the id, name, correlation id, definition id or definition version id (`%` and `_` are literal); empty is no constraint',
+      description:
+        'Case-insensitive substring of the id, name, correlation id, definition id or definition version id (`%` and `_` are literal); empty is no constraint',
     }),
   after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
   limit: QueryInt32.min(1).max(1000).default(100),
@@ -63,7 +69,10 @@ const list = secureRoute(VIEW, {
     200: jsonContent(
       z.object({
         items: z.array(InstanceSummarySchema),
-        nextCursor: z.string().nullable().openapi({ description: 'Pass as `after` for the next page; null on the last page' }),
+        nextCursor: z
+          .string()
+          .nullable()
+          .openapi({ description: 'Pass as `after` for the next page; null on the last page' }),
       }),
       'A page of instances',
     ),

@@ -21,7 +21,8 @@ const events = secureRoute(VIEW, {
   method: 'get',
   path: '/alterations/{planId}/events',
   tags: ['Alterations'],
-  summary: 'Live progress of a plan as server-sent events: `progress` at once and on change, then `done`; the stream ends',
+  summary:
+    'Live progress of a plan as server-sent events: `progress` at once and on change, then `done`; the stream ends',
   description:
     'Each `progress` event carries `{status, jobCounts, instancesPerSecond, pauseReason}`; the last event, `done`, ' +
     'carries the finished plan view. Read from Postgres, so any API node serves any plan; a client that reconnects gets ' +
@@ -33,7 +34,8 @@ const events = secureRoute(VIEW, {
   },
 });
 
-const isFinished = (status: number) => status === PLAN_STATUS.Completed || status === PLAN_STATUS.Failed || status === PLAN_STATUS.Cancelled;
+const isFinished = (status: number) =>
+  status === PLAN_STATUS.Completed || status === PLAN_STATUS.Failed || status === PLAN_STATUS.Cancelled;
 const done = (c: JobCounts) => c.completed + c.failed + c.cancelled;
 
 export function planEventRoutes() {
@@ -46,10 +48,19 @@ export function planEventRoutes() {
     // Read once before streaming: an unknown plan (or another tenant's) is a 404 problem, not an empty stream.
     let plan: PlanView = await getPlanView(pool, tenant, planId);
     if (open >= MAX_STREAMS_PER_NODE) {
-      return c.json({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'Too many event streams on this node; retry later' }, 503, {
-        'content-type': 'application/problem+json',
-        'retry-after': '5',
-      });
+      return c.json(
+        {
+          type: 'about:blank',
+          title: 'Service Unavailable',
+          status: 503,
+          detail: 'Too many event streams on this node; retry later',
+        },
+        503,
+        {
+          'content-type': 'application/problem+json',
+          'retry-after': '5',
+        },
+      );
     }
     open++;
     c.header('Cache-Control', 'no-store');
@@ -77,7 +88,12 @@ export function planEventRoutes() {
           } else if (now - lastSample.at > 5_000) {
             rate = 0;
           }
-          const progress = JSON.stringify({ status: plan.status, jobCounts: plan.jobCounts, instancesPerSecond: rate, pauseReason: null });
+          const progress = JSON.stringify({
+            status: plan.status,
+            jobCounts: plan.jobCounts,
+            instancesPerSecond: rate,
+            pauseReason: null,
+          });
           if (progress !== last) {
             await stream.writeSSE({ event: 'progress', data: progress });
             last = progress;

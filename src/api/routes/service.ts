@@ -29,13 +29,24 @@ async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<b
     timer = setTimeout(() => resolve(false), timeoutMs);
   });
   try {
-    return await Promise.race([check().then(() => true, () => false), timeout]);
+    return await Promise.race([
+      check().then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-const SWAGGER_ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png']);
+const SWAGGER_ASSETS = new Set([
+  'swagger-ui.css',
+  'swagger-ui-bundle.js',
+  'swagger-ui-standalone-preset.js',
+  'favicon-32x32.png',
+]);
 
 const DOCS_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Workflow alterations API</title>
@@ -53,7 +64,10 @@ export function serviceRoutes() {
       probe(() => pool.query('SELECT 1')),
       probe(() => temporal.connection.workflowService.getSystemInfo({})),
     ]);
-    const checks = { postgres: pg ? ('ok' as const) : ('unavailable' as const), temporal: tp ? ('ok' as const) : ('unavailable' as const) };
+    const checks = {
+      postgres: pg ? ('ok' as const) : ('unavailable' as const),
+      temporal: tp ? ('ok' as const) : ('unavailable' as const),
+    };
     const ok = pg && tp;
     return c.json({ status: ok ? ('ok' as const) : ('unavailable' as const), checks }, ok ? 200 : 503);
   });

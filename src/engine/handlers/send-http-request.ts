@@ -22,7 +22,11 @@ export const sendHttpRequest: ActivityHandler = {
   },
 };
 
-export function callRequest(connectionName: string, configuration: Record<string, unknown>, inputs: Record<string, unknown>) {
+export function callRequest(
+  connectionName: string,
+  configuration: Record<string, unknown>,
+  inputs: Record<string, unknown>,
+) {
   return {
     kind: 'call' as const,
     connectionName,
@@ -30,6 +34,7 @@ export function callRequest(connectionName: string, configuration: Record<string
     method: String(inputs.method),
     path: String(inputs.path),
     body: inputs.body,
-    resultVariable: typeof inputs.resultVariable === 'string' && inputs.resultVariable ? inputs.resultVariable : undefined,
+    resultVariable:
+      typeof inputs.resultVariable === 'string' && inputs.resultVariable ? inputs.resultVariable : undefined,
   };
 }
