@@ -90,17 +90,6 @@ export function pidsAlive(pids: number[]): number[] {
   });
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 export async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined>,

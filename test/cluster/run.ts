@@ -22,8 +22,8 @@ import { loadConfig } from '../../src/config.js';
 import { ensureCliBinary } from '../../src/temporal/cli-binary.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
+import { freePort } from '../support/free-port.js';
 import {
-  freePort,
   kill9,
   pidsAlive,
   PostgresServer,

@@ -1,23 +1,22 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureDatabase } from '../../src/embedded/postgres.js';
-import { freePort } from '../support/free-port.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WFA = path.join(ROOT, 'src', 'cli', 'wfa.js');
 const run = randomBytes(4).toString('hex');
-const adminKey = `wfa_cli_${randomBytes(16).toString('hex')}`;
+let adminKey: string;
 const password = `cli-password-${run}`;
 
-let service: ChildProcess;
+let service: SpawnedService;
 let url: string;
 let work: string;
 let pool: pg.Pool;
@@ -59,50 +58,15 @@ async function file(name: string, body: unknown): Promise<string> {
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-cli-'));
-  const database = `wfa_cli_${run}`;
-  const adminUrl = inject('pgAdminUrl');
-  await ensureDatabase(adminUrl, database);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${database}`;
-  const port = await freePort();
-  url = `http://127.0.0.1:${port}`;
-  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: dbUrl.toString(),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_TASK_QUEUE: `cli-${run}`,
-      DATA_DIR: path.join(work, 'data'),
-      PORT: String(port),
-      ADMIN_API_KEY: adminKey,
-      ADMIN_PASSWORD: password,
-      AUTH_SIGNING_KEY: `cli signing key ${run}`,
-      ALTERATION_BATCH_SIZE: '50',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: 'ignore',
-  });
-  const deadline = Date.now() + 90_000;
-  while (
-    (await fetch(`${url}/health`).then(
-      (r) => r.status,
-      () => 0,
-    )) !== 200
-  ) {
-    if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  pool = new pg.Pool({ connectionString: dbUrl.toString(), max: 2 });
-}, 120_000);
+  service = await spawnService('cli', work, { ADMIN_PASSWORD: password, ALTERATION_BATCH_SIZE: '50' });
+  url = service.url;
+  adminKey = service.adminKey;
+  pool = new pg.Pool({ connectionString: service.databaseUrl, max: 2 });
+}, 150_000);
 
 afterAll(async () => {
   await pool?.end();
-  if (service && service.exitCode === null) {
-    const exited = new Promise((r) => service.once('exit', r));
-    service.kill('SIGTERM');
-    await exited;
-  }
+  await service?.stop();
   await rm(work, { recursive: true, force: true });
 });
 

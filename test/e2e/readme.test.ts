@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -7,8 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
-import { ensureDatabase } from '../../src/embedded/postgres.js';
-import { freePort } from '../support/free-port.js';
+import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 
 /**
  * The README's walk-through, run as written: its shell blocks between the walkthrough markers, in one
@@ -16,9 +15,8 @@ import { freePort } from '../support/free-port.js';
  * this clone, as in the README.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const run = randomBytes(4).toString('hex');
-const adminKey = `wfa_readme_${randomBytes(16).toString('hex')}`;
-let service: ChildProcess;
+let service: SpawnedService;
+let adminKey: string;
 let work: string;
 let url: string;
 
@@ -31,51 +29,19 @@ function walkthroughBlocks(readme: string): string[] {
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-readme-'));
-  const database = `wfa_readme_${run}`;
-  await ensureDatabase(inject('pgAdminUrl'), database);
-  const dbUrl = new URL(inject('pgAdminUrl'));
-  dbUrl.pathname = `/${database}`;
-  const port = await freePort();
-  url = `http://127.0.0.1:${port}`;
   // A namespace of its own: the README's plan ids are fixed, and a Temporal server (TEMPORAL_ADDRESS) may
   // outlive one run and still hold alteration-plan-approve-1 from the last.
-  const namespace = `readme-${run}`;
+  const namespace = `readme-${randomBytes(4).toString('hex')}`;
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
   await connection.close();
-  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: dbUrl.toString(),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_NAMESPACE: namespace,
-      DATA_DIR: path.join(work, 'data'),
-      PORT: String(port),
-      ADMIN_API_KEY: adminKey,
-      AUTH_SIGNING_KEY: `readme ${run}`,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: 'ignore',
-  });
-  const deadline = Date.now() + 90_000;
-  while (
-    (await fetch(`${url}/health`).then(
-      (r) => r.status,
-      () => 0,
-    )) !== 200
-  ) {
-    if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}, 120_000);
+  service = await spawnService('readme', work, { TEMPORAL_NAMESPACE: namespace });
+  url = service.url;
+  adminKey = service.adminKey;
+}, 150_000);
 
 afterAll(async () => {
-  if (service && service.exitCode === null) {
-    const exited = new Promise((r) => service.once('exit', r));
-    service.kill('SIGTERM');
-    await exited;
-  }
+  await service?.stop();
   await rm(work, { recursive: true, force: true });
 });
 

@@ -1,16 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureDatabase } from '../../src/embedded/postgres.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
+import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
@@ -20,7 +18,6 @@ import { approvalWithNote } from '../support/workflows.js';
  * run through the HTTP API, then the plan's page and a list filtered by its search attribute.
  * Screenshots go to WFA_SCREENSHOT_DIR (default: a temporary folder).
  */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // In CI the browser is installed (.ci/run); elsewhere a machine without it skips this file, saying so.
 const available = existsSync(CHROMIUM);
@@ -28,10 +25,10 @@ if (!available && !process.env.CI)
   console.warn(`temporal-ui.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
 
 const run = randomBytes(4).toString('hex');
-const adminKey = `wfa_ui_${randomBytes(16).toString('hex')}`;
+let adminKey: string;
 const planId = `ui-plan-${run}`;
 const definitionId = `ui-orders-${run}`;
-let service: ChildProcess;
+let service: SpawnedService;
 let work: string;
 let api: string;
 let ui: string;
@@ -53,45 +50,21 @@ beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-ui-'));
   shots = process.env.WFA_SCREENSHOT_DIR ?? path.join(work, 'screenshots');
   await mkdir(shots, { recursive: true });
-  const database = `wfa_ui_${run}`;
-  const adminUrl = inject('pgAdminUrl');
-  await ensureDatabase(adminUrl, database);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${database}`;
-  const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
-  api = `http://127.0.0.1:${port}`;
+  const [temporalPort, uiPort] = [await freePort(), await freePort()];
   ui = `http://127.0.0.1:${uiPort}`;
   temporalAddress = `127.0.0.1:${temporalPort}`;
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.TEMPORAL_ADDRESS;
-  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...env,
-      DATABASE_URL: dbUrl.toString(),
-      DATA_DIR: path.join(work, 'data'),
-      PORT: String(port),
-      TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      ADMIN_API_KEY: adminKey,
-      AUTH_SIGNING_KEY: `ui ${run}`,
-      ALTERATION_BATCH_SIZE: '100',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: 'ignore',
+  // Its own dev server with the Web UI, as `npm start` runs it (an empty TEMPORAL_ADDRESS is unset).
+  service = await spawnService('ui', work, {
+    TEMPORAL_ADDRESS: '',
+    TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(uiPort),
+    ALTERATION_BATCH_SIZE: '100',
   });
+  api = service.url;
+  adminKey = service.adminKey;
   const deadline = Date.now() + 120_000;
-  while (
-    (await fetch(`${api}/health`).then(
-      (r) => r.status,
-      () => 0,
-    )) !== 200
-  ) {
-    if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
-    await new Promise((r) => setTimeout(r, 250));
-  }
   const def = await call('POST', '/workflow-definitions', approvalWithNote(definitionId));
-  const pool = new pg.Pool({ connectionString: dbUrl.toString(), max: 1 });
+  const pool = new pg.Pool({ connectionString: service.databaseUrl, max: 1 });
   await seedInstances(pool, { definitionVersionId: def.body.id, count: 500, variables: { amount: 0 } });
   await pool.end();
   const submitted = await call('POST', '/alterations/submit', {
@@ -109,11 +82,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (service && service.exitCode === null) {
-    const exited = new Promise((r) => service.once('exit', r));
-    service.kill('SIGTERM');
-    await exited;
-  }
+  await service?.stop();
   if (work && !process.env.WFA_SCREENSHOT_DIR) await rm(work, { recursive: true, force: true });
 });
 
