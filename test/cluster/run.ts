@@ -23,16 +23,7 @@ import { ensureCliBinary } from '../../src/temporal/cli-binary.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 import { freePort } from '../support/free-port.js';
-import {
-  kill9,
-  pidsAlive,
-  PostgresServer,
-  type Proc,
-  start,
-  stopAll,
-  TemporalServer,
-  waitFor,
-} from './processes.js';
+import { kill9, pidsAlive, PostgresServer, type Proc, start, stopAll, TemporalServer, waitFor } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const INSTANCES = Number(process.env.CLUSTER_INSTANCES ?? 50_000);
