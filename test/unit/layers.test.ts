@@ -1,0 +1,60 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layers of docs/architecture.md, lowest first: a module may import its own layer's modules and
+ * those of layers below, never one above. A change that makes an import run back up fails here.
+ */
+const LAYERS: string[][] = [
+  ['src/errors', 'src/ids', 'src/logger', 'src/vocabulary'],
+  ['src/db', 'src/embedded', 'src/lifecycle', 'src/ports'],
+  ['src/auth', 'src/connections'],
+  ['src/config', 'src/engine'],
+  ['src/alterations'],
+  ['activities'],
+  ['workflows'],
+  ['src/temporal'],
+  ['src/api', 'src/client'],
+  ['src/service', 'src/cli', 'src/build'],
+  ['src/main'],
+];
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const rank = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i] as const)));
+
+/** `src/engine/executor.ts` → `src/engine`; `src/main.ts` → `src/main`; `workflows/x.ts` → `workflows`. */
+function unitOf(file: string): string {
+  const parts = path.relative(ROOT, file).split(path.sep);
+  if (parts[0] !== 'src') return parts[0]!;
+  return parts.length > 2 ? `src/${parts[1]}` : `src/${parts[1]!.replace(/\.(ts|js)$/, '')}`;
+}
+
+function* sources(dir: string): Generator<string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* sources(p);
+    else if (entry.name.endsWith('.ts')) yield p;
+  }
+}
+
+describe('the layers', () => {
+  it('are imported only downwards: no import runs back up, and every module has a layer', () => {
+    const upward: string[] = [];
+    const unplaced = new Set<string>();
+    for (const top of ['src', 'workflows', 'activities']) {
+      for (const file of sources(path.join(ROOT, top))) {
+        const from = unitOf(file);
+        for (const m of readFileSync(file, 'utf8').matchAll(/from '(\.[^']+)'/g)) {
+          const to = unitOf(path.resolve(path.dirname(file), m[1]!));
+          if (from === to) continue;
+          for (const u of [from, to]) if (!rank.has(u)) unplaced.add(u);
+          if ((rank.get(to) ?? -1) > (rank.get(from) ?? 99)) upward.push(`${path.relative(ROOT, file)} → ${m[1]} (${from} imports ${to})`);
+        }
+      }
+    }
+    expect([...unplaced]).toEqual([]);
+    expect(upward).toEqual([]);
+  });
+});
