@@ -200,7 +200,8 @@ async function build(
     ...config.alterations,
     searchAttributes: await ensureSearchAttributes(connection, namespace, logger),
   };
-  const dispatcher = temporalDispatcher(client, taskQueue);
+  const dispatcher = temporalDispatcher(client, taskQueue, { searchAttributes: planProcessing.searchAttributes });
+
   const definitions = new DefinitionCache();
   // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.
   const cipher = createConfigCipher(config.connectionsEncryptionKey);

@@ -2,12 +2,17 @@ import {
   ActivityFailure,
   continueAsNew,
   defineSignal,
+  patched,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { TRANSIENT_RETRY } from './retry.js';
+import { DEFINITION_ATTRIBUTE, INSTANCE_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE } from './search-attributes.js';
 
 type StepRetryPolicy = NonNullable<Awaited<ReturnType<Activities['executeInstanceStep']>>['nextRetry']>;
 const STEP_TIMEOUT = '10 minutes';
@@ -40,6 +45,31 @@ export const workAvailable = defineSignal('workAvailable');
 
 export interface InstanceExecutionInput {
   instanceId: string;
+  /** The search attributes are registered: keep WorkflowInstanceStatus current. */
+  searchAttributes?: boolean;
+}
+
+type Standing = NonNullable<Awaited<ReturnType<Activities['peekStep']>>['instance']>;
+
+/** What a run did and where it left the instance: the workflow's result and its current details. */
+export interface InstanceExecutionResult {
+  /** The instance's state as this run left it, e.g. "Running/Suspended". */
+  instance: string;
+  /** "ran until suspended at `wait` (waiting on approve)", "ran to the end", … */
+  summary: string;
+  executedActivityIds: string[];
+}
+
+function describe(standing: Standing | undefined, executed: readonly string[]): string {
+  if (!standing) return 'the instance no longer exists';
+  const last = executed.length ? ` at \`${executed[executed.length - 1]}\`` : '';
+  const ran = executed.length ? `ran ${executed.map((a) => `\`${a}\``).join(', ')}` : 'ran nothing';
+  if (standing.status === 'Finished')
+    return `${ran}; the instance ${standing.subStatus === 'Finished' ? 'finished' : `ended ${standing.subStatus}`}`;
+  if (standing.subStatus === 'Suspended')
+    return `${ran}; suspended${last}, waiting on ${standing.waitingOn.join(', ')}`;
+  if (standing.subStatus === 'Faulted') return `${ran}; faulted${last} (see its incidents)`;
+  return `${ran}; ${standing.status}/${standing.subStatus}`;
 }
 
 /**
@@ -47,12 +77,48 @@ export interface InstanceExecutionInput {
  * the state; this workflow only drives it, so a crashed worker resumes at the next unexecuted step.
  * A `workAvailable` signal (dispatch) that arrives while running makes it look for work once more.
  */
-export async function instanceExecution(input: InstanceExecutionInput): Promise<void> {
+export async function instanceExecution(input: InstanceExecutionInput): Promise<InstanceExecutionResult | void> {
   let signalled = false;
   setHandler(workAvailable, () => {
     signalled = true;
   });
-  let policy = (await steps.peekStep(input.instanceId)).nextRetry;
+  // Runs started before the metadata existed replay without it.
+  const metadata = patched('instance-metadata-v1');
+  const executed: string[] = [];
+  let standing: Standing | undefined;
+  let shownStatus: string | undefined;
+  const show = (now: Standing | undefined) => {
+    standing = now ?? standing;
+    if (!metadata || !standing) return;
+    const status = `${standing.status}/${standing.subStatus}`;
+    if (input.searchAttributes && status !== shownStatus)
+      upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: status }]);
+    shownStatus = status;
+    setCurrentDetails(`**${status}** · ${describe(standing, executed)}`);
+  };
+  const peeked = await steps.peekStep(input.instanceId);
+  if (metadata && peeked.instance) {
+    const i = peeked.instance;
+    // A null memo value would remove the key: the default tenant is named as the UI names it.
+    upsertMemo({
+      instanceId: input.instanceId,
+      definitionId: i.definitionId,
+      version: i.version,
+      tenant: i.tenantId ?? 'default',
+    });
+    if (input.searchAttributes) {
+      upsertSearchAttributes([
+        { key: DEFINITION_ATTRIBUTE, value: i.definitionId },
+        { key: PLAN_TENANT_ATTRIBUTE, value: i.tenantId ?? 'default' },
+      ]);
+    }
+  }
+  show(peeked.instance);
+  const result = (): InstanceExecutionResult | void =>
+    metadata
+      ? { instance: shownStatus ?? 'unknown', summary: describe(standing, executed), executedActivityIds: executed }
+      : undefined;
+  let policy = peeked.nextRetry;
   for (;;) {
     signalled = false;
     let step;
@@ -69,7 +135,9 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
       step = await steps.executeInstanceStep(input.instanceId);
     }
     policy = step.nextRetry;
-    if (!step.hasMoreWork && !signalled) return;
+    if (step.executedActivityId) executed.push(step.executedActivityId);
+    show(step.instance);
+    if (!step.hasMoreWork && !signalled) return result();
     if (!step.hasMoreWork) policy = (await steps.peekStep(input.instanceId)).nextRetry;
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof instanceExecution>(input);

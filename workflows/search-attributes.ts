@@ -9,4 +9,21 @@ export const PLAN_STATUS_ATTRIBUTE = defineSearchAttributeKey('AlterationPlanSta
 export const PLAN_TENANT_ATTRIBUTE = defineSearchAttributeKey('AlterationTenant', SearchAttributeType.KEYWORD);
 export const PLAN_TYPES_ATTRIBUTE = defineSearchAttributeKey('AlterationTypes', SearchAttributeType.KEYWORD_LIST);
 
-export const PLAN_SEARCH_ATTRIBUTES = [PLAN_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE, PLAN_TYPES_ATTRIBUTE] as const;
+/**
+ * An instance execution (`workflow-instance-{id}`) carries the instance's state as it left it ("Running/
+ * Suspended"), its definition, and its tenant (AlterationTenant, as plans do), so the UI can find them.
+ */
+export const INSTANCE_STATUS_ATTRIBUTE = defineSearchAttributeKey(
+  'WorkflowInstanceStatus',
+  SearchAttributeType.KEYWORD,
+);
+export const DEFINITION_ATTRIBUTE = defineSearchAttributeKey('WorkflowDefinitionId', SearchAttributeType.KEYWORD);
+
+/** Every search attribute the service uses: registered at start (src/temporal/search-attributes.ts). */
+export const SEARCH_ATTRIBUTES = [
+  PLAN_STATUS_ATTRIBUTE,
+  PLAN_TENANT_ATTRIBUTE,
+  PLAN_TYPES_ATTRIBUTE,
+  INSTANCE_STATUS_ATTRIBUTE,
+  DEFINITION_ATTRIBUTE,
+] as const;

@@ -24,6 +24,7 @@ import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './r
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
 import { convertValue, isVariableType } from './values.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { tenantOut } from '../auth/principal.js';
 
 export interface EngineDeps {
   pool: pg.Pool;
@@ -36,7 +37,32 @@ export interface EngineDeps {
   clock?: Clock;
 }
 
+/** Where an instance stands after a step: what its execution workflow shows in the Temporal UI. */
+export interface InstanceStanding {
+  definitionId: string;
+  version: number;
+  /** The API's tenant id (null: the default tenant). */
+  tenantId: string | null;
+  status: string;
+  subStatus: string;
+  /** Events it waits on, as `eventName (activityId)`. */
+  waitingOn: string[];
+}
+
+export function standingOf(s: InstanceState): InstanceStanding {
+  return {
+    definitionId: s.definitionId,
+    version: s.version,
+    tenantId: tenantOut(s.tenantId),
+    status: s.status,
+    subStatus: s.subStatus,
+    waitingOn: s.bookmarks.map((b) => `${b.eventName} (${b.activityId})`),
+  };
+}
+
 export interface StepResult {
+  /** The instance after this step. */
+  instance?: InstanceStanding;
   /** true while the instance has scheduled work it can run now. */
   hasMoreWork: boolean;
   /** The activity that ran in this step, if any. */
@@ -74,14 +100,18 @@ export async function nextRetryPolicy(
 }
 
 /** What the workflow needs before its first step: the retry policy of the activity to run first. */
-export async function peekStep(deps: EngineDeps, instanceId: string): Promise<{ nextRetry?: StepRetryPolicy }> {
+export async function peekStep(
+  deps: EngineDeps,
+  instanceId: string,
+): Promise<{ nextRetry?: StepRetryPolicy; instance?: InstanceStanding }> {
   const { rows } = await deps.pool.query<InstanceRow>(
     `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1`,
     [instanceId],
   );
   if (!rows[0]) return {};
-  const nextRetry = await nextRetryPolicy(deps, deps.pool, instanceFromRow(rows[0]));
-  return nextRetry ? { nextRetry } : {};
+  const s = instanceFromRow(rows[0]);
+  const nextRetry = await nextRetryPolicy(deps, deps.pool, s);
+  return { instance: standingOf(s), ...(nextRetry ? { nextRetry } : {}) };
 }
 
 /** An outbound call prepared by the first part of a step: recorded as started, not yet made. */
@@ -291,7 +321,7 @@ async function beginStep(
 async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, activityId: string): Promise<StepResult> {
   const hasMoreWork = s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0;
   const nextRetry = hasMoreWork ? await nextRetryPolicy(deps, db, s) : undefined;
-  return { hasMoreWork, executedActivityId: activityId, ...(nextRetry ? { nextRetry } : {}) };
+  return { hasMoreWork, executedActivityId: activityId, instance: standingOf(s), ...(nextRetry ? { nextRetry } : {}) };
 }
 
 /**

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { cachedCliPath, CliUnavailableError, ensureCliBinary } from './cli-binary.js';
-import { PLAN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
+import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 
 export interface DevServerOptions {
   /** Explicit binary (TEMPORAL_CLI_PATH). */
@@ -87,7 +87,7 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer
     ...DYNAMIC_CONFIG,
     ...(opts.dbFilename ? ['--db-filename', opts.dbFilename] : []),
     // The plan search attributes (contract section 7), registered before anything starts a plan.
-    ...PLAN_SEARCH_ATTRIBUTES.flatMap((k) => [
+    ...SEARCH_ATTRIBUTES.flatMap((k) => [
       '--search-attribute',
       `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
     ]),
@@ -172,7 +172,7 @@ async function runThroughSdk(opts: DevServerOptions): Promise<DevServer> {
       ui,
       ...(ui ? { uiPort: opts.uiPort } : {}),
       log: { format: 'json', level: 'error' },
-      extraArgs: PLAN_SEARCH_ATTRIBUTES.flatMap((k) => [
+      extraArgs: SEARCH_ATTRIBUTES.flatMap((k) => [
         '--search-attribute',
         `${k.name}=${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
       ]),

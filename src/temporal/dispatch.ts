@@ -9,9 +9,15 @@ const DISPATCH_CONCURRENCY = 16;
 /**
  * Dispatch through Temporal: signal-with-start of `workflow-instance-{id}`. A running execution gets a
  * signal and picks the new work up; a finished one is started again. Either way one execution per
- * instance runs at a time, because the workflow id is derived from the instance id.
+ * instance runs at a time, because the workflow id is derived from the instance id. Each dispatch after
+ * the instance suspended is a new run under the same id; its result says where the instance stands.
  */
-export function temporalDispatcher(client: Client, taskQueue: string): Dispatcher {
+export function temporalDispatcher(
+  client: Client,
+  taskQueue: string,
+  opts: { searchAttributes?: boolean } = {},
+): Dispatcher {
+  const searchAttributes = opts.searchAttributes ?? false;
   return {
     async dispatch(instanceIds) {
       const queue = [...new Set(instanceIds)];
@@ -20,7 +26,8 @@ export function temporalDispatcher(client: Client, taskQueue: string): Dispatche
           await client.workflow.signalWithStart(instanceExecution, {
             workflowId: instanceWorkflowId(id),
             taskQueue,
-            args: [{ instanceId: id }],
+            args: [{ instanceId: id, searchAttributes }],
+            staticSummary: `Execution of workflow instance ${id}: runs its scheduled activities until it suspends or ends`,
             signal: workAvailable,
             signalArgs: [],
             workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,

@@ -1,7 +1,7 @@
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { Logger } from '../logger.js';
-import { PLAN_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
+import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 
 // A CommonJS package: its namespace is the default export under Node's ESM loader.
 const { IndexedValueType } = proto.temporal.api.enums.v1;
@@ -11,7 +11,7 @@ const INDEXED: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
 };
 
 /** The command that registers the attributes on a Temporal of one's own (README, docker-compose). */
-export const REGISTER_COMMAND = PLAN_SEARCH_ATTRIBUTES.map(
+export const REGISTER_COMMAND = SEARCH_ATTRIBUTES.map(
   (k) =>
     `temporal operator search-attribute create --namespace default --name ${k.name} --type ${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,
 ).join(' && ');
@@ -32,7 +32,7 @@ export async function ensureSearchAttributes(
       ...Object.keys(existing.customAttributes ?? {}),
       ...Object.keys(existing.systemAttributes ?? {}),
     ]);
-    const missing = PLAN_SEARCH_ATTRIBUTES.filter((k) => !known.has(k.name));
+    const missing = SEARCH_ATTRIBUTES.filter((k) => !known.has(k.name));
     if (missing.length === 0) return true;
     await connection.operatorService.addSearchAttributes({
       namespace,

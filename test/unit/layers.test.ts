@@ -50,7 +50,8 @@ describe('the layers', () => {
           const to = unitOf(path.resolve(path.dirname(file), m[1]!));
           if (from === to) continue;
           for (const u of [from, to]) if (!rank.has(u)) unplaced.add(u);
-          if ((rank.get(to) ?? -1) > (rank.get(from) ?? 99)) upward.push(`${path.relative(ROOT, file)} → ${m[1]} (${from} imports ${to})`);
+          if ((rank.get(to) ?? -1) > (rank.get(from) ?? 99))
+            upward.push(`${path.relative(ROOT, file)} → ${m[1]} (${from} imports ${to})`);
         }
       }
     }
