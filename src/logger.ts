@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -42,4 +43,13 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     },
     destination,
   );
+}
+
+/**
+ * Readable lines for a person at a terminal (`npm start` in a TTY): time, level and message, the fields
+ * after them, colours. Written synchronously, so the last lines before an exit are not lost. Not a TTY
+ * (a supervisor, a container, a pipe): JSON lines, as `createLogger` writes by default.
+ */
+export function terminalStream(): pino.DestinationStream {
+  return pretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
 }

@@ -1,6 +1,6 @@
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { Lifecycle, StopRequested } from './lifecycle.js';
-import { createLogger } from './logger.js';
+import { createLogger, terminalStream } from './logger.js';
 import { assertPortsFree, PortInUseError, type PortUse } from './ports.js';
 import { createService, type Role, type Service } from './service.js';
 
@@ -25,7 +25,8 @@ async function main(): Promise<void> {
     process.stderr.write(`Startup failed: ${describe(err)}\n`);
     process.exit(1);
   }
-  const logger = createLogger(config.logLevel);
+  // A person at a terminal reads lines; anything else (a supervisor, a pipe) gets JSON.
+  const logger = createLogger(config.logLevel, process.stdout.isTTY ? terminalStream() : undefined);
   const life = new Lifecycle(logger);
   process.on('SIGINT', () => life.request('SIGINT', 0));
   process.on('SIGTERM', () => life.request('SIGTERM', 0));
