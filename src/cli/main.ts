@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError } from 'commander';
-import { type Client, createClient, type PlanView, ProblemError } from '../client/index.js';
+import { type Client, createClient, type PlanView, ProblemError, type RunResultView } from '../client/index.js';
 import {
   type CliEnvironment,
   cliEnvironment,
@@ -278,6 +278,25 @@ export async function runCli(
       print(() => `Cancelled plan ${planId}`, r);
     });
 
+  program
+    .command('run <file> <instanceIds...>')
+    .description('apply the alterations of FILE ({alterations}) to these instances now, one result each')
+    .action(async (file: string, instanceIds: string[]) => {
+      const body = await readJson<{ alterations: Parameters<Client['plans']['run']>[1] }>(file);
+      const r = await (await client()).plans.run(instanceIds, body.alterations);
+      print(() => results(r.results), r);
+      if (r.results.some((x) => !x.isSuccessful)) exitCode = 1;
+    });
+  program
+    .command('retry <instanceIds...>')
+    .description('schedule the faulted activities of these instances again (or only --activity)')
+    .option('--activity <id...>', 'only these activities')
+    .action(async (instanceIds: string[], o: { activity?: string[] }) => {
+      const r = await (await client()).plans.retry(instanceIds, o.activity);
+      print(() => results(r.results), r);
+      if (r.results.some((x) => !x.isSuccessful)) exitCode = 1;
+    });
+
   const connections = program.command('connections').description('connections to external systems');
   connections.command('list').action(async () => {
     const r = await (await client()).connections.list();
@@ -310,6 +329,18 @@ export async function runCli(
     io.err(describeFailure(err));
     return err instanceof CliFailure ? err.exitCode : 1;
   }
+}
+
+function results(items: RunResultView[]): string {
+  return table(
+    items.map((r) => ({
+      instance: r.workflowInstanceId,
+      ok: r.isSuccessful ? 'yes' : 'no',
+      runs: r.workflowHasScheduledWork ? 'dispatched' : '',
+      log: r.log.map((l) => l.message).join('; '),
+    })),
+    ['instance', 'ok', 'runs', 'log'],
+  );
 }
 
 function planRow(p: PlanView) {

@@ -82,7 +82,16 @@ describe('the README walk-through', () => {
     expect(out).toContain('11 instances match');
     expect(out).toContain('Completed: 11 completed, 0 failed, 0 cancelled of 11');
     expect(out).toMatch(/approve-1 {2}Completed\n {2}ModifyVariable\n {2}█{40} {2}11\/11/);
-    const json = out.slice(out.lastIndexOf('{\n  "items"'));
+    const json = out.slice(out.lastIndexOf('{\n  "items"'), out.indexOf('Published order-approval version 2'));
     expect((JSON.parse(json) as { items: { status: number; log: unknown[] }[] }).items).toHaveLength(2);
+    // Every kind of change.
+    expect(out).toMatch(/Published order-approval version 2 \(/);
+    expect(out).toMatch(/Submitted plan migrate-1\n(.*\n)*Completed: 11 completed, 0 failed, 0 cancelled of 11/);
+    expect(out).toMatch(/yes +dispatched +ScheduleActivity succeeded/);
+    expect(out).toMatch(/Submitted plan cancel-1\n(.*\n)*Completed: 1 completed, 0 failed, 0 cancelled of 1/);
+    expect(out).toMatch(/order-approval v2 +Finished\/Cancelled/);
+    expect(out).toMatch(/card-check v1 +Running\/Faulted/);
+    expect(out).toMatch(/charge +Elsa\.Fault +card declined/);
+    expect(out.trim().split('\n').at(-1)).toBe('2');
   }, 240_000);
 });
