@@ -56,7 +56,7 @@ const handlers: { [K in AlterationType]: Handler<Extract<Alteration, { type: K }
   },
 
   async Migrate(s, a, ctx) {
-    const target = await ctx.definitions.byVersion(ctx.db, s.tenantId, s.definitionId, a.targetVersion);
+    const target = await ctx.definitions.byVersion(ctx.db, s.tenantKey, s.definitionId, a.targetVersion);
     if (!target) return `Workflow definition with ID ${s.definitionId} and version ${a.targetVersion} not found`;
     // Every activity the instance waits in or has scheduled must exist in the target version.
     for (const activityId of [...s.bookmarks.map((b) => b.activityId), ...s.scheduled]) {

@@ -9,7 +9,7 @@ import { validateDefinition } from './flowchart.js';
 /** One published version of a workflow definition. Immutable once stored. */
 export interface DefinitionVersion {
   id: string;
-  tenantId: string;
+  tenantKey: string;
   definitionId: string;
   version: number;
   isLatest: boolean;
@@ -43,7 +43,7 @@ const COLUMNS =
 function fromRow(r: DefinitionRow): DefinitionVersion {
   return {
     id: r.id,
-    tenantId: r.tenant_id,
+    tenantKey: r.tenant_id,
     definitionId: r.definition_id,
     version: r.version,
     isLatest: r.is_latest,
@@ -64,7 +64,7 @@ function fromRow(r: DefinitionRow): DefinitionVersion {
  */
 export async function publishDefinition(
   pool: pg.Pool,
-  tenantId: string,
+  tenantKey: string,
   req: WorkflowDefinitionRequest,
 ): Promise<DefinitionVersion> {
   const errors = validateDefinition(req);
@@ -72,17 +72,17 @@ export async function publishDefinition(
   const definitionId = req.definitionId ?? newId();
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-      `definition:${tenantId}:${definitionId}`,
+      `definition:${tenantKey}:${definitionId}`,
     ]);
     const { rows } = await client.query<{ version: number }>(
       `UPDATE workflow_definitions SET is_latest = false
         WHERE tenant_id = $1 AND definition_id = $2 AND is_latest
         RETURNING version`,
-      [tenantId, definitionId],
+      [tenantKey, definitionId],
     );
     const { rows: max } = await client.query<{ v: number | null }>(
       'SELECT max(version) AS v FROM workflow_definitions WHERE tenant_id = $1 AND definition_id = $2',
-      [tenantId, definitionId],
+      [tenantKey, definitionId],
     );
     const version = Math.max(rows[0]?.version ?? 0, max[0]?.v ?? 0) + 1;
     const inserted = await client.query<DefinitionRow>(
@@ -92,7 +92,7 @@ export async function publishDefinition(
        RETURNING ${COLUMNS}`,
       [
         newId(),
-        tenantId,
+        tenantKey,
         definitionId,
         version,
         req.name ?? null,
@@ -110,14 +110,14 @@ export async function publishDefinition(
 /** The latest version, or the given one, of a definition in the tenant. */
 export async function findDefinition(
   db: Queryable,
-  tenantId: string,
+  tenantKey: string,
   definitionId: string,
   version?: number,
 ): Promise<DefinitionVersion | undefined> {
   const { rows } = await db.query<DefinitionRow>(
     `SELECT ${COLUMNS} FROM workflow_definitions
       WHERE tenant_id = $1 AND definition_id = $2 AND ($3::int IS NULL AND is_latest OR version = $3::int)`,
-    [tenantId, definitionId, version ?? null],
+    [tenantKey, definitionId, version ?? null],
   );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
@@ -144,17 +144,17 @@ export class DefinitionCache {
   /** A given version of a definition in the tenant (a miss is not cached: it may be published later). */
   async byVersion(
     db: Queryable,
-    tenantId: string,
+    tenantKey: string,
     definitionId: string,
     version: number,
   ): Promise<DefinitionVersion | undefined> {
-    const key = `${tenantId}\u0000${definitionId}\u0000${version}`;
+    const key = `${tenantKey}\u0000${definitionId}\u0000${version}`;
     const id = this.versionIds.get(key);
     if (id !== undefined) {
       const hit = this.entries.get(id);
       if (hit) return hit;
     }
-    const def = await findDefinition(db, tenantId, definitionId, version);
+    const def = await findDefinition(db, tenantKey, definitionId, version);
     if (def) {
       this.remember(def);
       if (this.versionIds.size >= this.max) this.versionIds.delete(this.versionIds.keys().next().value!);
@@ -170,10 +170,10 @@ export class DefinitionCache {
 }
 
 /** The latest version of every definition in the tenant, by definition id. */
-export async function listLatestDefinitions(db: Queryable, tenantId: string): Promise<DefinitionVersion[]> {
+export async function listLatestDefinitions(db: Queryable, tenantKey: string): Promise<DefinitionVersion[]> {
   const { rows } = await db.query<DefinitionRow>(
     `SELECT ${COLUMNS} FROM workflow_definitions WHERE tenant_id = $1 AND is_latest ORDER BY definition_id`,
-    [tenantId],
+    [tenantKey],
   );
   return rows.map(fromRow);
 }

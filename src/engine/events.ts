@@ -30,7 +30,7 @@ export interface TriggerResult {
 export async function triggerEvent(
   pool: pg.Pool,
   definitions: DefinitionCache,
-  tenantId: string,
+  tenantKey: string,
   eventName: string,
   filter: TriggerFilter,
   now = new Date(),
@@ -50,7 +50,7 @@ export async function triggerEvent(
          .join(', ')}
          FROM workflow_instances i JOIN locked USING (id)
         ORDER BY i.created_at, i.id`,
-      [tenantId, JSON.stringify([{ eventName }]), filter.correlationId ?? null, filter.workflowInstanceId ?? null],
+      [tenantKey, JSON.stringify([{ eventName }]), filter.correlationId ?? null, filter.workflowInstanceId ?? null],
     );
     const before = new Map(rows.map((r) => [r.id, instanceFromRow(r)]));
     const resumed: InstanceState[] = [];

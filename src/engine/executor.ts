@@ -53,7 +53,7 @@ export function standingOf(s: InstanceState): InstanceStanding {
   return {
     definitionId: s.definitionId,
     version: s.version,
-    tenantId: tenantOut(s.tenantId),
+    tenantId: tenantOut(s.tenantKey),
     status: s.status,
     subStatus: s.subStatus,
     waitingOn: s.bookmarks.map((b) => `${b.eventName} (${b.activityId})`),
@@ -223,7 +223,7 @@ async function beginStep(
       const type = activity ? findActivityType(activity.type) : undefined;
       if (activity && type) {
         const inputs = evaluateInputs(type, activity, def, s.variables);
-        const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantId, type, inputs, {
+        const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
           instanceId: s.id,
           activityId: activity.id,
         });
@@ -265,7 +265,7 @@ async function beginStep(
     }
 
     const inputs = evaluateInputs(type, activity, def, s.variables);
-    const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantId, type, inputs, {
+    const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
       instanceId: s.id,
       activityId: activity.id,
     });
@@ -274,7 +274,7 @@ async function beginStep(
        VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
       [
         s.id,
-        s.tenantId,
+        s.tenantKey,
         activity.id,
         nodeIdOf(def.root, activity),
         activity.type,

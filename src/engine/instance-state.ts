@@ -20,7 +20,7 @@ export interface Incident {
 /** The mutable part of a workflow instance: what execution and alterations read and write. */
 export interface InstanceState {
   id: string;
-  tenantId: string;
+  tenantKey: string;
   definitionId: string;
   definitionVersionId: string;
   version: number;
@@ -64,7 +64,7 @@ export const INSTANCE_COLUMNS =
 export function instanceFromRow(r: InstanceRow): InstanceState {
   return {
     id: r.id,
-    tenantId: r.tenant_id,
+    tenantKey: r.tenant_id,
     definitionId: r.definition_id,
     definitionVersionId: r.definition_version_id,
     version: r.version,
@@ -87,12 +87,12 @@ export function instanceFromRow(r: InstanceRow): InstanceState {
 export async function lockInstance(
   client: Queryable,
   id: string,
-  tenantId?: string,
+  tenantKey?: string,
 ): Promise<InstanceState | undefined> {
   const { rows } = await client.query<InstanceRow>(
     `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
       WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
-    [id, tenantId ?? null],
+    [id, tenantKey ?? null],
   );
   return rows[0] ? instanceFromRow(rows[0]) : undefined;
 }

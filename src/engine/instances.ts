@@ -21,11 +21,11 @@ export interface CreateInstanceRequest {
  */
 export async function createInstance(
   db: Queryable,
-  tenantId: string,
+  tenantKey: string,
   req: CreateInstanceRequest,
   now = new Date(),
 ): Promise<string> {
-  const def = await findDefinition(db, tenantId, req.definitionId, req.version);
+  const def = await findDefinition(db, tenantKey, req.definitionId, req.version);
   if (!def) {
     const which = req.version === undefined ? '' : ` with version ${req.version}`;
     throw new ValidationError(`Workflow definition ${req.definitionId}${which} not found`, [
@@ -71,7 +71,7 @@ export async function createInstance(
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'Running', 'Pending', $8::jsonb, $9::jsonb, $10, $10)`,
     [
       id,
-      tenantId,
+      tenantKey,
       def.definitionId,
       def.id,
       def.version,
@@ -89,12 +89,12 @@ export async function createInstance(
 export async function getInstanceView(
   db: Queryable,
   definitions: DefinitionCache,
-  tenantId: string,
+  tenantKey: string,
   id: string,
 ): Promise<InstanceView> {
   const { rows } = await db.query<InstanceRow>(
     `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1 AND tenant_id = $2`,
-    [id, tenantId],
+    [id, tenantKey],
   );
   if (!rows[0]) throw new NotFoundError(`Workflow instance ${id} not found`);
   const s = instanceFromRow(rows[0]);
