@@ -17,6 +17,17 @@ const KEEPALIVE_MS = 15_000;
 /** Streams one API node serves at once; past it, 503 (each stream polls the database). */
 export const MAX_STREAMS_PER_NODE = 200;
 
+/** One event of the stream, as a server-sent event (`event:` and `data:` lines). */
+const PlanEventSchema = z
+  .object({
+    event: z.enum(['progress', 'done']),
+    data: z.string().openapi({
+      description:
+        'JSON. progress: {status, jobCounts, instancesPerSecond, pauseReason}; done: the finished plan (as GET /alterations/{planId} `plan`)',
+    }),
+  })
+  .openapi('PlanEvent');
+
 const events = secureRoute(VIEW, {
   method: 'get',
   path: '/alterations/{planId}/events',
@@ -29,7 +40,7 @@ const events = secureRoute(VIEW, {
     'the current state at once.',
   request: { params: z.object({ planId: z.string() }) },
   responses: {
-    200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string() } } },
+    200: { description: 'The event stream', content: { 'text/event-stream': { schema: PlanEventSchema } } },
     ...problems(401, 403, 404, 503),
   },
 });
