@@ -137,3 +137,14 @@ export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey
   } as never);
   return (rows as unknown as [string][]).map((r) => r[0]);
 }
+
+/** How many instances the filter selects (`POST /alterations/dry-run?countOnly=true`): one count, no ids. */
+export async function countInstances(db: Queryable, filter: Filter, tenantKey: string): Promise<number> {
+  const compiled = compileFilter(filter, tenantKey);
+  if (!compiled.selects) return 0;
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM workflow_instances i WHERE ${compiled.where}`,
+    compiled.params,
+  );
+  return rows[0]!.n;
+}

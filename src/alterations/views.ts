@@ -81,3 +81,19 @@ export const RunResultSchema = z
   })
   .openapi('AlterationRunResult');
 export type RunResultView = z.infer<typeof RunResultSchema>;
+
+export const PreviewItemSchema = z
+  .object({
+    workflowInstanceId: z.string(),
+    isSuccessful: z.boolean(),
+    log: z.array(LogEntrySchema),
+    changes: z.array(
+      z.object({
+        path: z.string().openapi({ description: 'A JSON pointer into the instance, e.g. /variables/amount' }),
+        before: z.unknown(),
+        after: z.unknown(),
+      }),
+    ),
+  })
+  .openapi('AlterationPreviewItem');
+export type PreviewItem = z.infer<typeof PreviewItemSchema>;

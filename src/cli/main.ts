@@ -212,6 +212,27 @@ export async function runCli(
       );
     });
   plans
+    .command('preview <file>')
+    .description('what the plan in FILE would do to the first instances it matches; nothing is written')
+    .option('--limit <n>', 'instances to preview (1 to 100)', '10')
+    .action(async (file: string, o: { limit: string }) => {
+      const body = await readJson<Parameters<Client['plans']['submit']>[0]>(file);
+      const r = await (
+        await client()
+      ).plans.preview({ alterations: body.alterations, filter: body.filter, limit: Number(o.limit) });
+      print(
+        () =>
+          [
+            `${n(r.matchedCount)} instances match; the first ${r.items.length}:`,
+            ...r.items.flatMap((i) => [
+              `  ${i.workflowInstanceId}  ${i.isSuccessful ? 'ok' : `fails: ${i.log.map((l) => l.message).join('; ')}`}`,
+              ...i.changes.map((ch) => `    ${ch.path}: ${JSON.stringify(ch.before)} → ${JSON.stringify(ch.after)}`),
+            ]),
+          ].join('\n'),
+        r,
+      );
+    });
+  plans
     .command('submit <file>')
     .description('submit the plan in FILE ({alterations, filter}); --watch follows it to the end')
     .option('--id <id>', 'plan id (resubmitting the same id and body is idempotent)')

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AlterationSchema, FilterSchema } from '../alterations/model.js';
-import type { JobView, PlanView, RunResultView } from '../alterations/views.js';
+import type { JobView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
 import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
 import type { DefinitionSchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
@@ -19,7 +19,7 @@ export type DefinitionRequest = z.input<typeof WorkflowDefinitionRequestSchema>;
 export type Definition = z.infer<typeof DefinitionSchema>;
 export type ConnectionRequest = z.input<typeof ConnectionRequestSchema>;
 export type Connection = z.infer<typeof ConnectionSchema>;
-export type { InstanceSummary, InstanceView, JobView, PlanEvent, PlanView, RunResultView };
+export type { InstanceSummary, InstanceView, JobView, PlanEvent, PlanView, PreviewItem, RunResultView };
 
 export interface Page<T> {
   items: T[];
@@ -136,6 +136,12 @@ export function createClient(options: ClientOptions) {
         call<{ planId: string }>('POST', '/alterations/submit', { body }),
       dryRun: (filter: Filter) =>
         call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', { body: filter }),
+      /** How many instances the filter selects, without their ids. */
+      count: (filter: Filter) =>
+        call<{ count: number }>('POST', '/alterations/dry-run', { body: filter, query: { countOnly: 'true' } }),
+      /** What the plan would do to the first `limit` matched instances; nothing is written. */
+      preview: (body: { alterations: Alteration[]; filter: Filter; limit?: number }) =>
+        call<{ matchedCount: number; items: PreviewItem[] }>('POST', '/alterations/preview', { body }),
       get: (planId: string) => call<{ plan: PlanView; jobs: JobView[] }>('GET', `/alterations/${seg(planId)}`),
       list: (query: { status?: number | string; after?: string; limit?: number } = {}) =>
         call<Page<PlanView>>('GET', '/alterations', { query }),

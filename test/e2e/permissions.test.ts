@@ -9,6 +9,7 @@ import { createHarness, type Harness } from '../support/harness.js';
 const ROUTES: { method: string; path: string; structured: string; legacy: string }[] = [
   { method: 'POST', path: '/alterations/submit', structured: 'alterations:execute', legacy: 'run:alterations' },
   { method: 'POST', path: '/alterations/dry-run', structured: 'alterations:execute', legacy: 'run:alterations' },
+  { method: 'POST', path: '/alterations/preview', structured: 'alterations:execute', legacy: 'run:alterations' },
   { method: 'POST', path: '/alterations/run', structured: 'alterations:execute', legacy: 'run:alterations' },
   { method: 'GET', path: '/alterations/workflows/retry', structured: 'alterations:execute', legacy: 'run:alterations' },
   {

@@ -1,5 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { selectInstanceIds } from '../../alterations/filter.js';
+import { countInstances, selectInstanceIds } from '../../alterations/filter.js';
+import { previewPlan } from '../../alterations/preview.js';
 import {
   AlterationSchema,
   FilterSchema,
@@ -9,11 +10,11 @@ import {
 } from '../../alterations/model.js';
 import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
-import { JobSchema, PlanSchema, RunResultSchema } from '../../alterations/views.js';
+import { JobSchema, PlanSchema, PreviewItemSchema, RunResultSchema } from '../../alterations/views.js';
 import { startPlanWorkflow } from '../../temporal/plans.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
-import { QueryInt32 } from '../../vocabulary/input.js';
+import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -65,10 +66,42 @@ const dryRun = secureRoute(EXECUTE, {
   method: 'post',
   path: '/alterations/dry-run',
   tags: TAGS,
-  summary: 'The instances a filter selects, by creation time then id; creates nothing',
-  request: jsonBody(FilterSchema),
+  summary: 'The instances a filter selects, by creation time then id (or only their count); creates nothing',
+  request: {
+    query: z.strictObject({
+      countOnly: z.enum(['true', 'false']).optional().openapi({ description: 'true: answer {count} without the ids' }),
+    }),
+    ...jsonBody(FilterSchema),
+  },
   responses: {
-    200: jsonContent(z.object({ workflowInstanceIds: z.array(z.string()) }), 'The selected instances'),
+    200: jsonContent(
+      z.union([z.object({ workflowInstanceIds: z.array(z.string()) }), z.object({ count: z.number().int() })]),
+      'The selected instances, or with countOnly=true their count',
+    ),
+    ...BODY_ROUTE_PROBLEMS,
+  },
+});
+
+const preview = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/preview',
+  tags: TAGS,
+  summary:
+    'What a plan would do to the first instances it matches (dry-run order), computed as plans apply; writes nothing',
+  request: jsonBody(
+    z
+      .strictObject({
+        alterations: Alterations,
+        filter: FilterSchema,
+        limit: Int32.min(1).max(100).default(10).openapi({ description: 'Instances to preview (1 to 100)' }),
+      })
+      .openapi('PreviewAlterationsRequest'),
+  ),
+  responses: {
+    200: jsonContent(
+      z.object({ matchedCount: z.number().int(), items: z.array(PreviewItemSchema) }).openapi('AlterationPreview'),
+      'How many instances match, and the outcome and changes for the first `limit`',
+    ),
     ...BODY_ROUTE_PROBLEMS,
   },
 });
@@ -184,8 +217,17 @@ export function alterationRoutes() {
   });
 
   app.openapi(dryRun, async (c) => {
-    const ids = await selectInstanceIds(c.get('deps').pool, c.req.valid('json'), callerTenant(c));
+    const { pool } = c.get('deps');
+    if (c.req.valid('query').countOnly === 'true') {
+      return c.json({ count: await countInstances(pool, c.req.valid('json'), callerTenant(c)) }, 200);
+    }
+    const ids = await selectInstanceIds(pool, c.req.valid('json'), callerTenant(c));
     return c.json({ workflowInstanceIds: ids }, 200);
+  });
+
+  app.openapi(preview, async (c) => {
+    const { pool, definitions } = c.get('deps');
+    return c.json(await previewPlan({ pool, definitions }, callerTenant(c), c.req.valid('json')), 200);
   });
 
   app.openapi(readPlan, async (c) => {

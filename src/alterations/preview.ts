@@ -1,0 +1,74 @@
+import type { Queryable } from '../db/pool.js';
+import type { DefinitionCache } from '../engine/definitions.js';
+import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState } from '../engine/instance-state.js';
+import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { applyAlterations } from './apply.js';
+import { compileFilter } from './filter.js';
+import type { Alteration, Filter } from './model.js';
+import type { PreviewItem } from './views.js';
+
+export interface PreviewRequest {
+  alterations: readonly Alteration[];
+  filter: Filter;
+  limit: number;
+}
+
+/**
+ * What a plan would do, without doing it: how many instances the filter matches, and for the first
+ * `limit` of them (in dry-run order) the outcome and the changes, computed by the function plans apply
+ * with (`applyAlterations`, on a copy in memory). Nothing is written and no row is locked.
+ */
+export async function previewPlan(
+  deps: { pool: Queryable; definitions: DefinitionCache; clock?: Clock | undefined },
+  tenantKey: string,
+  req: PreviewRequest,
+): Promise<{ matchedCount: number; items: PreviewItem[] }> {
+  const compiled = compileFilter(req.filter, tenantKey);
+  if (!compiled.selects) return { matchedCount: 0, items: [] };
+  const [count, first] = await Promise.all([
+    deps.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM workflow_instances i WHERE ${compiled.where}`,
+      compiled.params,
+    ),
+    deps.pool.query<InstanceRow>(
+      `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id LIMIT ${Number(req.limit)}`,
+      compiled.params,
+    ),
+  ]);
+  const ctx = { db: deps.pool, definitions: deps.definitions, now: nowBy(deps.clock) };
+  const items: PreviewItem[] = [];
+  for (const row of first.rows) {
+    const before = instanceFromRow(row);
+    const outcome = await applyAlterations(before, before.id, req.alterations, ctx);
+    items.push({
+      workflowInstanceId: before.id,
+      isSuccessful: outcome.ok,
+      log: outcome.log,
+      changes: outcome.ok && outcome.state ? changesBetween(before, outcome.state) : [],
+    });
+  }
+  return { matchedCount: count.rows[0]!.n, items };
+}
+
+type Change = PreviewItem['changes'][number];
+
+/** The differences a user would see on the instance, as JSON pointers with the values before and after. */
+export function changesBetween(before: InstanceState, after: InstanceState): Change[] {
+  const changes: Change[] = [];
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const field = (path: string, a: unknown, b: unknown) => {
+    if (!same(a, b)) changes.push({ path, before: a ?? null, after: b ?? null });
+  };
+  field('/status', before.status, after.status);
+  field('/subStatus', before.subStatus, after.subStatus);
+  field('/definitionVersion', before.version, after.version);
+  field('/definitionVersionId', before.definitionVersionId, after.definitionVersionId);
+  for (const key of [...new Set([...Object.keys(before.variables), ...Object.keys(after.variables)])].sort()) {
+    field(`/variables/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, before.variables[key], after.variables[key]);
+  }
+  field('/scheduledActivities', before.scheduled, after.scheduled);
+  field('/bookmarks', before.bookmarks, after.bookmarks);
+  field('/incidents', before.incidents, after.incidents);
+  field('/finishedAt', before.finishedAt?.toISOString(), after.finishedAt?.toISOString());
+  return changes;
+}
