@@ -80,7 +80,9 @@ describe('the README walk-through', () => {
     expect(out).toContain('Resumed 1 instance(s)');
     expect(out).toMatch(/order-approval v1\s+Finished\/Finished/);
     expect(out).toContain('11 instances match');
-    expect(out).toMatch(/11 instances match; the first 2:\n {2}\S+ {2}ok\n {4}\/variables\/approved: false → true\n {2}\S+ {2}ok\n/);
+    expect(out).toMatch(
+      /11 instances match; the first 2:\n {2}\S+ {2}ok\n {4}\/variables\/approved: false → true\n {2}\S+ {2}ok\n/,
+    );
     expect(out).toContain('Completed: 11 completed, 0 failed, 0 cancelled of 11');
     expect(out).toMatch(/approve-1 {2}Completed\n {2}ModifyVariable\n {2}█{40} {2}11\/11/);
     const json = out.slice(out.lastIndexOf('{\n  "items"'), out.indexOf('Published order-approval version 2'));
