@@ -31,8 +31,14 @@ export function createPool(connectionString: string, options: number | PoolOptio
     application_name: o.applicationName ?? 'workflow-alterations',
     ...(o.statementTimeoutMs ? { statement_timeout: o.statementTimeoutMs } : {}),
   });
-  // An idle client losing its connection (database restart) must not crash the process.
+  // A client losing its connection (a database restart) must not crash the process. The pool handles
+  // this for idle clients only; one checked out but between statements (inside a transaction, while the
+  // code computes) would emit an unhandled 'error'. Its next statement fails instead, as a transient
+  // error that the caller retries, and the pool discards it on release.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 

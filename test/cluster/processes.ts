@@ -16,6 +16,8 @@ export interface Proc {
   /** The last lines it wrote (for a failure's report). */
   tail: () => string;
   exited: Promise<number | string | null>;
+  /** Set when this file stops or kills it. */
+  expectedExit: boolean;
 }
 
 const all = new Set<Proc>();
@@ -44,13 +46,20 @@ export function start(
   const exited = new Promise<number | string | null>((resolve) =>
     child.once('exit', (code, signal) => resolve(signal ?? code)),
   );
-  const proc: Proc = { name, child, tail: () => lines.join('\n'), exited };
+  const proc: Proc = { name, child, tail: () => lines.join('\n'), exited, expectedExit: false };
+  // A process that ends on its own (not stopped or killed here) says why: its last lines.
+  void exited.then((how) => {
+    if (!proc.expectedExit && name !== 'initdb') {
+      process.stdout.write(`[cluster] ${name} (pid ${child.pid}) exited by itself (${how}); its last lines:\n${proc.tail()}\n`);
+    }
+  });
   all.add(proc);
   void exited.then(() => all.delete(proc));
   return proc;
 }
 
 export function kill9(proc: Proc): Promise<unknown> {
+  proc.expectedExit = true;
   process.kill(proc.child.pid!, 'SIGKILL');
   return proc.exited;
 }
@@ -58,6 +67,7 @@ export function kill9(proc: Proc): Promise<unknown> {
 /** SIGTERM (or `signal`), then SIGKILL after the deadline. */
 export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', deadlineMs = 20_000): Promise<void> {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.expectedExit = true;
   try {
     process.kill(proc.child.pid!, signal);
   } catch {
