@@ -50,7 +50,9 @@ export function start(
   // A process that ends on its own (not stopped or killed here) says why: its last lines.
   void exited.then((how) => {
     if (!proc.expectedExit && name !== 'initdb') {
-      process.stdout.write(`[cluster] ${name} (pid ${child.pid}) exited by itself (${how}); its last lines:\n${proc.tail()}\n`);
+      process.stdout.write(
+        `[cluster] ${name} (pid ${child.pid}) exited by itself (${how}); its last lines:\n${proc.tail()}\n`,
+      );
     }
   });
   all.add(proc);
