@@ -182,11 +182,19 @@ async function main(): Promise<number> {
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, SCHEMATHESIS_HOOKS: '' },
     });
+    // Schemathesis prints pytest-like banners ("==== 2 warnings in 27.94s ====") that a reader of CI logs
+    // takes for a pytest run that executed no test: they are shown as "--- … ---" lines instead.
     const output: string[] = [];
+    let pending = '';
+    const show = (text: string) => process.stdout.write(text.replace(/^={3,} (.*?) ={3,}$/gm, '--- $1 ---'));
     fuzz.stdout.on('data', (d: Buffer) => {
       output.push(d.toString());
-      process.stdout.write(d);
+      pending += d.toString();
+      const end = pending.lastIndexOf('\n') + 1;
+      show(pending.slice(0, end));
+      pending = pending.slice(end);
     });
+    fuzz.stdout.on('end', () => show(pending));
     const code: number = await new Promise((resolve) => fuzz.on('close', (c) => resolve(c ?? 1)));
     const serverErrors = serviceLog
       .join('')
@@ -196,8 +204,7 @@ async function main(): Promise<number> {
       process.stdout.write(
         `\n${serverErrors.length} unhandled errors in the service log, first:\n${serverErrors[0]}\n`,
       );
-    // One plain closing line with the counts, as the test suite ends (schemathesis's own ends on a
-    // pytest-like "N warnings in Xs" that reads as a run of no test).
+    // One plain closing line with the counts, as the test suite ends.
     const counts = casesOf(output.join(''));
     const failed = Math.max(counts.failed, code === 0 ? 0 : 1);
     process.stdout.write(`\nfuzz: ${counts.passed} passed, ${failed} failed\n`);
