@@ -84,7 +84,7 @@ async function parent(): Promise<void> {
       pgDescription = `DATABASE_URL ${redactUrl(adminUrl)}`;
     } else {
       const port = Number(process.env.BENCH_PG_PORT ?? 54339);
-      const dataDir = path.join(os.tmpdir(), 'wfa-bench-pg');
+      const dataDir = path.join(os.tmpdir(), 'wfa-bench', 'postgres');
       const handle: EmbeddedPostgresHandle = await startEmbeddedPostgres({
         dataDir,
         port,

@@ -79,8 +79,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
 /**
  * The data folder is 0700 and Postgres's. As root, Postgres (the `postgres` user) must also be able to
- * enter every folder above it: DATA_DIR itself is made 0711 (enter, not list), and a folder higher up
- * that it cannot enter is a start failure saying what to do.
+ * enter every folder above it: DATA_DIR itself gains the execute bit it lacks (enter, not list; nothing
+ * else about its mode changes), and a folder higher up that it cannot enter is a start failure saying
+ * what to do.
  */
 async function prepareFolders(dataDir: string, runAs: RunAs | undefined): Promise<void> {
   const parent = path.dirname(dataDir);
@@ -88,7 +89,11 @@ async function prepareFolders(dataDir: string, runAs: RunAs | undefined): Promis
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chmod(dataDir, 0o700);
   if (!runAs) return;
-  await chmod(parent, 0o711);
+  // DATA_DIR itself: let the postgres user enter it, adding only the execute bit it needs (never taking a
+  // permission away: DATA_DIR may be a shared folder such as /tmp, whose mode must stay as it is).
+  const top = await stat(parent);
+  const enter = top.uid === runAs.uid ? 0o100 : top.gid === runAs.gid ? 0o010 : 0o001;
+  if ((top.mode & enter) === 0) await chmod(parent, (top.mode & 0o7777) | enter);
   for (let dir = parent; ; dir = path.dirname(dir)) {
     const st = await stat(dir);
     const bit = st.uid === runAs.uid ? 0o100 : st.gid === runAs.gid ? 0o010 : 0o001;

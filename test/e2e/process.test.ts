@@ -303,7 +303,7 @@ describe('npm start in embedded mode', () => {
       // Postgres runs as the postgres user, in its own 0700 folder; DATA_DIR only lets it through.
       expect(statSync(`/proc/${postmaster![0]}`).uid).not.toBe(0);
       expect(statSync(path.join(dataDir, 'postgres')).uid).toBe(statSync(`/proc/${postmaster![0]}`).uid);
-      expect(mode(dataDir)).toBe('711');
+      expect(mode(dataDir)).toBe('701');
       service.child.kill('SIGTERM');
       expect(await service.exited).toBe(0);
       expect(await noneLeft(pids, dataDir)).toEqual([]);
