@@ -3,9 +3,12 @@ import {
   completePlan,
   failPlan,
   generateJobs,
+  pausePlan,
+  readPlanControl,
   runJobBatch,
   type ProcessingDeps,
 } from '../src/alterations/processing.js';
+import type { PauseReason } from '../src/alterations/model.js';
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
@@ -90,6 +93,14 @@ export function createActivities(deps: ActivityDeps) {
       return withHeartbeat(() =>
         retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...args, redispatch }), deps.logger),
       );
+    },
+    /** The workflow pauses its plan: the canary is done, or too many jobs failed. */
+    pausePlan(planId: string, reason: PauseReason) {
+      return retryOnlyTransient('pausePlan', () => pausePlan(deps, planId, reason), deps.logger);
+    },
+    /** The plan's steering as its row says now (after a signal, or while paused). */
+    planControl(planId: string) {
+      return retryOnlyTransient('planControl', () => readPlanControl(deps, planId), deps.logger);
     },
     completePlan(planId: string) {
       return retryOnlyTransient('completePlan', () => completePlan(deps, planId), deps.logger);

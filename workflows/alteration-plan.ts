@@ -2,8 +2,10 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  condition,
   continueAsNew,
   defineQuery,
+  defineSignal,
   isCancellation,
   proxyActivities,
   setCurrentDetails,
@@ -12,6 +14,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { PauseReason } from '../src/alterations/model.js';
+import type { PlanControl } from '../src/alterations/processing.js';
 import { PLAN_STATUS_ATTRIBUTE } from './search-attributes.js';
 import { PLAN_RETRY as RETRY } from './retry.js';
 
@@ -20,7 +24,7 @@ const { generateJobs } = proxyActivities<Activities>({
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
 });
-const { completePlan, failPlan } = proxyActivities<Activities>({
+const { completePlan, failPlan, pausePlan, planControl } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: RETRY,
 });
@@ -32,32 +36,63 @@ const { runJobBatch } = proxyActivities<Activities>({
   retry: RETRY,
 });
 
+/** Where a plan stands, carried across continue-as-new. */
+export interface PlanProgress {
+  total: number;
+  /** Jobs with ord below this have been handed to a batch (except the ranges in `redo`). */
+  nextOrd: number;
+  completed?: number;
+  failed?: number;
+  batchesDone?: number;
+  /** Ranges a batch skipped because the plan was Paused: run again first. */
+  redo?: [number, number][];
+  /** The canary's pause has happened (or there is no canary to wait for). */
+  canaryDone?: boolean;
+  /** The throttle's account: jobs started since `since` (workflow time, ms). */
+  throttle?: { since: number; jobs: number };
+  control?: PlanControl;
+}
+
 export interface AlterationPlanInput {
   planId: string;
-  /** Jobs per batch activity. */
+  /** Jobs per batch activity (fewer under a low rate: a batch is at most a quarter second of the rate). */
   batchSize: number;
   /** Batches in flight at once. */
   window: number;
   /** Batches one run starts before it continues as new, so a run's history stays bounded at any plan size. */
   batchesPerRun: number;
-  /** Set by continue-as-new: jobs were generated and batches before `nextBatch` are done. */
-  progress?: { total: number; nextBatch: number; completed?: number; failed?: number };
+  /** Set by continue-as-new: jobs were generated and this is where processing stands. */
+  progress?: PlanProgress;
   /** The plan search attributes are registered: keep AlterationPlanStatus current (contract section 7). */
   searchAttributes?: boolean;
 }
 
+type WorkflowStatus = 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
+
 /** What the `progress` query answers, and (counts) what the workflow returns. */
 export interface PlanWorkflowProgress {
-  status: 'Generating' | 'Running' | 'Completed' | 'Cancelled' | 'Failed';
+  status: WorkflowStatus;
   /** Jobs of the plan (instances matched), known once they are generated. */
   total: number | null;
   completed: number;
   failed: number;
   batchesDone: number;
+  /** Batches of the plan's size at the configured batch size (a throttled plan runs smaller ones). */
   batches: number | null;
+  pauseReason?: PauseReason | null;
 }
 
 export const progressQuery = defineQuery<PlanWorkflowProgress>('progress');
+/** The plan row changed (pause, resume, rollout, cancel): read it again. It carries nothing: the row is the truth. */
+export const planChangedSignal = defineSignal('planChanged');
+
+// Plan statuses (src/alterations/model.ts; not imported: workflow code stays free of the API's modules).
+const PAUSED = 7;
+const FINISHED: Record<number, WorkflowStatus> = { 4: 'Completed', 5: 'Failed', 6: 'Cancelled' };
+/** While paused, the plan row is read again this often even without a signal (a lost signal costs this much). */
+const PAUSED_POLL = '1 minute';
+/** The throttle lets a plan that fell behind catch up by at most this much time's worth of jobs. */
+const THROTTLE_CREDIT_MS = 1_000;
 
 const number = (v: number) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
@@ -80,22 +115,33 @@ function planFailureReason(err: unknown): string | undefined {
 
 /**
  * Processes an alteration plan: generate the jobs (the matched set is frozen there), run them in batches
- * with a bounded window in flight, then complete the plan. Postgres holds every job's state; this
- * workflow only drives it, so a worker that stops mid-plan is replaced by one that carries on.
+ * (ranges of job ord) with a bounded window in flight, then complete the plan. Postgres holds every job's
+ * state and the plan's steering; this workflow only drives it, so a worker that stops mid-plan is replaced
+ * by one that carries on. Steering (contract section 7): a Paused plan starts no batch (a batch that reads
+ * Paused does nothing and is run again after the resume); `rate` spaces batch starts with durable timers;
+ * `canary` runs exactly that many jobs, then pauses; `stopOnFailureRatio` pauses when too many fail. A
+ * `planChanged` signal makes the workflow read the plan row at once; while paused it also reads it every
+ * minute, so a lost signal only delays.
  */
 export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWorkflowProgress> {
   const { planId } = input;
+  const carried = input.progress;
   const state: PlanWorkflowProgress = {
-    status: input.progress ? 'Running' : 'Generating',
-    total: input.progress?.total ?? null,
-    completed: input.progress?.completed ?? 0,
-    failed: input.progress?.failed ?? 0,
-    batchesDone: input.progress ? input.progress.nextBatch : 0,
-    batches: input.progress ? Math.ceil(input.progress.total / input.batchSize) : null,
+    status: carried ? 'Running' : 'Generating',
+    total: carried?.total ?? null,
+    completed: carried?.completed ?? 0,
+    failed: carried?.failed ?? 0,
+    batchesDone: carried?.batchesDone ?? 0,
+    batches: carried ? Math.ceil(carried.total / input.batchSize) : null,
+    pauseReason: null,
   };
+  let dirty = false;
   setHandler(progressQuery, () => state);
+  setHandler(planChangedSignal, () => {
+    dirty = true;
+  });
   // What the Temporal UI shows beside the summary, current after each batch.
-  const show = (status: PlanWorkflowProgress['status']) => {
+  const show = (status: WorkflowStatus) => {
     if (status !== state.status && input.searchAttributes)
       upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
     state.status = status;
@@ -104,62 +150,181 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       state.total === null
         ? ''
         : ` of ${number(state.total)} (${state.total ? Math.floor((100 * done) / state.total) : 100}%)`;
+    const why = status === 'Paused' && state.pauseReason ? ` (${state.pauseReason})` : '';
     setCurrentDetails(
-      `**${status}** · ${number(done)} jobs done${of} · ${number(state.failed)} failed · batch ${state.batchesDone} of ${state.batches ?? '?'}`,
+      `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed · batch ${state.batchesDone} of ${state.batches ?? '?'}`,
     );
     return state;
   };
   show(state.status);
   try {
-    let progress = input.progress;
-    if (!progress) {
+    let control: PlanControl;
+    let total: number;
+    if (carried) {
+      total = carried.total;
+      control = carried.control ?? (await planControl(planId));
+    } else {
       const generated = await generateJobs(planId);
-      if (generated.stop) return show('Cancelled');
-      progress = { total: generated.total, nextBatch: 0 };
-      state.total = generated.total;
-      state.batches = Math.ceil(generated.total / input.batchSize);
-      show('Running');
+      if (generated.stop) return show(FINISHED[generated.control.status] ?? 'Cancelled');
+      total = generated.total;
+      control = generated.control;
+      state.total = total;
+      state.batches = Math.ceil(total / input.batchSize);
     }
-    const batches = Math.ceil(progress.total / input.batchSize);
-    let next = progress.nextBatch;
+    let nextOrd = carried?.nextOrd ?? 0;
+    const redo: [number, number][] = [...(carried?.redo ?? [])];
+    const canaryOf = () => control.rollout?.canary ?? null;
+    let canaryDone = carried?.canaryDone ?? !(canaryOf() !== null && canaryOf()! < total);
+    let throttle = carried?.throttle ?? { since: Date.now(), jobs: 0 };
+    let pauseFor: PauseReason | null = null;
     let stop = false;
     let startedThisRun = 0;
     const inFlight = new Set<Promise<void>>();
 
-    while (next < batches && !stop) {
+    /** Takes a newer reading of the plan row; an older one (a batch that read before a resume) is ignored. */
+    const steer = (next: PlanControl) => {
+      if (next.steering < control.steering) return;
+      const rateChanged = (next.rollout?.rate ?? null) !== (control.rollout?.rate ?? null);
+      const resumed = control.status === PAUSED && next.status !== PAUSED;
+      control = next;
+      if (rateChanged || resumed) throttle = { since: Date.now(), jobs: 0 };
+      state.pauseReason = control.status === PAUSED ? control.pauseReason : null;
+      if (FINISHED[control.status]) stop = true;
+    };
+    steer(control);
+    const sizeOf = () => {
+      const rate = control.rollout?.rate;
+      return rate ? Math.max(1, Math.min(input.batchSize, Math.floor(rate / 4))) : input.batchSize;
+    };
+
+    for (;;) {
+      if (dirty) {
+        dirty = false;
+        steer(await planControl(planId));
+      }
+      if (stop) break;
+      if (control.status === PAUSED) {
+        // Batches in flight finish (those that read Paused did nothing and are in `redo`).
+        if (inFlight.size > 0) {
+          await Promise.race(inFlight);
+          continue;
+        }
+        show('Paused');
+        if (workflowInfo().continueAsNewSuggested) break;
+        if (!(await condition(() => dirty, PAUSED_POLL))) dirty = true;
+        continue;
+      }
+      if (state.status !== 'Running') show('Running');
+      const more = redo.length > 0 || nextOrd < total;
+      if (!more) {
+        // Nothing left to start: a pause now would only hold back the completion.
+        if (inFlight.size === 0) break;
+        await Promise.race(inFlight);
+        continue;
+      }
+      if (pauseFor) {
+        if (inFlight.size > 0) {
+          await Promise.race(inFlight);
+          continue;
+        }
+        const reason: PauseReason = pauseFor;
+        pauseFor = null;
+        steer(await pausePlan(planId, reason));
+        continue;
+      }
       if (inFlight.size >= input.window) {
         await Promise.race(inFlight);
         continue;
       }
       if (startedThisRun >= input.batchesPerRun || workflowInfo().continueAsNewSuggested) {
-        await Promise.all(inFlight);
-        if (stop) break;
-        await continueAsNew<typeof alterationPlan>({
-          ...input,
-          progress: { total: progress.total, nextBatch: next, completed: state.completed, failed: state.failed },
-        });
+        if (inFlight.size > 0) {
+          await Promise.race(inFlight);
+          continue;
+        }
+        break;
       }
-      const b = next++;
+      // The canary: its jobs only, then (once they are all done) a pause.
+      const canary = canaryOf();
+      if (!canaryDone && canary !== null && nextOrd >= canary && redo.length === 0) {
+        if (inFlight.size > 0) {
+          await Promise.race(inFlight);
+          continue;
+        }
+        canaryDone = true;
+        pauseFor = 'canary';
+        continue;
+      }
+      let range = redo.shift();
+      if (!range) {
+        let to = Math.min(total, nextOrd + sizeOf());
+        if (!canaryDone && canary !== null) to = Math.min(to, canary);
+        range = [nextOrd, to];
+        nextOrd = to;
+      }
+      const [fromOrd, toOrd] = range;
+      const rate = control.rollout?.rate;
+      if (rate) {
+        // Spaced so that the jobs started since `since` never get ahead of the rate; a plan that fell
+        // behind catches up by at most THROTTLE_CREDIT_MS.
+        const now = Date.now();
+        throttle.since = Math.max(throttle.since, now - THROTTLE_CREDIT_MS - (throttle.jobs * 1000) / rate);
+        const wait = throttle.since + ((throttle.jobs + toOrd - fromOrd) * 1000) / rate - now;
+        if (wait >= 1) {
+          redo.unshift(range);
+          await condition(() => dirty, Math.ceil(wait));
+          continue;
+        }
+        throttle.jobs += toOrd - fromOrd;
+      }
       startedThisRun++;
-      const fromOrd = b * input.batchSize;
-      const toOrd = Math.min(progress.total, (b + 1) * input.batchSize);
       const p: Promise<void> = runJobBatch
-        .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(progress.total)}` }, [
-          { planId, fromOrd, toOrd: (b + 1) * input.batchSize },
+        .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(total)}` }, [
+          { planId, fromOrd, toOrd },
         ])
         .then((r) => {
+          steer(r.control);
           if (r.stop) stop = true;
+          if (r.paused) {
+            redo.push([fromOrd, toOrd]);
+            return;
+          }
           // The batch's own counts, exact even when a retried attempt found its jobs already done.
-          state.completed += r.batch?.completed ?? r.processed - r.failed;
-          state.failed += r.batch?.failed ?? r.failed;
+          state.completed += r.batch.completed;
+          state.failed += r.batch.failed;
           state.batchesDone++;
+          const ratio = control.rollout?.stopOnFailureRatio;
+          const finished = state.completed + state.failed;
+          if (
+            ratio !== null &&
+            ratio !== undefined &&
+            finished >= Math.max(canaryOf() ?? 0, 100) &&
+            state.failed / finished > ratio
+          )
+            pauseFor = 'failures';
           show(state.status);
         })
         .finally(() => inFlight.delete(p));
       inFlight.add(p);
     }
     await Promise.all(inFlight);
-    if (stop) return show('Cancelled');
+    if (stop) return show(FINISHED[control.status] ?? 'Cancelled');
+    if (redo.length > 0 || nextOrd < total || control.status === PAUSED) {
+      // This run's share is done (or it waited paused long enough): the next run carries on.
+      await continueAsNew<typeof alterationPlan>({
+        ...input,
+        progress: {
+          total,
+          nextOrd,
+          completed: state.completed,
+          failed: state.failed,
+          batchesDone: state.batchesDone,
+          redo,
+          canaryDone,
+          throttle,
+          control,
+        },
+      });
+    }
     await completePlan(planId);
     return show('Completed');
   } catch (err) {

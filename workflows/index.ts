@@ -1,2 +1,2 @@
 export { instanceExecution, workAvailable } from './instance-execution.js';
-export { alterationPlan } from './alteration-plan.js';
+export { alterationPlan, planChangedSignal } from './alteration-plan.js';

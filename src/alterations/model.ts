@@ -11,9 +11,53 @@ export const PLAN_STATUS = {
   Completed: 4,
   Failed: 5,
   Cancelled: 6,
+  /** Contract section 7: batches in flight finished, none starts until resumed. Not finished. */
+  Paused: 7,
 } as const;
 export type PlanStatusName = keyof typeof PLAN_STATUS;
 export type PlanStatus = (typeof PLAN_STATUS)[PlanStatusName];
+
+/** Completed, Failed or Cancelled: nothing more happens to the plan. (Paused, 7, is not finished.) */
+export const isFinished = (status: number): boolean =>
+  status === PLAN_STATUS.Completed || status === PLAN_STATUS.Failed || status === PLAN_STATUS.Cancelled;
+/** The statuses of a plan still to be processed, for SQL: `status = ANY(UNFINISHED_STATUSES)`. */
+export const UNFINISHED_STATUSES = [
+  PLAN_STATUS.Pending,
+  PLAN_STATUS.Generating,
+  PLAN_STATUS.Dispatching,
+  PLAN_STATUS.Running,
+  PLAN_STATUS.Paused,
+];
+
+/** Why a Paused plan is paused: an operator, the canary, or too many failures. */
+export const PAUSE_REASONS = ['manual', 'canary', 'failures'] as const;
+export type PauseReason = (typeof PAUSE_REASONS)[number];
+
+/** The rollout controls a running plan may change (PATCH …/rollout); null removes one. */
+export const RolloutPatchSchema = z
+  .strictObject({
+    rate: z
+      .number()
+      .min(1)
+      .max(1_000_000)
+      .nullish()
+      .openapi({ description: 'At most this many instances per second (a throttle, not a target); null: none' }),
+    stopOnFailureRatio: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullish()
+      .openapi({ description: 'Pause with pauseReason "failures" when failed ÷ finished exceeds it; null: never' }),
+  })
+  .openapi('RolloutPatch');
+
+/** Rollout controls of a submitted plan (contract section 7). */
+export const RolloutSchema = RolloutPatchSchema.extend({
+  canary: Int32.min(1)
+    .nullish()
+    .openapi({ description: 'Process this many instances first, then pause with pauseReason "canary"' }),
+}).openapi('Rollout');
+export type Rollout = z.infer<typeof RolloutSchema>;
 
 export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4 } as const;
 export type JobStatusName = keyof typeof JOB_STATUS;

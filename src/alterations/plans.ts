@@ -13,14 +13,19 @@ import {
   type JobStatus,
   LOG_LEVEL,
   type LogEntry,
+  isFinished,
+  type PauseReason,
   PLAN_STATUS,
   type PlanStatus,
+  type Rollout,
+  UNFINISHED_STATUSES,
 } from './model.js';
 
 export interface SubmitRequest {
   id?: string | undefined;
   alterations: Alteration[];
   filter: Filter;
+  rollout?: Rollout | null | undefined;
 }
 
 export type { JobCounts, JobView, PlanView } from './views.js';
@@ -38,6 +43,10 @@ export interface PlanRow {
   started_at: Date | null;
   completed_at: Date | null;
   failure: string | null;
+  rollout: Rollout | null;
+  pause_reason: PauseReason | null;
+  revert_of: string | null;
+  steering: number;
 }
 
 interface JobRow {
@@ -53,7 +62,7 @@ interface JobRow {
 }
 
 export const PLAN_COLUMNS =
-  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure';
+  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, steering';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 
@@ -89,10 +98,19 @@ function meaningfulFilter(filter: Filter): Record<string, unknown> {
   return out;
 }
 
-export function requestHash(alterations: readonly Alteration[], filter: Filter): string {
-  return createHash('sha256')
-    .update(canonicalJson({ alterations, filter: meaningfulFilter(filter) }))
-    .digest('hex');
+/** The rollout as stored: every control named, null when not asked for; no rollout at all is null. */
+export function normalRollout(rollout: Rollout | null | undefined): Rollout | null {
+  if (!rollout) return null;
+  const r = { rate: rollout.rate ?? null, canary: rollout.canary ?? null, stopOnFailureRatio: rollout.stopOnFailureRatio ?? null };
+  return r.rate === null && r.canary === null && r.stopOnFailureRatio === null ? null : r;
+}
+
+export function requestHash(alterations: readonly Alteration[], filter: Filter, rollout?: Rollout | null): string {
+  // A plan without rollout controls keeps the hash it always had.
+  const body: Record<string, unknown> = { alterations, filter: meaningfulFilter(filter) };
+  const r = normalRollout(rollout);
+  if (r) body.rollout = r;
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
 /**
@@ -107,11 +125,12 @@ export async function submitPlan(
   now = new Date(),
 ): Promise<{ planId: string; created: boolean }> {
   const id = req.id ?? newId();
-  const hash = requestHash(req.alterations, req.filter);
+  const hash = requestHash(req.alterations, req.filter, req.rollout);
+  const rollout = normalRollout(req.rollout);
   const inserted = await db.query(
-    `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at)
-     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, 0, $6) ON CONFLICT (id) DO NOTHING`,
-    [id, tenantKey, JSON.stringify(req.alterations), JSON.stringify(req.filter), hash, now],
+    `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout)
+     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, 0, $6, $7::jsonb) ON CONFLICT (id) DO NOTHING`,
+    [id, tenantKey, JSON.stringify(req.alterations), JSON.stringify(req.filter), hash, now, rollout && JSON.stringify(rollout)],
   );
   if (inserted.rowCount === 1) return { planId: id, created: true };
   const { rows } = await db.query<{ tenant_id: string; request_hash: string }>(
@@ -169,15 +188,34 @@ function planView(r: PlanRow, counts: JobCounts): PlanView {
     completedAt: r.completed_at?.toISOString() ?? null,
     jobCounts: counts,
     failureReason: r.status === PLAN_STATUS.Failed ? r.failure : null,
+    rollout: r.rollout,
+    pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
+    revertOf: r.revert_of,
   };
 }
 
-/** A Completed job stores no log: each of the plan's alterations succeeded at its completion time. */
-function jobLog(r: JobRow, alterations: readonly Alteration[]): LogEntry[] {
+/** The log of a revert job that found its instance changed since the plan it reverts. */
+export const revertFailureMessage = (planId: string) => `Instance changed since plan ${planId}; not reverted`;
+
+/**
+ * A Completed job stores no log: each of the plan's alterations succeeded at its completion time (a revert
+ * job: its instance was restored).
+ */
+function jobLog(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): LogEntry[] {
   if (r.log) return r.log;
   if (r.status !== JOB_STATUS.Completed || !r.completed_at) return [];
   const timestamp = r.completed_at.toISOString();
-  return alterations.map((a) => ({
+  if (plan.revert_of !== null) {
+    return [
+      {
+        message: `Restored to its state before plan ${plan.revert_of}`,
+        logLevel: LOG_LEVEL.Information,
+        timestamp,
+        eventName: 'Alteration reverted',
+      },
+    ];
+  }
+  return plan.alterations.map((a) => ({
     message: `${a.type} succeeded`,
     logLevel: LOG_LEVEL.Information,
     timestamp,
@@ -185,13 +223,13 @@ function jobLog(r: JobRow, alterations: readonly Alteration[]): LogEntry[] {
   }));
 }
 
-function jobView(r: JobRow, alterations: readonly Alteration[]): JobView {
+function jobView(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): JobView {
   return {
     id: r.id,
     planId: r.plan_id,
     workflowInstanceId: r.instance_id,
     status: r.status,
-    log: jobLog(r, alterations),
+    log: jobLog(r, plan),
     createdAt: r.created_at.toISOString(),
     startedAt: r.started_at?.toISOString() ?? null,
     completedAt: r.completed_at?.toISOString() ?? null,
@@ -250,7 +288,7 @@ async function jobPage(
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
   return {
-    items: page.map((r) => jobView(r, plan.alterations)),
+    items: page.map((r) => jobView(r, plan)),
     nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null,
   };
 }
@@ -325,7 +363,7 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
     );
     const status = rows[0]?.status;
     if (status === undefined) throw new NotFoundError(`Plan ${planId} not found`);
-    if (status >= PLAN_STATUS.Completed) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
+    if (isFinished(status)) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
     // Pending jobs are locked in ord order, as batches lock theirs, so a cancel and a batch never deadlock.
     const cancelled = await client.query(
       `UPDATE alteration_jobs j SET status = $2, completed_at = $3
@@ -334,17 +372,124 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
       [planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending],
     );
     await client.query(
-      'UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4 WHERE id = $1',
+      `UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4,
+              pause_reason = NULL, steering = steering + 1 WHERE id = $1`,
       [planId, PLAN_STATUS.Cancelled, now, cancelled.rowCount ?? 0],
     );
   });
 }
 
-/** Plans stored but not yet started (e.g. the API stopped between storing and starting one). */
+/**
+ * Plans stored but not yet started (e.g. the API stopped between storing and starting one), also when
+ * paused before they started.
+ */
 export async function pendingPlanIds(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    'SELECT id FROM alteration_plans WHERE status = $1 ORDER BY created_at',
-    [PLAN_STATUS.Pending],
+    'SELECT id FROM alteration_plans WHERE status = $1 OR (status = $2 AND started_at IS NULL) ORDER BY created_at',
+    [PLAN_STATUS.Pending, PLAN_STATUS.Paused],
   );
   return rows.map((r) => r.id);
+}
+
+const statusName = (status: number) => STATUS_NAMES[status] ?? String(status);
+
+/**
+ * Pauses a plan still to be processed: batches in flight finish (this waits for them: each holds a share
+ * lock on the plan row), none starts after. Pausing a Paused plan changes nothing. A finished plan is a 409.
+ */
+export async function pausePlan(db: Queryable, tenantKey: string, planId: string): Promise<void> {
+  const { rows } = await db.query<{ status: PlanStatus }>(
+    `UPDATE alteration_plans SET status = $3, pause_reason = 'manual', steering = steering + 1
+      WHERE id = $1 AND tenant_id = $2 AND status = ANY($4::smallint[]) RETURNING status`,
+    [planId, tenantKey, PLAN_STATUS.Paused, UNFINISHED_STATUSES.filter((s) => s !== PLAN_STATUS.Paused)],
+  );
+  if (rows[0]) return;
+  const { status } = await planRow(db, tenantKey, planId);
+  if (status !== PLAN_STATUS.Paused) throw new ConflictError(`Plan ${planId} is already ${statusName(status)}`);
+}
+
+/**
+ * Resumes a Paused plan; answers its status now (Running, or Pending when it paused before its jobs
+ * existed). Anything but a Paused plan is a 409.
+ */
+export async function resumePlan(db: Queryable, tenantKey: string, planId: string): Promise<PlanStatus> {
+  const { rows } = await db.query<{ status: PlanStatus }>(
+    `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN $4 ELSE $5 END, pause_reason = NULL,
+            steering = steering + 1
+      WHERE id = $1 AND tenant_id = $2 AND status = $3 RETURNING status`,
+    [planId, tenantKey, PLAN_STATUS.Paused, PLAN_STATUS.Pending, PLAN_STATUS.Running],
+  );
+  if (rows[0]) return rows[0].status;
+  const { status } = await planRow(db, tenantKey, planId);
+  throw new ConflictError(`Plan ${planId} is not Paused (it is ${statusName(status)})`);
+}
+
+/** Changes the rate or failure ratio of a plan still to be processed (null removes one); a finished plan is a 409. */
+export async function changeRollout(
+  db: Queryable,
+  tenantKey: string,
+  planId: string,
+  patch: Pick<Rollout, 'rate' | 'stopOnFailureRatio'>,
+): Promise<PlanView> {
+  const changes = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+  const { rows } = await db.query<PlanRow>(
+    `UPDATE alteration_plans
+        SET rollout = jsonb_build_object('rate', null, 'canary', null, 'stopOnFailureRatio', null)
+                      || coalesce(rollout, '{}'::jsonb) || $4::jsonb,
+            steering = steering + 1
+      WHERE id = $1 AND tenant_id = $2 AND status = ANY($3::smallint[]) RETURNING ${PLAN_COLUMNS}`,
+    [planId, tenantKey, UNFINISHED_STATUSES, JSON.stringify(changes)],
+  );
+  const row = rows[0] ?? (await planRow(db, tenantKey, planId));
+  if (!rows[0]) throw new ConflictError(`Plan ${planId} is already ${statusName(row.status)}`);
+  const counts = await countJobs(db, [row]);
+  return planView(row, counts.get(planId)!);
+}
+
+/**
+ * Stores the plan that reverts a finished plan: its jobs (made when it runs) restore each instance a
+ * Completed job of the original changed, unless something wrote the instance since. 409 while the original
+ * is not finished, or when it was reverted already (naming that plan; the same id again is idempotent).
+ */
+export async function submitRevert(
+  pool: pg.Pool,
+  tenantKey: string,
+  planId: string,
+  id: string | undefined,
+  now = new Date(),
+): Promise<{ planId: string; original: PlanRow }> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<PlanRow>(
+      `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE`,
+      [planId, tenantKey],
+    );
+    const original = rows[0];
+    if (!original) throw new NotFoundError(`Plan ${planId} not found`);
+    const existing = await client.query<{ id: string }>('SELECT id FROM alteration_plans WHERE revert_of = $1', [
+      planId,
+    ]);
+    const revert = existing.rows[0];
+    if (revert && (id === undefined || id !== revert.id))
+      throw new ConflictError(`Plan ${planId} was already reverted by plan ${revert.id}`);
+    if (revert) return { planId: revert.id, original };
+    if (!isFinished(original.status))
+      throw new ConflictError(
+        `Plan ${planId} is ${statusName(original.status)}: only a Completed, Failed or Cancelled plan can be reverted`,
+      );
+    const newPlanId = id ?? newId();
+    const inserted = await client.query(
+      `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, revert_of)
+       VALUES ($1, $2, '[]'::jsonb, $3::jsonb, $4, 0, $5, $6) ON CONFLICT (id) DO NOTHING`,
+      [
+        newPlanId,
+        tenantKey,
+        JSON.stringify(original.filter),
+        createHash('sha256').update(`revert:${planId}`).digest('hex'),
+        now,
+        planId,
+      ],
+    );
+    if (inserted.rowCount !== 1) throw new ConflictError(`Plan id ${newPlanId} is already used by a different plan`);
+    return { planId: newPlanId, original };
+  });
 }

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
-import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState } from '../engine/instance-state.js';
+import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from '../engine/instance-state.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { applyAlterations } from './apply.js';
 import { compileFilter } from './filter.js';
+import { changesBetween } from './undo.js';
 import type { Alteration, Filter } from './model.js';
 import type { PreviewItem } from './views.js';
 
@@ -48,27 +49,4 @@ export async function previewPlan(
     });
   }
   return { matchedCount: count.rows[0]!.n, items };
-}
-
-type Change = PreviewItem['changes'][number];
-
-/** The differences a user would see on the instance, as JSON pointers with the values before and after. */
-export function changesBetween(before: InstanceState, after: InstanceState): Change[] {
-  const changes: Change[] = [];
-  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  const field = (path: string, a: unknown, b: unknown) => {
-    if (!same(a, b)) changes.push({ path, before: a ?? null, after: b ?? null });
-  };
-  field('/status', before.status, after.status);
-  field('/subStatus', before.subStatus, after.subStatus);
-  field('/definitionVersion', before.version, after.version);
-  field('/definitionVersionId', before.definitionVersionId, after.definitionVersionId);
-  for (const key of [...new Set([...Object.keys(before.variables), ...Object.keys(after.variables)])].sort()) {
-    field(`/variables/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, before.variables[key], after.variables[key]);
-  }
-  field('/scheduledActivities', before.scheduled, after.scheduled);
-  field('/bookmarks', before.bookmarks, after.bookmarks);
-  field('/incidents', before.incidents, after.incidents);
-  field('/finishedAt', before.finishedAt?.toISOString(), after.finishedAt?.toISOString());
-  return changes;
 }

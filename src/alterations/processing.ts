@@ -4,11 +4,30 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import type { Dispatcher } from '../engine/ports.js';
 import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
-import { type ApplyOutcome, applyAlterations, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
+import {
+  type ApplyOutcome,
+  applyAlterations,
+  entry,
+  hasRunnableWork,
+  lockInstances,
+  saveInstances,
+} from './apply.js';
 import { compileFilter } from './filter.js';
-import { AlterationSchema, FilterSchema, JOB_STATUS, PLAN_STATUS } from './model.js';
-import { PLAN_COLUMNS, type PlanRow } from './plans.js';
-import { runnableWorkSql } from '../engine/instance-state.js';
+import {
+  AlterationSchema,
+  FilterSchema,
+  isFinished,
+  JOB_STATUS,
+  LOG_LEVEL,
+  PLAN_STATUS,
+  type PauseReason,
+  type PlanStatus,
+  type Rollout,
+  UNFINISHED_STATUSES,
+} from './model.js';
+import { PLAN_COLUMNS, type PlanRow, revertFailureMessage } from './plans.js';
+import { runnableWorkSql, type InstanceState } from '../engine/instance-state.js';
+import { restore, undoImage, type UndoImage } from './undo.js';
 
 /**
  * Processing of a stored plan (src/alterations/plans.ts holds the store and its read model): the steps the
@@ -22,16 +41,40 @@ export interface ProcessingDeps {
   clock?: Clock;
 }
 
+/**
+ * What the workflow steers by, as the plan row says now (the row is the truth; signals only wake the
+ * workflow). `steering` grows with every pause, resume and rollout change: a reading with a lower number
+ * is older than one the workflow already has.
+ */
+export interface PlanControl {
+  status: PlanStatus;
+  pauseReason: PauseReason | null;
+  rollout: Rollout | null;
+  steering: number;
+}
+
+const CONTROL_COLUMNS = 'status, pause_reason, rollout, steering';
+type ControlRow = Pick<PlanRow, 'status' | 'pause_reason' | 'rollout' | 'steering'>;
+const controlOf = (r: ControlRow): PlanControl => ({
+  status: r.status,
+  pauseReason: r.pause_reason,
+  rollout: r.rollout,
+  steering: r.steering,
+});
+
 export interface GenerateResult {
   /** Jobs generated (0..n-1 by ord). */
   total: number;
   /** The plan is no longer to be processed (cancelled, failed or completed meanwhile). */
   stop: boolean;
+  control: PlanControl;
 }
 
 /**
  * Selects the matching instances and creates one job each, in one set-based statement; the set is
- * frozen here. Marks the plan Generating (startedAt) first, then Dispatching with the job total.
+ * frozen here. Marks the plan Generating (startedAt) first, then Dispatching with the job total. A plan
+ * paused before its jobs exist gets them all the same and stays Paused. A revert plan's jobs are the
+ * original plan's jobs that changed their instance, in the same order.
  */
 export async function generateJobs(deps: ProcessingDeps, planId: string): Promise<GenerateResult> {
   const now = nowBy(deps.clock);
@@ -46,29 +89,40 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
     );
     const plan = rows[0];
     if (!plan) throw new NotFoundError(`Plan ${planId} not found`);
-    if (plan.status !== PLAN_STATUS.Generating) {
-      const stop = plan.status >= PLAN_STATUS.Completed;
-      return { total: plan.job_total ?? 0, stop };
+    if (isFinished(plan.status) || plan.job_total !== null) {
+      return { total: plan.job_total ?? 0, stop: isFinished(plan.status), control: controlOf(plan) };
     }
-    const compiled = compileFilter(FilterSchema.parse(plan.filter), plan.tenant_id);
     let total = 0;
-    if (compiled.selects) {
-      const p = compiled.params.length;
+    if (plan.revert_of !== null) {
       const inserted = await client.query(
         `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, created_at)
-         SELECT $${p + 1}, m.n - 1, wfa_uuid_v7($${p + 2}::timestamptz, m.n - 1), m.id, $${p + 2}::timestamptz
-           FROM (SELECT i.id, row_number() OVER (ORDER BY i.created_at, i.id) AS n
-                   FROM workflow_instances i WHERE ${compiled.where}) m`,
-        [...compiled.params, planId, now],
+         SELECT $1, m.n - 1, wfa_uuid_v7($2::timestamptz, m.n - 1), m.instance_id, $2::timestamptz
+           FROM (SELECT instance_id, row_number() OVER (ORDER BY ord) AS n
+                   FROM alteration_jobs WHERE plan_id = $3 AND status = $4 AND revision IS NOT NULL) m`,
+        [planId, now, plan.revert_of, JOB_STATUS.Completed],
       );
       total = inserted.rowCount ?? 0;
+    } else {
+      const compiled = compileFilter(FilterSchema.parse(plan.filter), plan.tenant_id);
+      if (compiled.selects) {
+        const p = compiled.params.length;
+        const inserted = await client.query(
+          `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, created_at)
+           SELECT $${p + 1}, m.n - 1, wfa_uuid_v7($${p + 2}::timestamptz, m.n - 1), m.id, $${p + 2}::timestamptz
+             FROM (SELECT i.id, row_number() OVER (ORDER BY i.created_at, i.id) AS n
+                     FROM workflow_instances i WHERE ${compiled.where}) m`,
+          [...compiled.params, planId, now],
+        );
+        total = inserted.rowCount ?? 0;
+      }
     }
-    await client.query('UPDATE alteration_plans SET status = $2, job_total = $3 WHERE id = $1', [
-      planId,
-      PLAN_STATUS.Dispatching,
-      total,
-    ]);
-    return { total, stop: false };
+    const updated = await client.query<ControlRow>(
+      `UPDATE alteration_plans
+          SET status = CASE WHEN status = $4 THEN status ELSE $2 END, job_total = $3, started_at = coalesce(started_at, $5)
+        WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
+      [planId, PLAN_STATUS.Dispatching, total, PLAN_STATUS.Paused, now],
+    );
+    return { total, stop: false, control: controlOf(updated.rows[0]!) };
   });
 }
 
@@ -81,45 +135,58 @@ export interface BatchResult {
   dispatched: number;
   /** The plan was cancelled (or otherwise ended): process no further batches. */
   stop: boolean;
+  /** The plan is Paused: this batch did nothing and is to run again after a resume. */
+  paused: boolean;
+  /** The plan's steering as this batch read it. */
+  control: PlanControl;
+}
+
+interface BatchJob {
+  ord: number;
+  instance_id: string;
+  /** Revert plans: the reverted job's before-image and the revision it wrote. */
+  undo?: UndoImage | null;
+  written?: number | null;
 }
 
 /**
- * Processes the pending jobs with ord in [fromOrd, toOrd): in one transaction, lock the jobs and their
- * instances (id order), apply the plan's alterations to each instance in memory (atomic per instance),
- * write all instances and all jobs back with one statement each. Then dispatch the altered instances
- * that have work. A retry after a crash finds the committed jobs no longer pending and re-dispatches
- * (dispatch is idempotent), so every job runs exactly once.
+ * Processes the pending jobs with ord in [fromOrd, toOrd): in one transaction, read the plan (a share
+ * lock, so a pause or cancel waits for the batches in flight and none starts after it), lock the jobs and
+ * their instances (id order), apply the plan's alterations to each instance in memory (atomic per
+ * instance), write all instances and all jobs (with what restores each instance) back with one statement
+ * each. Then dispatch the altered instances that have work. A retry after a crash finds the committed
+ * jobs no longer pending and re-dispatches (dispatch is idempotent), so every job runs exactly once.
  */
 export async function runJobBatch(
   deps: ProcessingDeps,
   args: { planId: string; fromOrd: number; toOrd: number; redispatch?: boolean },
 ): Promise<BatchResult> {
   const clock = () => nowBy(deps.clock);
-  const { rows } = await deps.pool.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1`, [
-    args.planId,
-  ]);
-  const plan = rows[0];
-  if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
-  if (plan.status >= PLAN_STATUS.Completed)
-    return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: true };
-  if (plan.status === PLAN_STATUS.Dispatching) {
-    await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
-      args.planId,
-      PLAN_STATUS.Running,
-      PLAN_STATUS.Dispatching,
-    ]);
-  }
-  const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
-
-  const { toDispatch, processed, failed } = await withTransaction(deps.pool, async (client) => {
+  const outcome = await withTransaction(deps.pool, async (client) => {
     const started = clock();
-    const jobs = await client.query<{ ord: number; instance_id: string }>(
-      `SELECT ord, instance_id FROM alteration_jobs
-        WHERE plan_id = $1 AND ord >= $2 AND ord < $3 AND status = $4
-        ORDER BY ord FOR UPDATE`,
-      [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending],
+    const { rows } = await client.query<PlanRow>(
+      `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR SHARE`,
+      [args.planId],
     );
-    if (jobs.rows.length === 0) return { toDispatch: [] as string[], processed: 0, failed: 0 };
+    const plan = rows[0];
+    if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
+    const control = controlOf(plan);
+    const nothing = { toDispatch: [] as string[], processed: 0, failed: 0, control };
+    if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
+    const jobs = await client.query<BatchJob>(
+      plan.revert_of === null
+        ? `SELECT ord, instance_id FROM alteration_jobs
+            WHERE plan_id = $1 AND ord >= $2 AND ord < $3 AND status = $4
+            ORDER BY ord FOR UPDATE`
+        : `SELECT j.ord, j.instance_id, o.undo, o.revision AS written
+             FROM alteration_jobs j LEFT JOIN alteration_jobs o ON o.plan_id = $5 AND o.instance_id = j.instance_id
+            WHERE j.plan_id = $1 AND j.ord >= $2 AND j.ord < $3 AND j.status = $4
+            ORDER BY j.ord FOR UPDATE OF j`,
+      plan.revert_of === null
+        ? [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending]
+        : [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending, plan.revert_of],
+    );
+    if (jobs.rows.length === 0) return nothing;
     const instances = await lockInstances(
       client,
       plan.tenant_id,
@@ -127,14 +194,25 @@ export async function runJobBatch(
     );
     const now = clock();
     const ctx = { db: client, definitions: deps.definitions, now };
+    const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
     const outcomes: ApplyOutcome[] = [];
     for (const job of jobs.rows) {
-      outcomes.push(await applyAlterations(instances.get(job.instance_id), job.instance_id, alterations, ctx));
+      const instance = instances.get(job.instance_id);
+      outcomes.push(
+        plan.revert_of === null
+          ? await applyAlterations(instance, job.instance_id, alterations, ctx)
+          : revertOne(instance, job, plan.revert_of, now),
+      );
     }
     await saveInstances(client, outcomes, now, instances);
+    const written = outcomes.map((o, i) => {
+      const before = instances.get(jobs.rows[i]!.instance_id);
+      return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
+    });
     await client.query(
-      `UPDATE alteration_jobs j SET status = u.status, log = u.log, started_at = $2, completed_at = $3
-         FROM unnest($4::int[], $5::smallint[], $6::jsonb[]) AS u(ord, status, log)
+      `UPDATE alteration_jobs j SET status = u.status, log = u.log, started_at = $2, completed_at = $3,
+              undo = u.undo, revision = u.revision
+         FROM unnest($4::int[], $5::smallint[], $6::jsonb[], $9::jsonb[], $10::int8[]) AS u(ord, status, log, undo, revision)
         WHERE j.plan_id = $1 AND j.ord >= $7 AND j.ord < $8 AND j.ord = u.ord`,
       [
         args.planId,
@@ -146,6 +224,8 @@ export async function runJobBatch(
         outcomes.map((o) => (o.ok ? null : JSON.stringify(o.log))),
         args.fromOrd,
         args.toOrd,
+        written.map((w) => (w ? JSON.stringify(w.undo) : null)),
+        written.map((w) => w?.revision ?? null),
       ],
     );
     const failedHere = outcomes.filter((o) => !o.ok).length;
@@ -159,8 +239,21 @@ export async function runJobBatch(
       toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).map((o) => o.state!.id),
       processed: jobs.rows.length,
       failed: failedHere,
+      control,
     };
   });
+  const { toDispatch, processed, failed, control } = outcome;
+  if (isFinished(control.status))
+    return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: true, paused: false, control };
+  if (control.status === PLAN_STATUS.Paused)
+    return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: false, paused: true, control };
+  if (control.status === PLAN_STATUS.Dispatching) {
+    await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
+      args.planId,
+      PLAN_STATUS.Running,
+      PLAN_STATUS.Dispatching,
+    ]);
+  }
 
   let dispatch = toDispatch;
   // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed.
@@ -181,15 +274,61 @@ export async function runJobBatch(
     dispatch = [...new Set([...toDispatch, ...again.map((r) => r.id)])];
   }
   await deps.dispatcher.dispatch(dispatch);
-  return { processed, failed, batch, dispatched: dispatch.length, stop: false };
+  return { processed, failed, batch, dispatched: dispatch.length, stop: false, paused: false, control };
 }
 
-/** Marks a processed plan Completed (unless it was cancelled or failed meanwhile). */
+/**
+ * A revert job: the instance as the reverted job found it, when nothing has written it since (its
+ * revision is still the one that job wrote); otherwise a failure saying so, and the instance untouched.
+ */
+function revertOne(instance: InstanceState | undefined, job: BatchJob, revertOf: string, now: Date): ApplyOutcome {
+  if (!instance) {
+    return {
+      ok: false,
+      log: [entry(`Workflow instance ${job.instance_id} not found`, LOG_LEVEL.Error, null, now)],
+      cancelled: false,
+    };
+  }
+  if (!job.undo || job.written === null || job.written === undefined || instance.revision !== Number(job.written)) {
+    return {
+      ok: false,
+      log: [entry(revertFailureMessage(revertOf), LOG_LEVEL.Error, 'Alteration revert failed', now)],
+      cancelled: false,
+    };
+  }
+  return { ok: true, log: [], state: restore(instance, job.undo), cancelled: false };
+}
+
+/**
+ * Pauses a plan that is still to be processed (the workflow does, for its canary or too many failures);
+ * answers the plan's steering afterwards, whatever it was.
+ */
+export async function pausePlan(deps: ProcessingDeps, planId: string, reason: PauseReason): Promise<PlanControl> {
+  const { rows } = await deps.pool.query<ControlRow>(
+    `UPDATE alteration_plans SET status = $2, pause_reason = $3, steering = steering + 1
+      WHERE id = $1 AND status = ANY($4::smallint[]) RETURNING ${CONTROL_COLUMNS}`,
+    [planId, PLAN_STATUS.Paused, reason, [PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running]],
+  );
+  return rows[0] ? controlOf(rows[0]) : readPlanControl(deps, planId);
+}
+
+/** The plan's steering as its row says now. */
+export async function readPlanControl(deps: ProcessingDeps, planId: string): Promise<PlanControl> {
+  const { rows } = await deps.pool.query<ControlRow>(
+    `SELECT ${CONTROL_COLUMNS} FROM alteration_plans WHERE id = $1`,
+    [planId],
+  );
+  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
+  return controlOf(rows[0]);
+}
+
+/** Marks a processed plan Completed (unless it was cancelled or failed meanwhile; a pause comes too late). */
 export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
   const now = nowBy(deps.clock);
   await deps.pool.query(
-    'UPDATE alteration_plans SET status = $2, completed_at = $3 WHERE id = $1 AND status BETWEEN $4 AND $5',
-    [planId, PLAN_STATUS.Completed, now, PLAN_STATUS.Pending, PLAN_STATUS.Running],
+    `UPDATE alteration_plans SET status = $2, completed_at = $3, pause_reason = NULL
+      WHERE id = $1 AND status = ANY($4::smallint[])`,
+    [planId, PLAN_STATUS.Completed, now, UNFINISHED_STATUSES],
   );
 }
 
@@ -197,7 +336,8 @@ export async function completePlan(deps: ProcessingDeps, planId: string): Promis
 export async function failPlan(deps: ProcessingDeps, planId: string, reason: string): Promise<void> {
   const now = nowBy(deps.clock);
   await deps.pool.query(
-    'UPDATE alteration_plans SET status = $2, completed_at = $3, failure = $4 WHERE id = $1 AND status BETWEEN $5 AND $6',
-    [planId, PLAN_STATUS.Failed, now, reason, PLAN_STATUS.Pending, PLAN_STATUS.Running],
+    `UPDATE alteration_plans SET status = $2, completed_at = $3, failure = $4, pause_reason = NULL
+      WHERE id = $1 AND status = ANY($5::smallint[])`,
+    [planId, PLAN_STATUS.Failed, now, reason, UNFINISHED_STATUSES],
   );
 }

@@ -1,5 +1,13 @@
 import { z } from '@hono/zod-openapi';
-import { AlterationSchema, FilterSchema, JOB_STATUS, LOG_LEVEL, PLAN_STATUS } from './model.js';
+import {
+  AlterationSchema,
+  FilterSchema,
+  JOB_STATUS,
+  LOG_LEVEL,
+  PAUSE_REASONS,
+  PLAN_STATUS,
+  RolloutSchema,
+} from './model.js';
 
 /**
  * What the API shows of plans and jobs, defined once: the routes document these schemas, the read models
@@ -51,6 +59,14 @@ export const PlanSchema = z
       .string()
       .nullable()
       .openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
+    rollout: RolloutSchema.nullable().openapi({
+      description: 'The rollout controls as submitted and patched (null: none)',
+    }),
+    pauseReason: z
+      .enum(PAUSE_REASONS)
+      .nullable()
+      .openapi({ description: 'Why the plan is Paused (manual, canary or failures); null unless Paused' }),
+    revertOf: z.string().nullable().openapi({ description: 'The plan this plan reverts; null for other plans' }),
   })
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;

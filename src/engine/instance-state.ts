@@ -36,6 +36,8 @@ export interface InstanceState {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** Writes of this instance so far: every write adds one (a revert compares it, src/alterations/undo.ts). */
+  revision: number;
 }
 
 export interface InstanceRow {
@@ -56,10 +58,11 @@ export interface InstanceRow {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  revision: number;
 }
 
 export const INSTANCE_COLUMNS =
-  'id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status, is_system, variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at';
+  'id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status, is_system, variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at, revision';
 
 export function instanceFromRow(r: InstanceRow): InstanceState {
   return {
@@ -80,6 +83,7 @@ export function instanceFromRow(r: InstanceRow): InstanceState {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    revision: r.revision,
   };
 }
 
@@ -151,7 +155,7 @@ export async function writeInstanceStates(
     arrays.push(`$${params.length}::${c.type}[]`);
   }
   await db.query(
-    `UPDATE workflow_instances w SET ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
+    `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
        FROM unnest(${arrays.join(', ')}) AS u(id, ${columns.map((c) => c.column).join(', ')})
       WHERE w.id = u.id`,
     params,

@@ -1,10 +1,15 @@
-import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdReusePolicy,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import type pg from 'pg';
 import type { Alteration, Filter } from '../alterations/model.js';
 import { pendingPlanIds } from '../alterations/plans.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
-import { alterationPlan } from '../../workflows/index.js';
+import { alterationPlan, planChangedSignal } from '../../workflows/index.js';
 import {
   PLAN_STATUS_ATTRIBUTE,
   PLAN_TENANT_ATTRIBUTE,
@@ -27,6 +32,8 @@ export interface PlanMetadata {
   tenantId: string | null;
   alterations: readonly Alteration[];
   filter: Filter;
+  /** A revert plan: the plan it reverts. */
+  revertOf?: string | null;
 }
 
 /**
@@ -57,7 +64,11 @@ export async function startPlanWorkflow(
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       ...(plan
         ? {
-            memo: { tenantId: plan.tenantId, alterations: plan.alterations.map((a) => a.type) },
+            memo: {
+              tenantId: plan.tenantId,
+              alterations: plan.alterations.map((a) => a.type),
+              ...(plan.revertOf ? { revertOf: plan.revertOf } : {}),
+            },
             staticSummary: planSummary(plan),
             staticDetails: planDetails(planId, plan),
           }
@@ -67,7 +78,10 @@ export async function startPlanWorkflow(
             typedSearchAttributes: [
               { key: PLAN_STATUS_ATTRIBUTE, value: 'Pending' },
               { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
-              { key: PLAN_TYPES_ATTRIBUTE, value: [...new Set(plan.alterations.map((a) => a.type))] },
+              {
+                key: PLAN_TYPES_ATTRIBUTE,
+                value: plan.revertOf ? ['Revert'] : [...new Set(plan.alterations.map((a) => a.type))],
+              },
             ],
           }
         : {}),
@@ -78,8 +92,23 @@ export async function startPlanWorkflow(
   }
 }
 
+/**
+ * Tells a plan's workflow that its row changed (pause, resume, rollout, cancel), so it reads it at once.
+ * The row is already the truth: batches obey it and a paused workflow reads it every minute, so a signal
+ * that cannot be sent (Temporal unreachable, the workflow not started yet) only delays; it is logged.
+ */
+export async function signalPlanChanged(client: Client, planId: string, logger: Logger): Promise<void> {
+  try {
+    await client.workflow.getHandle(planWorkflowId(planId)).signal(planChangedSignal);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return;
+    logger.warn({ err, planId }, 'could not signal the plan workflow; it reads the plan row on its own');
+  }
+}
+
 /** One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"). */
-export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter'>): string {
+export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter' | 'revertOf'>): string {
+  if (plan.revertOf) return `Revert plan ${plan.revertOf}: restore the instances it changed`;
   const what = plan.alterations
     .map((a) => {
       switch (a.type) {
@@ -115,7 +144,9 @@ function planDetails(planId: string, plan: PlanMetadata): string {
   return [
     `**Plan** \`${planId}\` · tenant \`${plan.tenantId ?? 'default'}\``,
     '',
-    `**Alterations**: \`${JSON.stringify(plan.alterations)}\``,
+    plan.revertOf
+      ? `**Reverts** plan \`${plan.revertOf}\`: each instance it changed and nothing changed since`
+      : `**Alterations**: \`${JSON.stringify(plan.alterations)}\``,
     '',
     `**Filter**: \`${JSON.stringify(filter)}\``,
     '',
@@ -147,10 +178,14 @@ export async function startPendingPlans(
 
 /** The metadata the API gives a plan it starts, read back from the stored plan, so a swept plan looks the same. */
 async function storedPlanMetadata(pool: pg.Pool, planId: string): Promise<PlanMetadata | undefined> {
-  const { rows } = await pool.query<{ tenant_id: string; alterations: Alteration[]; filter: Filter }>(
-    'SELECT tenant_id, alterations, filter FROM alteration_plans WHERE id = $1',
-    [planId],
-  );
+  const { rows } = await pool.query<{
+    tenant_id: string;
+    alterations: Alteration[];
+    filter: Filter;
+    revert_of: string | null;
+  }>('SELECT tenant_id, alterations, filter, revert_of FROM alteration_plans WHERE id = $1', [planId]);
   const row = rows[0];
-  return row ? { tenantId: tenantOut(row.tenant_id), alterations: row.alterations, filter: row.filter } : undefined;
+  return row
+    ? { tenantId: tenantOut(row.tenant_id), alterations: row.alterations, filter: row.filter, revertOf: row.revert_of }
+    : undefined;
 }

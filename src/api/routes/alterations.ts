@@ -7,11 +7,24 @@ import {
   JobStatusInput,
   PLAN_STATUS,
   PlanStatusInput,
+  RolloutPatchSchema,
+  RolloutSchema,
 } from '../../alterations/model.js';
-import { cancelPlan, getPlan, listJobs, listPlans, submitPlan } from '../../alterations/plans.js';
+import {
+  cancelPlan,
+  changeRollout,
+  getPlan,
+  listJobs,
+  listPlans,
+  pausePlan,
+  resumePlan,
+  submitPlan,
+  submitRevert,
+} from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import { JobSchema, PlanSchema, PreviewItemSchema, RunResultSchema } from '../../alterations/views.js';
-import { startPlanWorkflow } from '../../temporal/plans.js';
+import { signalPlanChanged, startPlanWorkflow } from '../../temporal/plans.js';
+import { tenantOut } from '../../auth/principal.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../../vocabulary/input.js';
@@ -35,6 +48,9 @@ const SubmitSchema = z
     }),
     alterations: Alterations,
     filter: FilterSchema,
+    rollout: RolloutSchema.nullish().openapi({
+      description: 'Optional rollout controls (contract section 7): rate, canary, stopOnFailureRatio',
+    }),
   })
   .openapi('SubmitAlterationPlanRequest');
 
@@ -157,6 +173,69 @@ const cancel = secureRoute(EXECUTE, {
   },
 });
 
+const PlanParams = { params: z.object({ planId: z.string() }) };
+const StatusAnswer = z.object({ planId: z.string(), status: z.number().int() });
+
+const pause = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/{planId}/pause',
+  tags: TAGS,
+  summary: 'Pause a plan: batches in flight finish, none starts until it is resumed (status Paused 7)',
+  request: PlanParams,
+  responses: {
+    202: jsonContent(StatusAnswer, 'Paused'),
+    ...problems(401, 403, 404, 409),
+  },
+});
+
+const resume = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/{planId}/resume',
+  tags: TAGS,
+  summary: 'Resume a Paused plan where it stopped',
+  request: PlanParams,
+  responses: {
+    202: jsonContent(StatusAnswer, 'Resumed: the status it has now'),
+    ...problems(401, 403, 404, 409),
+  },
+});
+
+const rollout = secureRoute(EXECUTE, {
+  method: 'patch',
+  path: '/alterations/{planId}/rollout',
+  tags: TAGS,
+  summary: "Change a running or paused plan's rate or failure ratio, from its next batch (null removes one)",
+  request: { ...PlanParams, ...jsonBody(RolloutPatchSchema) },
+  responses: {
+    200: jsonContent(PlanSchema, 'The plan'),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(404, 409),
+  },
+});
+
+const revert = secureRoute(EXECUTE, {
+  method: 'post',
+  path: '/alterations/{planId}/revert',
+  tags: TAGS,
+  summary:
+    'Revert a finished plan: a new plan restores each instance it changed, unless something changed the instance since',
+  request: {
+    ...PlanParams,
+    ...jsonBody(
+      z
+        .strictObject({
+          id: PlanId.optional().openapi({ description: 'Client-chosen id of the revert plan (idempotent)' }),
+        })
+        .openapi('RevertAlterationPlanRequest'),
+    ),
+  },
+  responses: {
+    202: jsonContent(z.object({ planId: z.string() }), 'The revert plan, stored and started'),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(404, 409),
+  },
+});
+
 const run = secureRoute(EXECUTE, {
   method: 'post',
   path: '/alterations/run',
@@ -216,6 +295,44 @@ export function alterationRoutes() {
     return c.json({ planId }, 202);
   });
 
+  app.openapi(pause, async (c) => {
+    const { planId } = c.req.valid('param');
+    const { pool, temporal, logger } = c.get('deps');
+    await pausePlan(pool, callerTenant(c), planId);
+    await signalPlanChanged(temporal, planId, logger);
+    return c.json({ planId, status: PLAN_STATUS.Paused }, 202);
+  });
+
+  app.openapi(resume, async (c) => {
+    const { planId } = c.req.valid('param');
+    const { pool, temporal, logger } = c.get('deps');
+    const status = await resumePlan(pool, callerTenant(c), planId);
+    await signalPlanChanged(temporal, planId, logger);
+    return c.json({ planId, status }, 202);
+  });
+
+  app.openapi(rollout, async (c) => {
+    const { planId } = c.req.valid('param');
+    const { pool, temporal, logger } = c.get('deps');
+    const plan = await changeRollout(pool, callerTenant(c), planId, c.req.valid('json'));
+    await signalPlanChanged(temporal, planId, logger);
+    return c.json(plan, 200);
+  });
+
+  app.openapi(revert, async (c) => {
+    const { planId } = c.req.valid('param');
+    const { pool, temporal, planProcessing } = c.get('deps');
+    const reverted = await submitRevert(pool, callerTenant(c), planId, c.req.valid('json').id);
+    await startPlanWorkflow(temporal, planProcessing, reverted.planId, {
+      tenantId: tenantOut(reverted.original.tenant_id),
+      alterations: [],
+      filter: reverted.original.filter,
+      revertOf: planId,
+    });
+    c.header('Location', `/alterations/${encodeURIComponent(reverted.planId)}`);
+    return c.json({ planId: reverted.planId }, 202);
+  });
+
   app.openapi(dryRun, async (c) => {
     const { pool } = c.get('deps');
     if (c.req.valid('query').countOnly === 'true') {
@@ -261,7 +378,10 @@ export function alterationRoutes() {
 
   app.openapi(cancel, async (c) => {
     const { planId } = c.req.valid('param');
-    await cancelPlan(c.get('deps').pool, callerTenant(c), planId);
+    const { pool, temporal, logger } = c.get('deps');
+    await cancelPlan(pool, callerTenant(c), planId);
+    // A paused or throttled workflow is waiting: it ends now instead of at its next look at the row.
+    await signalPlanChanged(temporal, planId, logger);
     return c.json({ planId, status: PLAN_STATUS.Cancelled }, 202);
   });
 

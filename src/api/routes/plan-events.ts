@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
-import { PLAN_STATUS } from '../../alterations/model.js';
+import { isFinished } from '../../alterations/model.js';
 import { getPlanView } from '../../alterations/plans.js';
 import type { JobCounts, PlanView } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../context.js';
@@ -45,8 +45,6 @@ const events = secureRoute(VIEW, {
   },
 });
 
-const isFinished = (status: number) =>
-  status === PLAN_STATUS.Completed || status === PLAN_STATUS.Failed || status === PLAN_STATUS.Cancelled;
 const done = (c: JobCounts) => c.completed + c.failed + c.cancelled;
 
 export function planEventRoutes() {
@@ -103,7 +101,7 @@ export function planEventRoutes() {
             status: plan.status,
             jobCounts: plan.jobCounts,
             instancesPerSecond: rate,
-            pauseReason: null,
+            pauseReason: plan.pauseReason,
           });
           if (progress !== last) {
             await stream.writeSSE({ event: 'progress', data: progress });

@@ -1,0 +1,104 @@
+import type { Bookmark, Incident, InstanceState, InstanceStatus, InstanceSubStatus } from '../engine/instance-state.js';
+
+/**
+ * The parts of an instance a user sees and an alteration may change, each with a JSON pointer: what a
+ * preview lists as changes and what a job's before-image (its `undo`) records so a revert can restore it.
+ */
+interface Part {
+  path: string;
+  get(s: InstanceState): unknown;
+  set(s: InstanceState, value: unknown): void;
+}
+
+const PARTS: Part[] = [
+  { path: '/status', get: (s) => s.status, set: (s, v) => (s.status = v as InstanceStatus) },
+  { path: '/subStatus', get: (s) => s.subStatus, set: (s, v) => (s.subStatus = v as InstanceSubStatus) },
+  { path: '/definitionVersion', get: (s) => s.version, set: (s, v) => (s.version = v as number) },
+  {
+    path: '/definitionVersionId',
+    get: (s) => s.definitionVersionId,
+    set: (s, v) => (s.definitionVersionId = v as string),
+  },
+  { path: '/scheduledActivities', get: (s) => s.scheduled, set: (s, v) => (s.scheduled = v as string[]) },
+  { path: '/bookmarks', get: (s) => s.bookmarks, set: (s, v) => (s.bookmarks = v as Bookmark[]) },
+  { path: '/incidents', get: (s) => s.incidents, set: (s, v) => (s.incidents = v as Incident[]) },
+  {
+    path: '/finishedAt',
+    get: (s) => s.finishedAt?.toISOString() ?? null,
+    set: (s, v) => (s.finishedAt = v === null ? null : new Date(v as string)),
+  },
+];
+const UPDATED_AT: Part = {
+  path: '/updatedAt',
+  get: (s) => s.updatedAt.toISOString(),
+  set: (s, v) => (s.updatedAt = new Date(v as string)),
+};
+
+const VARIABLES = '/variables/';
+const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+const unescapeKey = (token: string) => token.replaceAll('~1', '/').replaceAll('~0', '~');
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** One changed part, as the preview shows it (an absent variable reads as null). */
+export interface Change {
+  path: string;
+  before: unknown;
+  after: unknown;
+}
+
+/**
+ * A job's before-image: the changed parts only, `[pointer, value before]`, or `[pointer]` for a variable
+ * the instance did not hold. Small (a ModifyVariable job records two entries) and enough to restore.
+ */
+export type UndoImage = ([string] | [string, unknown])[];
+
+function variableKeys(before: InstanceState, after: InstanceState): string[] {
+  return [...new Set([...Object.keys(before.variables), ...Object.keys(after.variables)])].sort();
+}
+
+/** The differences a user would see on the instance, as JSON pointers with the values before and after. */
+export function changesBetween(before: InstanceState, after: InstanceState): Change[] {
+  const changes: Change[] = [];
+  const field = (path: string, a: unknown, b: unknown) => {
+    if (!same(a, b)) changes.push({ path, before: a ?? null, after: b ?? null });
+  };
+  for (const part of PARTS.slice(0, 4)) field(part.path, part.get(before), part.get(after));
+  for (const key of variableKeys(before, after)) {
+    field(`${VARIABLES}${escapeKey(key)}`, before.variables[key], after.variables[key]);
+  }
+  for (const part of PARTS.slice(4)) field(part.path, part.get(before), part.get(after));
+  return changes;
+}
+
+/** What restores `after` to `before`: every changed part (and updatedAt) with its value before. */
+export function undoImage(before: InstanceState, after: InstanceState): UndoImage {
+  const image: UndoImage = [];
+  for (const part of [...PARTS, UPDATED_AT]) {
+    if (!same(part.get(before), part.get(after))) image.push([part.path, part.get(before)]);
+  }
+  for (const key of variableKeys(before, after)) {
+    if (same(before.variables[key], after.variables[key]) && key in before.variables === key in after.variables)
+      continue;
+    const path = `${VARIABLES}${escapeKey(key)}`;
+    image.push(key in before.variables ? [path, before.variables[key]] : [path]);
+  }
+  return image;
+}
+
+/** The instance with the parts of a before-image put back (a copy; `current` is left as it is). */
+export function restore(current: InstanceState, image: UndoImage): InstanceState {
+  const s = structuredClone(current);
+  const parts = new Map([...PARTS, UPDATED_AT].map((p) => [p.path, p]));
+  for (const [path, ...value] of image) {
+    if (path.startsWith(VARIABLES)) {
+      const key = unescapeKey(path.slice(VARIABLES.length));
+      if (value.length === 0) delete s.variables[key];
+      else s.variables[key] = value[0];
+      continue;
+    }
+    const part = parts.get(path);
+    if (!part) throw new Error(`A before-image names an unknown part ${path}`);
+    part.set(s, value[0]);
+  }
+  return s;
+}
