@@ -87,12 +87,17 @@ export function createActivities(deps: ActivityDeps) {
     generateJobs(planId: string) {
       return withHeartbeat(() => retryOnlyTransient('generateJobs', () => generateJobs(deps, planId), deps.logger));
     },
-    runJobBatch(args: { planId: string; fromOrd: number; toOrd: number }) {
+    runJobBatch(args: { planId: string; fromOrd: number; toOrd: number; notBefore?: number }) {
+      const ctx = Context.current();
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
-      const redispatch = Context.current().info.attempt > 1;
-      return withHeartbeat(() =>
-        retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...args, redispatch }), deps.logger),
-      );
+      const redispatch = ctx.info.attempt > 1;
+      const { notBefore, ...range } = args;
+      return withHeartbeat(async () => {
+        // A throttled plan's batch starts at its time (sub-second spacing, which durable timers do not give).
+        const wait = notBefore === undefined ? 0 : notBefore - Date.now();
+        if (wait > 0) await ctx.sleep(Math.min(wait, 60_000));
+        return retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...range, redispatch }), deps.logger);
+      });
     },
     /** The workflow pauses its plan: the canary is done, or too many jobs failed. */
     pausePlan(planId: string, reason: PauseReason) {

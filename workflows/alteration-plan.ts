@@ -14,8 +14,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { PauseReason } from '../src/alterations/model.js';
-import type { PlanControl } from '../src/alterations/processing.js';
 import { PLAN_STATUS_ATTRIBUTE } from './search-attributes.js';
 import { PLAN_RETRY as RETRY } from './retry.js';
 
@@ -35,6 +33,15 @@ const { runJobBatch } = proxyActivities<Activities>({
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
 });
+
+type PauseReason = 'manual' | 'canary' | 'failures';
+/** The plan row's steering, as the activities read it (src/alterations/processing.ts PlanControl). */
+interface PlanControl {
+  status: number;
+  pauseReason: PauseReason | null;
+  rollout: { rate?: number | null; canary?: number | null; stopOnFailureRatio?: number | null } | null;
+  steering: number;
+}
 
 /** Where a plan stands, carried across continue-as-new. */
 export interface PlanProgress {
@@ -93,6 +100,8 @@ const FINISHED: Record<number, WorkflowStatus> = { 4: 'Completed', 5: 'Failed', 
 const PAUSED_POLL = '1 minute';
 /** The throttle lets a plan that fell behind catch up by at most this much time's worth of jobs. */
 const THROTTLE_CREDIT_MS = 1_000;
+/** A throttled batch due sooner than this is started at once and waits in its activity (see the loop). */
+const THROTTLE_AHEAD_MS = 2_000;
 
 const number = (v: number) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
@@ -263,23 +272,27 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       }
       const [fromOrd, toOrd] = range;
       const rate = control.rollout?.rate;
+      let notBefore: number | undefined;
       if (rate) {
         // Spaced so that the jobs started since `since` never get ahead of the rate; a plan that fell
-        // behind catches up by at most THROTTLE_CREDIT_MS.
+        // behind catches up by at most THROTTLE_CREDIT_MS. A wait of seconds is a durable timer; a batch
+        // due within THROTTLE_AHEAD_MS is started now and waits in its activity until it is due (server
+        // timers fire about a second late, too coarse for batches a quarter second apart).
         const now = Date.now();
         throttle.since = Math.max(throttle.since, now - THROTTLE_CREDIT_MS - (throttle.jobs * 1000) / rate);
-        const wait = throttle.since + ((throttle.jobs + toOrd - fromOrd) * 1000) / rate - now;
-        if (wait >= 1) {
+        const due = throttle.since + ((throttle.jobs + toOrd - fromOrd) * 1000) / rate;
+        if (due - now > THROTTLE_AHEAD_MS) {
           redo.unshift(range);
-          await condition(() => dirty, Math.ceil(wait));
+          await condition(() => dirty, Math.ceil(due - now - THROTTLE_AHEAD_MS / 2));
           continue;
         }
         throttle.jobs += toOrd - fromOrd;
+        if (due > now) notBefore = Math.ceil(due);
       }
       startedThisRun++;
       const p: Promise<void> = runJobBatch
         .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(total)}` }, [
-          { planId, fromOrd, toOrd },
+          { planId, fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) },
         ])
         .then((r) => {
           steer(r.control);

@@ -101,7 +101,11 @@ function meaningfulFilter(filter: Filter): Record<string, unknown> {
 /** The rollout as stored: every control named, null when not asked for; no rollout at all is null. */
 export function normalRollout(rollout: Rollout | null | undefined): Rollout | null {
   if (!rollout) return null;
-  const r = { rate: rollout.rate ?? null, canary: rollout.canary ?? null, stopOnFailureRatio: rollout.stopOnFailureRatio ?? null };
+  const r = {
+    rate: rollout.rate ?? null,
+    canary: rollout.canary ?? null,
+    stopOnFailureRatio: rollout.stopOnFailureRatio ?? null,
+  };
   return r.rate === null && r.canary === null && r.stopOnFailureRatio === null ? null : r;
 }
 
@@ -130,7 +134,15 @@ export async function submitPlan(
   const inserted = await db.query(
     `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout)
      VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, 0, $6, $7::jsonb) ON CONFLICT (id) DO NOTHING`,
-    [id, tenantKey, JSON.stringify(req.alterations), JSON.stringify(req.filter), hash, now, rollout && JSON.stringify(rollout)],
+    [
+      id,
+      tenantKey,
+      JSON.stringify(req.alterations),
+      JSON.stringify(req.filter),
+      hash,
+      now,
+      rollout && JSON.stringify(rollout),
+    ],
   );
   if (inserted.rowCount === 1) return { planId: id, created: true };
   const { rows } = await db.query<{ tenant_id: string; request_hash: string }>(
@@ -414,7 +426,7 @@ export async function pausePlan(db: Queryable, tenantKey: string, planId: string
  */
 export async function resumePlan(db: Queryable, tenantKey: string, planId: string): Promise<PlanStatus> {
   const { rows } = await db.query<{ status: PlanStatus }>(
-    `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN $4 ELSE $5 END, pause_reason = NULL,
+    `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN $4::smallint ELSE $5::smallint END, pause_reason = NULL,
             steering = steering + 1
       WHERE id = $1 AND tenant_id = $2 AND status = $3 RETURNING status`,
     [planId, tenantKey, PLAN_STATUS.Paused, PLAN_STATUS.Pending, PLAN_STATUS.Running],

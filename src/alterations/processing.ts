@@ -4,14 +4,7 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import type { Dispatcher } from '../engine/ports.js';
 import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
-import {
-  type ApplyOutcome,
-  applyAlterations,
-  entry,
-  hasRunnableWork,
-  lockInstances,
-  saveInstances,
-} from './apply.js';
+import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
 import { compileFilter } from './filter.js';
 import {
   AlterationSchema,
@@ -118,7 +111,7 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
     }
     const updated = await client.query<ControlRow>(
       `UPDATE alteration_plans
-          SET status = CASE WHEN status = $4 THEN status ELSE $2 END, job_total = $3, started_at = coalesce(started_at, $5)
+          SET status = CASE WHEN status = $4::smallint THEN status ELSE $2::smallint END, job_total = $3, started_at = coalesce(started_at, $5)
         WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
       [planId, PLAN_STATUS.Dispatching, total, PLAN_STATUS.Paused, now],
     );
@@ -244,9 +237,25 @@ export async function runJobBatch(
   });
   const { toDispatch, processed, failed, control } = outcome;
   if (isFinished(control.status))
-    return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: true, paused: false, control };
+    return {
+      processed: 0,
+      failed: 0,
+      batch: { completed: 0, failed: 0 },
+      dispatched: 0,
+      stop: true,
+      paused: false,
+      control,
+    };
   if (control.status === PLAN_STATUS.Paused)
-    return { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0, stop: false, paused: true, control };
+    return {
+      processed: 0,
+      failed: 0,
+      batch: { completed: 0, failed: 0 },
+      dispatched: 0,
+      stop: false,
+      paused: true,
+      control,
+    };
   if (control.status === PLAN_STATUS.Dispatching) {
     await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
       args.planId,
@@ -314,10 +323,9 @@ export async function pausePlan(deps: ProcessingDeps, planId: string, reason: Pa
 
 /** The plan's steering as its row says now. */
 export async function readPlanControl(deps: ProcessingDeps, planId: string): Promise<PlanControl> {
-  const { rows } = await deps.pool.query<ControlRow>(
-    `SELECT ${CONTROL_COLUMNS} FROM alteration_plans WHERE id = $1`,
-    [planId],
-  );
+  const { rows } = await deps.pool.query<ControlRow>(`SELECT ${CONTROL_COLUMNS} FROM alteration_plans WHERE id = $1`, [
+    planId,
+  ]);
   if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
   return controlOf(rows[0]);
 }
