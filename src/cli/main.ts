@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { type Client, createClient, type PlanView, ProblemError, type RunResultView } from '../client/index.js';
 import {
   type CliEnvironment,
@@ -237,14 +237,32 @@ export async function runCli(
     .description('submit the plan in FILE ({alterations, filter}); --watch follows it to the end')
     .option('--id <id>', 'plan id (resubmitting the same id and body is idempotent)')
     .option('--watch', 'draw its progress until it ends; the exit code says how it ended')
-    .action(async (file: string, o: { id?: string; watch?: boolean }) => {
-      const body = await readJson<Parameters<Client['plans']['submit']>[0]>(file);
-      const c = await client();
-      const { planId } = await c.plans.submit({ ...body, ...(o.id ? { id: o.id } : {}) });
-      if (!o.watch) return print(() => `Submitted plan ${planId}`, { planId });
-      if (!opts().json) io.out(`Submitted plan ${planId}`);
-      exitCode = await watchPlan(c, planId, { json: Boolean(opts().json), ...io });
-    });
+    .option('--rate <n>', 'at most N instances per second', positive)
+    .option('--canary <n>', 'process N instances first, then pause until resumed', positive)
+    .option('--stop-on-failure-ratio <r>', 'pause when failed ÷ finished exceeds R (0 to 1)', ratio)
+    .action(
+      async (
+        file: string,
+        o: { id?: string; watch?: boolean; rate?: number; canary?: number; stopOnFailureRatio?: number },
+      ) => {
+        const body = await readJson<Parameters<Client['plans']['submit']>[0]>(file);
+        const c = await client();
+        const rollout = {
+          ...body.rollout,
+          ...(o.rate !== undefined ? { rate: o.rate } : {}),
+          ...(o.canary !== undefined ? { canary: o.canary } : {}),
+          ...(o.stopOnFailureRatio !== undefined ? { stopOnFailureRatio: o.stopOnFailureRatio } : {}),
+        };
+        const { planId } = await c.plans.submit({
+          ...body,
+          ...(o.id ? { id: o.id } : {}),
+          ...(Object.keys(rollout).length ? { rollout } : {}),
+        });
+        if (!o.watch) return print(() => `Submitted plan ${planId}`, { planId });
+        if (!opts().json) io.out(`Submitted plan ${planId}`);
+        exitCode = await watchPlan(c, planId, { json: Boolean(opts().json), ...io });
+      },
+    );
   plans
     .command('watch <planId>')
     .description('draw the progress of a plan until it ends; exit 1 when it Failed or has failed jobs')
@@ -290,6 +308,47 @@ export async function runCli(
           ),
         page,
       );
+    });
+  plans
+    .command('pause <planId>')
+    .description('pause a plan: batches in flight finish, none starts until it is resumed')
+    .action(async (planId: string) => {
+      const r = await (await client()).plans.pause(planId);
+      print(() => `Paused plan ${planId} (resume: wfa plans resume ${planId})`, r);
+    });
+  plans
+    .command('resume <planId>')
+    .description('resume a paused plan where it stopped')
+    .action(async (planId: string) => {
+      const r = await (await client()).plans.resume(planId);
+      print(() => `Resumed plan ${planId}: ${planStatusName(r.status)}`, r);
+    });
+  plans
+    .command('rollout <planId>')
+    .description("change a running or paused plan's rate or failure ratio, from its next batch")
+    .option('--rate <n>', 'at most N instances per second', positive)
+    .option('--no-rate', 'remove the rate limit')
+    .option('--stop-on-failure-ratio <r>', 'pause when failed ÷ finished exceeds R (0 to 1)', ratio)
+    .action(async (planId: string, o: { rate?: number | false; stopOnFailureRatio?: number }) => {
+      const patch = {
+        ...(o.rate === false ? { rate: null } : o.rate !== undefined ? { rate: o.rate } : {}),
+        ...(o.stopOnFailureRatio !== undefined ? { stopOnFailureRatio: o.stopOnFailureRatio } : {}),
+      };
+      if (Object.keys(patch).length === 0) throw new Error('Give --rate N, --no-rate or --stop-on-failure-ratio R');
+      const plan = await (await client()).plans.rollout(planId, patch);
+      print(() => showPlan(plan), plan);
+    });
+  plans
+    .command('revert <planId>')
+    .description('revert a finished plan: a new plan restores each instance it changed and nothing changed since')
+    .option('--id <id>', 'id of the revert plan (idempotent)')
+    .option('--watch', 'draw the revert plan until it ends')
+    .action(async (planId: string, o: { id?: string; watch?: boolean }) => {
+      const c = await client();
+      const r = await c.plans.revert(planId, o.id ? { id: o.id } : {});
+      if (!o.watch) return print(() => `Reverting plan ${planId} with plan ${r.planId}`, r);
+      if (!opts().json) io.out(`Reverting plan ${planId} with plan ${r.planId}`);
+      exitCode = await watchPlan(c, r.planId, { json: Boolean(opts().json), ...io });
     });
   plans
     .command('cancel <planId>')
@@ -376,6 +435,20 @@ function planRow(p: PlanView) {
   };
 }
 
+/** A positive number option (commander parser). */
+function positive(value: string): number {
+  const v = Number(value);
+  if (!Number.isFinite(v) || v <= 0) throw new InvalidArgumentError('Expected a positive number.');
+  return v;
+}
+
+/** A ratio option from 0 to 1. */
+function ratio(value: string): number {
+  const v = Number(value);
+  if (!Number.isFinite(v) || v < 0 || v > 1) throw new InvalidArgumentError('Expected a number from 0 to 1.');
+  return v;
+}
+
 function showPlan(p: PlanView): string {
   const c = p.jobCounts;
   const bar = stackedBar(
@@ -386,9 +459,18 @@ function showPlan(p: PlanView): string {
     ],
     c.total,
   );
+  const r = p.rollout;
+  const rollout = r
+    ? [
+        r.rate != null ? `rate ${n(r.rate)}/s` : '',
+        r.canary != null ? `canary ${n(r.canary)}` : '',
+        r.stopOnFailureRatio != null ? `stop on failures above ${r.stopOnFailureRatio}` : '',
+      ].filter(Boolean)
+    : [];
   return [
-    `${p.id}  ${planStatusName(p.status)}${p.failureReason ? `: ${p.failureReason}` : ''}`,
-    `  ${p.alterations.map((a) => a.type).join(', ')}`,
+    `${p.id}  ${planStatusName(p.status)}${p.pauseReason ? ` (${p.pauseReason})` : ''}${p.failureReason ? `: ${p.failureReason}` : ''}`,
+    `  ${p.revertOf ? `reverts plan ${p.revertOf}` : p.alterations.map((a) => a.type).join(', ')}`,
+    ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
     `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
     `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
     `  created ${p.createdAt}${p.completedAt ? `, finished ${p.completedAt}` : ''}`,

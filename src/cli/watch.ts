@@ -19,6 +19,7 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
   let final: PlanView | undefined;
   let lastLine = 0;
   let drawn = false;
+  let lastPause: string | null | undefined;
   for (let attempt = 0; !final && attempt <= RECONNECTS; attempt++) {
     // A stream cut short (a restarted API node) is picked up again: the service sends the current state at once.
     if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(5_000, 500 * 2 ** attempt)));
@@ -34,6 +35,14 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
         }
         const c = e.data.jobCounts;
         const finished = c.completed + c.failed + c.cancelled;
+        if (e.data.status === PLAN_STATUS.Paused && e.data.pauseReason !== lastPause) {
+          // Said once per pause, on its own line: the watch goes on until the plan ends.
+          if (drawn) process.stdout.write('\n');
+          io.out(
+            `Paused (${e.data.pauseReason ?? 'manual'}) after ${n(finished)} of ${n(c.total)}: wfa plans resume ${planId}`,
+          );
+        }
+        lastPause = e.data.status === PLAN_STATUS.Paused ? e.data.pauseReason : undefined;
         if (c.total === 0 && e.data.status < PLAN_STATUS.Running) {
           // Jobs are not generated yet: the matching set is being frozen.
           if (!io.isTty) io.out(`${planStatusName(e.data.status)}: selecting the matching instances…`);

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { AlterationSchema, FilterSchema } from '../alterations/model.js';
+import type { AlterationSchema, FilterSchema, RolloutPatchSchema, RolloutSchema } from '../alterations/model.js';
 import type { JobView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
 import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
 import type { DefinitionSchema } from '../engine/definition-views.js';
@@ -15,6 +15,8 @@ import { type PlanEvent, readServerSentEvents } from './sse.js';
 
 export type Alteration = z.input<typeof AlterationSchema>;
 export type Filter = z.input<typeof FilterSchema>;
+export type Rollout = z.input<typeof RolloutSchema>;
+export type RolloutPatch = z.input<typeof RolloutPatchSchema>;
 export type DefinitionRequest = z.input<typeof WorkflowDefinitionRequestSchema>;
 export type Definition = z.infer<typeof DefinitionSchema>;
 export type ConnectionRequest = z.input<typeof ConnectionRequestSchema>;
@@ -132,7 +134,7 @@ export function createClient(options: ClientOptions) {
     },
 
     plans: {
-      submit: (body: { id?: string; alterations: Alteration[]; filter: Filter }) =>
+      submit: (body: { id?: string; alterations: Alteration[]; filter: Filter; rollout?: Rollout }) =>
         call<{ planId: string }>('POST', '/alterations/submit', { body }),
       dryRun: (filter: Filter) =>
         call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', { body: filter }),
@@ -149,6 +151,16 @@ export function createClient(options: ClientOptions) {
         call<Page<JobView>>('GET', `/alterations/${seg(planId)}/jobs`, { query }),
       cancel: (planId: string) =>
         call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/cancel`),
+      /** Batches in flight finish, none starts until resumed (status Paused 7). */
+      pause: (planId: string) => call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/pause`),
+      resume: (planId: string) =>
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/resume`),
+      /** Change the rate or failure ratio of a running or paused plan (null removes one). */
+      rollout: (planId: string, body: RolloutPatch) =>
+        call<PlanView>('PATCH', `/alterations/${seg(planId)}/rollout`, { body }),
+      /** A new plan that restores what a finished plan changed (instances changed since are left alone). */
+      revert: (planId: string, body: { id?: string } = {}) =>
+        call<{ planId: string }>('POST', `/alterations/${seg(planId)}/revert`, { body }),
       run: (workflowInstanceIds: string[], alterations: Alteration[]) =>
         call<{ results: RunResultView[] }>('POST', '/alterations/run', { body: { workflowInstanceIds, alterations } }),
       retry: (workflowInstanceIds: string[], activityIds?: string[]) =>

@@ -118,6 +118,52 @@ describe('wfa, spawned against a running service', () => {
     expect(page.items.every((j) => j.status === 3)).toBe(true);
   });
 
+  it('steers a plan: a canary that pauses, a new rate, resume, watch to the end, revert, and a 409 once finished', async () => {
+    const plan = await file('steer.json', {
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 6 }],
+      filter: { definitionIds: ['cli-def'] },
+    });
+    const planId = `cli-steer-${run}`;
+    const submitted = await wfa(['plans', 'submit', plan, '--id', planId, '--canary', '50', '--rate', '500']);
+    expect(submitted.err).toBe('');
+    expect(submitted.out.trim()).toBe(`Submitted plan ${planId}`);
+    let shown: { status: number; pauseReason: string | null; jobCounts: { completed: number } } | undefined;
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+      shown = JSON.parse((await wfa(['--json', 'plans', 'show', planId])).out);
+      if (shown?.status === 7) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(shown).toMatchObject({ status: 7, pauseReason: 'canary', jobCounts: { completed: 50 } });
+    const human = await wfa(['plans', 'show', planId]);
+    expect(human.out).toContain('Paused (canary)');
+    expect(human.out).toContain('rollout: rate 500/s, canary 50');
+
+    const faster = await wfa(['plans', 'rollout', planId, '--rate', '2000']);
+    expect(faster.code).toBe(0);
+    expect(faster.out).toContain('rate 2,000/s');
+    const resumed = await wfa(['plans', 'resume', planId]);
+    expect(resumed.out.trim()).toBe(`Resumed plan ${planId}: Running`);
+    const watched = await wfa(['plans', 'watch', planId]);
+    expect(watched.code).toBe(0);
+    expect(watched.out.trim().split('\n').at(-1)).toBe('Completed: 300 completed, 0 failed, 0 cancelled of 300');
+
+    const reverted = await wfa(['plans', 'revert', planId, '--id', `${planId}-undo`, '--watch']);
+    expect(reverted.err).toBe('');
+    expect(reverted.code).toBe(0);
+    expect(reverted.out).toContain(`Reverting plan ${planId} with plan ${planId}-undo`);
+    expect(reverted.out.trim().split('\n').at(-1)).toBe('Completed: 300 completed, 0 failed, 0 cancelled of 300');
+    const { rows } = await pool.query<{ amount: string; n: number }>(
+      "SELECT variables->>'amount' AS amount, count(*)::int AS n FROM workflow_instances WHERE definition_id = 'cli-def' GROUP BY 1",
+    );
+    expect(rows).toEqual([{ amount: '5', n: 300 }]);
+
+    const late = await wfa(['plans', 'pause', planId]);
+    expect(late.code).not.toBe(0);
+    expect(late.err).toContain(`Plan ${planId} is already Completed`);
+    const again = await wfa(['plans', 'revert', planId]);
+    expect(again.err).toContain(`already reverted by plan ${planId}-undo`);
+  }, 90_000);
+
   it('names the offending field of a bad file, and says when a file is not JSON', async () => {
     const bad = await wfa(['plans', 'submit', await file('bad.json', { alterations: [{ type: 'Nope' }], filter: {} })]);
     expect(bad.code).toBe(1);
