@@ -15,6 +15,12 @@ export interface Stat {
 
 export interface SizeResult {
   n: number;
+  /** Plan jobs recorded before-images (false: BENCH_RECORD_UNDO=0, to measure their cost). */
+  recordUndo?: boolean;
+  undo?: {
+    bytesPerJob: number;
+    revert: { ms: number; instancesPerSecond: number; restored: number; ok: boolean } | null;
+  };
   seedMs: number;
   plan: {
     planId: string;
@@ -145,6 +151,14 @@ export function printTable(results: BenchResults, file: string): void {
       '  verified: altered / jobs status 2',
       (s) => `${s.plan.verified.instancesAltered} / ${s.plan.verified.jobsCompleted}`,
     ],
+    ['before-images: bytes per job', (s) => (s.recordUndo === false ? 'off' : `${s.undo?.bytesPerJob ?? '-'} B`)],
+    [
+      'revert plan: time (instances/s)',
+      (s) =>
+        s.undo?.revert
+          ? `${round(s.undo.revert.ms / 1000, 2)} s (${s.undo.revert.instancesPerSecond})${s.undo.revert.ok ? '' : ' NOT VERIFIED'}`
+          : '-',
+    ],
     ['raw UPDATE (floor)', (s) => `${round(s.raw.ms / 1000, 2)} s`],
     ['ratio plan / raw UPDATE', (s) => `${s.ratio}x`],
     ['dry-run median of 5 (count)', (s) => `${s.dryRun.medianMs} ms (${s.dryRun.count})`],
@@ -202,7 +216,7 @@ export function printTable(results: BenchResults, file: string): void {
       (s) => `${s.breakdown.eventLoopDelay.p99Ms} / ${s.breakdown.eventLoopDelay.maxMs} ms`,
     ],
   ];
-  const header = ['', ...sizes.map((s) => `N = ${s.n}`)];
+  const header = ['', ...sizes.map((s) => `N = ${s.n}${s.recordUndo === false ? ' (no undo)' : ''}`)];
   const table = [header, ...rows.map(([label, f]) => [label, ...sizes.map(f)])];
   const widths = header.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');

@@ -129,22 +129,27 @@ async function parent(): Promise<void> {
     await writeFile(bundle, code);
 
     const results: SizeResult[] = [];
+    // BENCH_COMPARE_UNDO=1: each size also runs with no before-images recorded, to show what they cost.
+    const variants = process.env.BENCH_COMPARE_UNDO === '1' ? ['1', '0'] : ['1'];
     for (const size of sizes) {
-      log(`N = ${size}: starting a fresh process and database`);
-      const resultFile = path.join(work, `result-${size}.json`);
-      await runChild(size, {
-        BENCH_PG_ADMIN_URL: adminUrl,
-        BENCH_TEMPORAL_ADDRESS: address,
-        BENCH_WORKFLOW_BUNDLE: bundle,
-        BENCH_RESULT_FILE: resultFile,
-      });
-      results.push(JSON.parse(await readFile(resultFile, 'utf8')) as SizeResult);
+      for (const recordUndo of variants) {
+        log(`N = ${size}${recordUndo === '0' ? ' without before-images' : ''}: starting a fresh process and database`);
+        const resultFile = path.join(work, `result-${size}-${recordUndo}.json`);
+        await runChild(size, {
+          BENCH_PG_ADMIN_URL: adminUrl,
+          BENCH_TEMPORAL_ADDRESS: address,
+          BENCH_WORKFLOW_BUNDLE: bundle,
+          BENCH_RESULT_FILE: resultFile,
+          BENCH_RECORD_UNDO: recordUndo,
+        });
+        results.push(JSON.parse(await readFile(resultFile, 'utf8')) as SizeResult);
+      }
     }
 
     const cpus = os.cpus();
     const report: BenchResults = {
       date: new Date().toISOString(),
-      command: `BENCH_SIZES=${sizes.join(',')} npm run bench`,
+      command: `${process.env.BENCH_COMPARE_UNDO === '1' ? 'BENCH_COMPARE_UNDO=1 ' : ''}BENCH_SIZES=${sizes.join(',')} npm run bench`,
       machine: {
         cpus: os.availableParallelism(),
         cpuModel: cpus[0]?.model ?? '?',
@@ -154,7 +159,7 @@ async function parent(): Promise<void> {
       },
       config: { ...config.alterations, pollMs: POLL_MS, postgres: pgDescription, temporal: temporalDescription },
       sizes: results,
-      targets: evaluateTargets(results),
+      targets: evaluateTargets(results.filter((r) => r.recordUndo !== false)),
     };
     await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
     await writeFile(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');

@@ -86,6 +86,9 @@ function expectStatus(r: { status: number; body: unknown }, status: number, what
   if (r.status !== status) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`);
 }
 
+/** BENCH_RECORD_UNDO=0: plan jobs record no before-image (the bench's way to measure what they cost). */
+const RECORD_UNDO = process.env.BENCH_RECORD_UNDO !== '0';
+
 /** The service as production wires it (src/service.ts), in process, on a fresh database; both pools counted. */
 async function startBenchService(n: number) {
   const adminUrl = process.env.BENCH_PG_ADMIN_URL!;
@@ -111,6 +114,7 @@ async function startBenchService(n: number) {
       workflowBundlePath: process.env.BENCH_WORKFLOW_BUNDLE,
       workerOptions: { interceptors: { activity: [timingInterceptor] } },
       onPool: (p) => instrumentPool(p),
+      recordUndo: RECORD_UNDO,
     },
   );
   const app = service.app!;
@@ -270,6 +274,49 @@ function activityBreakdown(): SizeResult['breakdown']['activities'] {
   return activities;
 }
 
+/**
+ * What the before-images cost in storage (bytes per job: the undo column plus the revision) and how fast a
+ * revert plan restores them all: POST /alterations/{planId}/revert -> status 4, verified in SQL.
+ */
+async function revertPlan(api: Api, benchPool: pg.Pool, planId: string, n: number) {
+  const { rows: size } = await benchPool.query<{ undo: number; revision: number; jobs: number }>(
+    `SELECT coalesce(sum(pg_column_size(undo)), 0)::float8 AS undo, coalesce(sum(pg_column_size(revision)), 0)::float8 AS revision,
+            count(*)::int AS jobs FROM alteration_jobs WHERE plan_id = $1`,
+    [planId],
+  );
+  const bytes = size[0]!;
+  const bytesPerJob = round((bytes.undo + bytes.revision) / Math.max(1, bytes.jobs), 1);
+  if (!RECORD_UNDO) return { bytesPerJob, revert: null };
+  const t0 = performance.now();
+  const started = await api<{ planId: string }>('POST', `/alterations/${planId}/revert`, {});
+  expectStatus(started, 202, 'revert');
+  for (;;) {
+    const r = await api<{ plan: { status: number; jobCounts: { completed: number } } }>(
+      'GET',
+      `/alterations/${started.body.planId}`,
+    );
+    expectStatus(r, 200, 'read revert plan');
+    if (r.body.plan.status === 4) break;
+    if (r.body.plan.status > 4) throw new Error(`revert plan ended with status ${r.body.plan.status}`);
+    if (performance.now() - t0 > PLAN_TIMEOUT_MS) throw new Error(`revert not completed after ${PLAN_TIMEOUT_MS} ms`);
+    await sleep(POLL_MS);
+  }
+  const ms = performance.now() - t0;
+  const { rows } = await benchPool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM workflow_instances WHERE tenant_id = '' AND definition_id = $1 AND variables->'amount' = '0'::jsonb`,
+    [DEFINITION_ID],
+  );
+  return {
+    bytesPerJob,
+    revert: {
+      ms: round(ms),
+      instancesPerSecond: Math.round(n / (ms / 1000)),
+      restored: rows[0]!.n,
+      ok: rows[0]!.n === n,
+    },
+  };
+}
+
 /** The floor: the same change as one UPDATE, on a vacuumed table, after a checkpoint. */
 async function rawUpdate(benchPool: pg.Pool, n: number) {
   await benchPool.query('VACUUM ANALYZE workflow_instances');
@@ -335,7 +382,14 @@ export async function runSize(n: number): Promise<SizeResult> {
     const temporal = await planHistory(service.client, plan.planId, config.alterations.window);
     const workerSql = sqlTable(sqlStats.worker);
     const apiSql = sqlTable(sqlStats.api);
+    // The plan's activities only (the revert plan below runs batches too).
+    const activities = activityBreakdown();
 
+    const undo = await revertPlan(api, benchPool, plan.planId, n);
+    log(
+      `before-images ${RECORD_UNDO ? `${undo.bytesPerJob} bytes/job` : 'off'}` +
+        (undo.revert ? `; revert in ${round(undo.revert.ms / 1000, 2)} s (${undo.revert.instancesPerSecond}/s)` : ''),
+    );
     const raw = await rawUpdate(benchPool, n);
     log(`raw UPDATE in ${round(raw.ms / 1000, 2)} s`);
     const dryRun = await dryRuns(api, benchPool, filter, n);
@@ -343,6 +397,8 @@ export async function runSize(n: number): Promise<SizeResult> {
 
     return {
       n,
+      recordUndo: RECORD_UNDO,
+      undo,
       seedMs: round(seedMs),
       plan: {
         planId: plan.planId,
@@ -362,7 +418,7 @@ export async function runSize(n: number): Promise<SizeResult> {
       memory: { ...sampled.memory, maxRssAtEndMb: mb(process.resourceUsage().maxRSS * 1024) },
       temporal,
       breakdown: {
-        activities: activityBreakdown(),
+        activities,
         workerSql,
         apiSql,
         cpu: sampled.cpu,

@@ -59,6 +59,11 @@ export interface ServiceOverrides {
   clock?: Clock;
   /** Called with each pool as it is made (the bench counts statements). */
   onPool?: (pool: pg.Pool, which: 'api' | 'worker') => void;
+  /**
+   * false: plan jobs record no before-image, so a revert finds nothing to restore. Only the bench sets it,
+   * to measure what recording them costs; there is no setting for it.
+   */
+  recordUndo?: boolean;
 }
 
 export interface Service {
@@ -237,6 +242,7 @@ async function build(
         cipher,
         dispatcher,
         outbound: { allowNetworks: config.outboundAllowNetworks },
+        ...(o.recordUndo === false ? { recordUndo: false } : {}),
       },
       workflowBundlePath: o.workflowBundlePath,
       maxConcurrentActivities: workerPoolSize,

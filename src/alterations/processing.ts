@@ -32,6 +32,8 @@ export interface ProcessingDeps {
   definitions: DefinitionCache;
   dispatcher: Dispatcher;
   clock?: Clock;
+  /** false: jobs record no before-image (the bench measures their cost; nothing else sets it). */
+  recordUndo?: boolean;
 }
 
 /**
@@ -198,7 +200,9 @@ export async function runJobBatch(
       );
     }
     await saveInstances(client, outcomes, now, instances);
+    const record = deps.recordUndo !== false;
     const written = outcomes.map((o, i) => {
+      if (!record) return null;
       const before = instances.get(jobs.rows[i]!.instance_id);
       return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
     });
