@@ -35,7 +35,7 @@ export interface SizeResult {
   };
   raw: { ms: number; rows: number; verified: number; ok: boolean };
   ratio: number;
-  dryRun: { medianMs: number; runsMs: number[]; count: number; ok: boolean };
+  dryRun: { medianMs: number; runsMs: number[]; count: number; ok: boolean; countOnlyMedianMs?: number };
   memory: {
     rssBeforePlanMb: number;
     rssPeakDuringPlanMb: number;
@@ -162,6 +162,7 @@ export function printTable(results: BenchResults, file: string): void {
     ['raw UPDATE (floor)', (s) => `${round(s.raw.ms / 1000, 2)} s`],
     ['ratio plan / raw UPDATE', (s) => `${s.ratio}x`],
     ['dry-run median of 5 (count)', (s) => `${s.dryRun.medianMs} ms (${s.dryRun.count})`],
+    ['dry-run countOnly median of 5', (s) => `${s.dryRun.countOnlyMedianMs ?? '-'} ms`],
     ['RSS before plan / peak during plan', (s) => `${s.memory.rssBeforePlanMb} / ${s.memory.rssPeakDuringPlanMb} MB`],
     [
       'heapUsed peak / live after major GC (max, n)',
@@ -211,6 +212,12 @@ export function printTable(results: BenchResults, file: string): void {
       },
     ],
     ['WAL written: plan / raw UPDATE', (s) => `${s.breakdown.walMb.plan ?? '-'} / ${s.breakdown.walMb.raw ?? '-'} MB`],
+    [
+      '  WAL per altered instance: plan / raw',
+      (s) =>
+        `${s.breakdown.walMb.plan === null ? '-' : Math.round((s.breakdown.walMb.plan * 1024 * 1024) / s.n)} / ` +
+        `${s.breakdown.walMb.raw === null ? '-' : Math.round((s.breakdown.walMb.raw * 1024 * 1024) / s.n)} B`,
+    ],
     [
       'event loop delay p99 / max',
       (s) => `${s.breakdown.eventLoopDelay.p99Ms} / ${s.breakdown.eventLoopDelay.maxMs} ms`,

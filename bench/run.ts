@@ -15,7 +15,7 @@
  * Results: a table on stdout and bench/results/latest.json.
  */
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const RESULTS_FILE = path.join(BENCH_DIR, 'results', 'latest.json');
+const RESULTS_FILE = process.env.BENCH_RESULTS_FILE ?? path.join(BENCH_DIR, 'results', 'latest.json');
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -164,6 +164,16 @@ async function parent(): Promise<void> {
     await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
     await writeFile(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
     printTable(report, RESULTS_FILE);
+    // BENCH_MAX_RATIO (CI): fail when a plan regressed past this many times its raw UPDATE floor.
+    const maxRatio = process.env.BENCH_MAX_RATIO ? Number(process.env.BENCH_MAX_RATIO) : undefined;
+    if (maxRatio !== undefined) {
+      const checked = results.filter((r) => r.recordUndo !== false);
+      const over = checked.filter((r) => !(r.ratio <= maxRatio) || !r.plan.verified.ok);
+      for (const r of checked)
+        log(`${over.includes(r) ? 'FAIL' : 'PASS'}  N=${r.n}: plan / raw UPDATE ${r.ratio}x (bound ${maxRatio}x)`);
+      process.stdout.write(`bench: ${checked.length - over.length} passed, ${over.length} failed\n`);
+      if (over.length) process.exitCode = 1;
+    }
   } finally {
     for (const stop of stops) await stop().catch((err: unknown) => log(`error while stopping: ${String(err)}`));
   }

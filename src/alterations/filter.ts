@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { escapeLike } from '../db/sql.js';
 import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
@@ -136,6 +137,48 @@ export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey
     rowMode: 'array',
   } as never);
   return (rows as unknown as [string][]).map((r) => r[0]);
+}
+
+/**
+ * Dry-run as a stream: the same ids in the same order, read through a cursor in one read-only, repeatable
+ * read transaction (one snapshot, like the array form) `pageSize` at a time, so memory stays flat whatever
+ * the number of matches. The connection is held until the generator ends or is returned early.
+ */
+export async function* streamInstanceIds(
+  pool: pg.Pool,
+  filter: Filter,
+  tenantKey: string,
+  pageSize = 10_000,
+): AsyncGenerator<string[]> {
+  const compiled = compileFilter(filter, tenantKey);
+  if (!compiled.selects) return;
+  const client = await pool.connect();
+  let broken = false;
+  let open = false;
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    open = true;
+    await client.query({
+      text: `DECLARE dry_run NO SCROLL CURSOR FOR
+               SELECT i.id FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id`,
+      values: compiled.params,
+    });
+    for (;;) {
+      const { rows } = await client.query({ text: `FETCH ${Number(pageSize)} FROM dry_run`, rowMode: 'array' });
+      if (rows.length === 0) break;
+      yield (rows as [string][]).map((r) => r[0]);
+      if (rows.length < pageSize) break;
+    }
+    await client.query('COMMIT');
+    open = false;
+  } catch (err) {
+    broken = true;
+    throw err;
+  } finally {
+    // Returned early (the client went away): end the transaction before the connection goes back.
+    if (open && !broken) await client.query('ROLLBACK').catch(() => (broken = true));
+    client.release(broken);
+  }
 }
 
 /** How many instances the filter selects (`POST /alterations/dry-run?countOnly=true`): one count, no ids. */

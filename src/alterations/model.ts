@@ -33,30 +33,33 @@ export const UNFINISHED_STATUSES = [
 export const PAUSE_REASONS = ['manual', 'canary', 'failures'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
+const rolloutControls = {
+  rate: z
+    .number()
+    .min(1)
+    .max(1_000_000)
+    .nullish()
+    .openapi({ description: 'At most this many instances per second (a throttle, not a target); null: none' }),
+  stopOnFailureRatio: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullish()
+    .openapi({ description: 'Pause with pauseReason "failures" when failed ÷ finished exceeds it; null: never' }),
+};
+
 /** The rollout controls a running plan may change (PATCH …/rollout); null removes one. */
-export const RolloutPatchSchema = z
-  .strictObject({
-    rate: z
-      .number()
-      .min(1)
-      .max(1_000_000)
-      .nullish()
-      .openapi({ description: 'At most this many instances per second (a throttle, not a target); null: none' }),
-    stopOnFailureRatio: z
-      .number()
-      .min(0)
-      .max(1)
-      .nullish()
-      .openapi({ description: 'Pause with pauseReason "failures" when failed ÷ finished exceeds it; null: never' }),
-  })
-  .openapi('RolloutPatch');
+export const RolloutPatchSchema = z.strictObject(rolloutControls).openapi('RolloutPatch');
 
 /** Rollout controls of a submitted plan (contract section 7). */
-export const RolloutSchema = RolloutPatchSchema.extend({
-  canary: Int32.min(1)
-    .nullish()
-    .openapi({ description: 'Process this many instances first, then pause with pauseReason "canary"' }),
-}).openapi('Rollout');
+export const RolloutSchema = z
+  .strictObject({
+    ...rolloutControls,
+    canary: Int32.min(1)
+      .nullish()
+      .openapi({ description: 'Process this many instances first, then pause with pauseReason "canary"' }),
+  })
+  .openapi('Rollout');
 export type Rollout = z.infer<typeof RolloutSchema>;
 
 export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4 } as const;

@@ -200,7 +200,7 @@ function planView(r: PlanRow, counts: JobCounts): PlanView {
     completedAt: r.completed_at?.toISOString() ?? null,
     jobCounts: counts,
     failureReason: r.status === PLAN_STATUS.Failed ? r.failure : null,
-    rollout: r.rollout,
+    rollout: r.rollout ?? { rate: null, canary: null, stopOnFailureRatio: null },
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
   };

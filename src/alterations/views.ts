@@ -59,8 +59,8 @@ export const PlanSchema = z
       .string()
       .nullable()
       .openapi({ description: 'Why the plan could not be processed (status Failed); null otherwise' }),
-    rollout: RolloutSchema.nullable().openapi({
-      description: 'The rollout controls as submitted and patched (null: none)',
+    rollout: RolloutSchema.openapi({
+      description: 'The rollout controls as submitted and patched; a control not asked for is null',
     }),
     pauseReason: z
       .enum(PAUSE_REASONS)

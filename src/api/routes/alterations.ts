@@ -1,5 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { countInstances, selectInstanceIds } from '../../alterations/filter.js';
+import { stream } from 'hono/streaming';
+import { countInstances, streamInstanceIds } from '../../alterations/filter.js';
 import { previewPlan } from '../../alterations/preview.js';
 import {
   AlterationSchema,
@@ -48,7 +49,7 @@ const SubmitSchema = z
     }),
     alterations: Alterations,
     filter: FilterSchema,
-    rollout: RolloutSchema.nullish().openapi({
+    rollout: RolloutSchema.optional().openapi({
       description: 'Optional rollout controls (contract section 7): rate, canary, stopOnFailureRatio',
     }),
   })
@@ -338,8 +339,29 @@ export function alterationRoutes() {
     if (c.req.valid('query').countOnly === 'true') {
       return c.json({ count: await countInstances(pool, c.req.valid('json'), callerTenant(c)) }, 200);
     }
-    const ids = await selectInstanceIds(pool, c.req.valid('json'), callerTenant(c));
-    return c.json({ workflowInstanceIds: ids }, 200);
+    // Streamed: {"workflowInstanceIds":[…]} written a page of ids at a time, so a dry-run of a million ids
+    // holds one page in memory, not the whole body. The first page is read before the response starts, so
+    // a failing query is still a problem+json answer.
+    const pages = streamInstanceIds(pool, c.req.valid('json'), callerTenant(c));
+    const first = await pages.next();
+    c.header('Content-Type', 'application/json');
+    return stream(c, async (out) => {
+      let aborted = false;
+      out.onAbort(() => {
+        aborted = true;
+      });
+      try {
+        await out.write('{"workflowInstanceIds":[');
+        let sep = '';
+        for (let page = first; !page.done && !aborted; page = await pages.next()) {
+          await out.write(sep + page.value.map((id) => JSON.stringify(id)).join(','));
+          sep = ',';
+        }
+        await out.write(']}');
+      } finally {
+        await pages.return(undefined);
+      }
+    }) as never;
   });
 
   app.openapi(preview, async (c) => {

@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selectInstanceIds, streamInstanceIds } from '../../src/alterations/filter.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+let h: Harness;
+let ids: string[];
+
+beforeAll(async () => {
+  h = await createHarness({ worker: false });
+  const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('stream-def') });
+  ids = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 2500 });
+  await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 10, tenantId: 'other' });
+});
+afterAll(() => h?.close());
+
+describe('the streamed dry-run', () => {
+  it('answers the same ids in the same order as one query, page by page, and valid JSON over HTTP', async () => {
+    const filter = { definitionIds: ['stream-def'] };
+    const pages: string[][] = [];
+    for await (const page of streamInstanceIds(h.pool, filter, '', 700)) pages.push(page);
+    expect(pages.map((p) => p.length)).toEqual([700, 700, 700, 400]);
+    expect(pages.flat()).toEqual(await selectInstanceIds(h.pool, filter, ''));
+    expect(pages.flat()).toEqual(ids);
+
+    const r = await h.request('POST', '/alterations/dry-run', { body: filter });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(r.body).toEqual({ workflowInstanceIds: ids });
+    const none = await h.request('POST', '/alterations/dry-run', { body: { definitionIds: ['nothing'] } });
+    expect(none.body).toEqual({ workflowInstanceIds: [] });
+  });
+
+  it('gives its connection back, with no transaction left open, when the reader stops early', async () => {
+    const before = h.pool.totalCount - h.pool.idleCount;
+    for await (const page of streamInstanceIds(h.pool, { definitionIds: ['stream-def'] }, '', 100)) {
+      expect(page).toHaveLength(100);
+      break;
+    }
+    expect(h.pool.totalCount - h.pool.idleCount).toBe(before);
+    const { rows } = await h.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+    );
+    expect(rows[0]!.n).toBe(0);
+  });
+
+  it('is still a problem+json answer when the query fails before the first page', async () => {
+    const r = await h.request('POST', '/alterations/dry-run', {
+      body: {
+        definitionIds: ['stream-def'],
+        timestampFilters: [{ column: 'CreatedAt', operator: 'LessThan', timestamp: '0000-01-01T00:00:00Z' }],
+      },
+    });
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(r.status).toBeLessThan(500);
+    expect(r.headers.get('content-type')).toMatch(/problem\+json/);
+  });
+});
