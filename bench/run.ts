@@ -54,7 +54,8 @@ function runChild(size: number, env: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
     // --expose-gc: only to read the live heap after a full GC once the plan is done (it changes nothing else).
     const proc = spawn(process.execPath, [...process.execArgv, '--expose-gc', fileURLToPath(import.meta.url)], {
-      env: { ...process.env, ...env, BENCH_CHILD_SIZE: String(size) },
+      // MALLOC_ARENA_MAX as the npm scripts and the Dockerfile set it for the service.
+      env: { MALLOC_ARENA_MAX: '2', ...process.env, ...env, BENCH_CHILD_SIZE: String(size) },
       stdio: 'inherit',
     });
     proc.on('error', reject);

@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 import { createApiKey } from '../src/auth/api-keys.js';
+import { tuneHeapGrowth } from '../src/memory.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
@@ -450,6 +451,8 @@ export async function runSize(n: number): Promise<SizeResult> {
 }
 
 export async function child(): Promise<void> {
+  // As src/main.ts does at start (HEAP_GROWING_PERCENT).
+  tuneHeapGrowth(loadConfig().heapGrowingPercent);
   const n = Number(process.env.BENCH_CHILD_SIZE);
   const result = await runSize(n);
   await writeFile(process.env.BENCH_RESULT_FILE!, JSON.stringify(result));

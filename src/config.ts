@@ -46,6 +46,7 @@ const ConfigSchema = z.object({
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   XDG_CACHE_HOME: optional,
+  HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -80,6 +81,8 @@ export interface Config {
   /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
   alterations: { batchSize: number; window: number; batchesPerRun: number };
   logLevel: string;
+  /** V8's old-space growth past the live heap before a full GC, in percent (src/memory.ts); 0: V8's own. */
+  heapGrowingPercent: number;
   /** Where built tools are cached across data folders and clones (the Temporal CLI): $XDG_CACHE_HOME/wf-alter. */
   cacheDir: string;
 }
@@ -130,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchesPerRun: e.ALTERATION_BATCHES_PER_RUN,
     },
     logLevel: e.LOG_LEVEL,
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),
   };
 }

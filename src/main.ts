@@ -1,6 +1,7 @@
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { Lifecycle, StopRequested } from './lifecycle.js';
 import { createLogger, terminalStream } from './logger.js';
+import { tuneHeapGrowth } from './memory.js';
 import { assertPortsFree, PortInUseError, type PortUse } from './ports.js';
 import { createService, type Role, type Service } from './service.js';
 
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
     process.stderr.write(`Startup failed: ${describe(err)}\n`);
     process.exit(1);
   }
+  tuneHeapGrowth(config.heapGrowingPercent);
   // A person at a terminal reads lines; anything else (a supervisor, a pipe) gets JSON.
   const logger = createLogger(config.logLevel, process.stdout.isTTY ? terminalStream() : undefined);
   const life = new Lifecycle(logger);
