@@ -71,7 +71,7 @@ export function createApp(deps: AppDeps) {
   // curl output) starts on its own line.
   app.use('*', async (c, next) => {
     await next();
-    if (!JSON_TYPE.test(c.res.headers.get('content-type') ?? '') || !c.res.body) return;
+    if (c.get('streamed') || !JSON_TYPE.test(c.res.headers.get('content-type') ?? '') || !c.res.body) return;
     const text = await c.res.text();
     const headers = new Headers(c.res.headers);
     // The adapter computes Content-Length from the new string body.

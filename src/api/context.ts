@@ -33,6 +33,8 @@ export interface AppEnv {
     requestId: string;
     logger: Logger;
     principal: Principal;
+    /** The route streams its JSON body (and ends it with a newline itself): no middleware may buffer it. */
+    streamed?: boolean;
   };
 }
 

@@ -32,6 +32,21 @@ describe('the streamed dry-run', () => {
     expect(none.body).toEqual({ workflowInstanceIds: [] });
   });
 
+  it('reaches the client a page at a time over HTTP, not as one buffered body', async () => {
+    const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('stream-big') });
+    const many = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 25_000 });
+    const res = await h.app.request('/alterations/dry-run', {
+      method: 'POST',
+      headers: { authorization: `ApiKey ${h.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ definitionIds: ['stream-big'] }),
+    });
+    const chunks: string[] = [];
+    for await (const chunk of res.body!) chunks.push(Buffer.from(chunk as Uint8Array).toString('utf8'));
+    expect(chunks.length).toBeGreaterThanOrEqual(3); // three pages of up to 10,000 ids, each written as read
+    expect(chunks.join('').endsWith(']}\n')).toBe(true);
+    expect(JSON.parse(chunks.join(''))).toEqual({ workflowInstanceIds: many });
+  });
+
   it('gives its connection back, with no transaction left open, when the reader stops early', async () => {
     const before = h.pool.totalCount - h.pool.idleCount;
     for await (const page of streamInstanceIds(h.pool, { definitionIds: ['stream-def'] }, '', 100)) {

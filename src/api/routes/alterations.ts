@@ -345,6 +345,7 @@ export function alterationRoutes() {
     const pages = streamInstanceIds(pool, c.req.valid('json'), callerTenant(c));
     const first = await pages.next();
     c.header('Content-Type', 'application/json');
+    c.set('streamed', true);
     return stream(c, async (out) => {
       let aborted = false;
       out.onAbort(() => {
@@ -357,7 +358,7 @@ export function alterationRoutes() {
           await out.write(sep + page.value.map((id) => JSON.stringify(id)).join(','));
           sep = ',';
         }
-        await out.write(']}');
+        await out.write(']}\n');
       } finally {
         await pages.return(undefined);
       }
