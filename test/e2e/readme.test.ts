@@ -93,6 +93,11 @@ describe('the README walk-through', () => {
     expect(out).toMatch(/yes +dispatched +ScheduleActivity succeeded/);
     expect(out).toMatch(/Submitted plan cancel-1\n(.*\n)*Completed: 1 completed, 0 failed, 0 cancelled of 1/);
     expect(out).toMatch(/order-approval v2 +Finished\/Cancelled/);
+    expect(out).toMatch(/steer-1 {2}Paused \(canary\)\n(.*\n)* {2}█+░* {2}3\/10/);
+    expect(out).toContain('Resumed plan steer-1: Running');
+    expect(out).toMatch(
+      /Reverting plan steer-1 with plan steer-1-undo\n(.*\n)*Completed: 10 completed, 0 failed, 0 cancelled of 10/,
+    );
     expect(out).toMatch(/card-check v1 +Running\/Faulted/);
     expect(out).toMatch(/charge +Elsa\.Fault +card declined/);
     expect(out.trim().split('\n').at(-1)).toBe('2');
