@@ -273,6 +273,17 @@ describe('rollout', () => {
       headers: { authorization: `ApiKey ${h.adminKey}` },
     });
     expect(await readFirstEvent(events)).toMatchObject({ status: 7, pauseReason: 'canary' });
+    // The Temporal UI finds it by `AlterationPlanStatus = "Paused"`, and its details say why.
+    const found = await eventually(async () => {
+      for await (const w of h.client.workflow.list({ query: 'AlterationPlanStatus = "Paused"' }))
+        if (w.workflowId === `alteration-plan-${planId}`) return w;
+      return undefined;
+    }, 'the paused plan in a search by AlterationPlanStatus');
+    expect(found.workflowId).toBe(`alteration-plan-${planId}`);
+    const metadata = await h.client.workflow
+      .getHandle(`alteration-plan-${planId}`)
+      .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toMatch(/^\*\*Paused\*\* \(canary\) · 100 jobs done of 1,000/);
     expect((await h.request('POST', `/alterations/${planId}/resume`)).status).toBe(202);
     const done = await until(planId, finished, 'finished');
     expect(done.jobCounts).toMatchObject({ completed: 1000 });
