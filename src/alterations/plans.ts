@@ -64,6 +64,27 @@ interface JobRow {
 export const PLAN_COLUMNS =
   'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, steering';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
+
+/** How many instance ids a row of alteration_job_sets holds (src/db/migrations/008_job_sets.sql). */
+export const JOB_SET_SIZE = 1000;
+
+/**
+ * The jobs of plan $1 with ord in [from, to), whether their row is written or not: the frozen set
+ * (`s`, each id `m.instance_id` at `ord`) beside the job row (`j`, null until a batch wrote the job's
+ * result). `joins` may add joins on `m.instance_id`. A set holds at most JOB_SET_SIZE ids, so only the
+ * sets that start within JOB_SET_SIZE before `from` are read (by the primary key, never detoasting others).
+ */
+export const jobsInRange = (from: string, to: string, joins = '') =>
+  `FROM alteration_job_sets s
+   CROSS JOIN LATERAL unnest(s.instance_ids) WITH ORDINALITY AS m(instance_id, k)
+   CROSS JOIN LATERAL (SELECT s.first_ord + m.k::int - 1 AS ord) o
+   LEFT JOIN alteration_jobs j ON j.plan_id = s.plan_id AND j.ord = o.ord
+   ${joins}
+  WHERE s.plan_id = $1 AND s.first_ord > ${from} - ${JOB_SET_SIZE} AND s.first_ord < ${to}
+    AND o.ord >= ${from} AND o.ord < ${to}`;
+
+/** A job without a result row: Pending (a row written before job sets may say so too). */
+export const JOB_UNWRITTEN = `(j.status IS NULL OR j.status = ${JOB_STATUS.Pending})`;
 const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 
 /** JSON with object keys sorted: equal for equal bodies whatever the key order. */
@@ -291,12 +312,41 @@ async function jobPage(
   opts: { status?: JobStatus | undefined; after?: string | undefined; limit: number },
 ): Promise<Page<JobView>> {
   const afterOrd = opts.after ? (decodeCursor(opts.after, ['ord'])[0] as number) : -1;
-  const { rows } = await db.query<JobRow>(
-    `SELECT ${JOB_COLUMNS} FROM alteration_jobs
-      WHERE plan_id = $1 AND ord > $2 AND ($3::smallint IS NULL OR status = $3)
-      ORDER BY ord LIMIT $4`,
-    [plan.id, afterOrd, opts.status ?? null, opts.limit + 1],
-  );
+  const rows: JobRow[] = [];
+  if (opts.status === JOB_STATUS.Completed || opts.status === JOB_STATUS.Failed) {
+    // Only processed jobs have these statuses, and every processed job has its row.
+    const found = await db.query<JobRow>(
+      `SELECT ${JOB_COLUMNS} FROM alteration_jobs
+        WHERE plan_id = $1 AND ord > $2 AND status = $3 ORDER BY ord LIMIT $4`,
+      [plan.id, afterOrd, opts.status, opts.limit + 1],
+    );
+    rows.push(...found.rows);
+  } else {
+    // The set in ord ranges: a page of every job needs exactly limit + 1 ords; a page of Pending or
+    // Cancelled jobs reads 10,000 ords at a time until it has them.
+    const cancelled = plan.status === PLAN_STATUS.Cancelled;
+    const step = opts.status === undefined ? opts.limit + 1 : Math.max(10_000, opts.limit + 1);
+    for (let from = afterOrd + 1; rows.length <= opts.limit && from < (plan.job_total ?? 0); from += step) {
+      const found = await db.query<JobRow>(
+        `SELECT s.plan_id, o.ord, coalesce(j.id, wfa_job_id(s.plan_id, s.created_at, o.ord)) AS id, m.instance_id,
+                CASE WHEN ${JOB_UNWRITTEN} THEN $4::smallint ELSE j.status END AS status, j.log, s.created_at,
+                j.started_at, CASE WHEN ${JOB_UNWRITTEN} THEN $5::timestamptz ELSE j.completed_at END AS completed_at
+           ${jobsInRange('$2', '$3')}
+           AND ($6::smallint IS NULL OR CASE WHEN ${JOB_UNWRITTEN} THEN $4::smallint ELSE j.status END = $6)
+          ORDER BY o.ord LIMIT $7`,
+        [
+          plan.id,
+          from,
+          from + step,
+          cancelled ? JOB_STATUS.Cancelled : JOB_STATUS.Pending,
+          cancelled ? plan.completed_at : null,
+          opts.status ?? null,
+          opts.limit + 1 - rows.length,
+        ],
+      );
+      rows.push(...found.rows);
+    }
+  }
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
   return {
@@ -361,14 +411,14 @@ export async function listPlans(
 }
 
 /**
- * Cancels a plan: pending jobs become Cancelled and the plan Cancelled. Jobs being processed hold their
- * row locks, so this waits for them to finish (and skips them); no job runs after it returns. A finished
- * plan is a 409.
+ * Cancels a plan: pending jobs become Cancelled and the plan Cancelled. Batches in flight hold a share
+ * lock on the plan row, so this waits for them to commit; no job runs after it returns. A finished plan is
+ * a 409.
  */
 export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: string, now = new Date()): Promise<void> {
   await withTransaction(pool, async (client) => {
-    // NO KEY UPDATE, not UPDATE: a batch in flight inserts its counts (a foreign key to this row, which
-    // takes KEY SHARE) while holding the job locks this cancel then waits for; FOR UPDATE would deadlock.
+    // NO KEY UPDATE, not UPDATE: a batch in flight inserts its counts and jobs (foreign keys to this row,
+    // which take KEY SHARE); FOR UPDATE would also wait on those.
     const { rows } = await client.query<{ status: PlanStatus }>(
       'SELECT status FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE',
       [planId, tenantKey],
@@ -376,17 +426,17 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
     const status = rows[0]?.status;
     if (status === undefined) throw new NotFoundError(`Plan ${planId} not found`);
     if (isFinished(status)) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
-    // Pending jobs are locked in ord order, as batches lock theirs, so a cancel and a batch never deadlock.
-    const cancelled = await client.query(
-      `UPDATE alteration_jobs j SET status = $2, completed_at = $3
-         FROM (SELECT ord FROM alteration_jobs WHERE plan_id = $1 AND status = $4 ORDER BY ord FOR UPDATE) p
-        WHERE j.plan_id = $1 AND j.ord = p.ord`,
-      [planId, JOB_STATUS.Cancelled, now, JOB_STATUS.Pending],
+    // The lock above waited for the batches in flight (each holds a share lock on the plan row) and none
+    // starts after; every job without a result is Cancelled from now on (read from the set, no row written).
+    const { rows: left } = await client.query<{ n: number }>(
+      `SELECT coalesce(p.job_total - (SELECT sum(completed + failed) FROM alteration_batch_counts c WHERE c.plan_id = p.id), p.job_total, 0)::int AS n
+         FROM alteration_plans p WHERE p.id = $1`,
+      [planId],
     );
     await client.query(
       `UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4,
               pause_reason = NULL, steering = steering + 1 WHERE id = $1`,
-      [planId, PLAN_STATUS.Cancelled, now, cancelled.rowCount ?? 0],
+      [planId, PLAN_STATUS.Cancelled, now, left[0]!.n],
     );
   });
 }

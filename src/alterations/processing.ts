@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { isUniqueViolation } from '../db/errors.js';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Dispatcher } from '../engine/ports.js';
@@ -18,7 +19,7 @@ import {
   type Rollout,
   UNFINISHED_STATUSES,
 } from './model.js';
-import { PLAN_COLUMNS, type PlanRow, revertFailureMessage } from './plans.js';
+import { JOB_SET_SIZE, JOB_UNWRITTEN, jobsInRange, PLAN_COLUMNS, type PlanRow, revertFailureMessage } from './plans.js';
 import { runnableWorkSql, type InstanceState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
 
@@ -66,8 +67,8 @@ export interface GenerateResult {
 }
 
 /**
- * Selects the matching instances and creates one job each, in one set-based statement; the set is
- * frozen here. Marks the plan Generating (startedAt) first, then Dispatching with the job total. A plan
+ * Selects the matching instances and freezes them as the plan's jobs (ords 0..n-1, stored as sets of ids:
+ * a job's row is written when a batch runs it), in one set-based statement. Marks the plan Generating (startedAt) first, then Dispatching with the job total. A plan
  * paused before its jobs exist gets them all the same and stays Paused. A revert plan's jobs are the
  * original plan's jobs that changed their instance, in the same order.
  */
@@ -87,28 +88,43 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
     if (isFinished(plan.status) || plan.job_total !== null) {
       return { total: plan.job_total ?? 0, stop: isFinished(plan.status), control: controlOf(plan) };
     }
+    // The matched set, frozen: ords 0..n-1 in chunks of JOB_SET_SIZE ids (no job row until a batch runs it).
+    // A revert's set also keeps the ord of each reverted job (`source`), by which its batches find it.
+    const freeze = (select: string, planParam: string, nowParam: string, source = 'NULL::int') =>
+      `WITH sets AS (
+         INSERT INTO alteration_job_sets (plan_id, first_ord, instance_ids, created_at, source_ords)
+         SELECT ${planParam}, (m.n - 1) / ${JOB_SET_SIZE} * ${JOB_SET_SIZE}, array_agg(m.instance_id ORDER BY m.n), ${nowParam}::timestamptz,
+                CASE WHEN count(${source}) > 0 THEN array_agg(${source} ORDER BY m.n) END
+           FROM (${select}) m GROUP BY (m.n - 1) / ${JOB_SET_SIZE}
+         RETURNING cardinality(instance_ids) AS size)
+       SELECT coalesce(sum(size), 0)::int AS total FROM sets`;
     let total = 0;
     if (plan.revert_of !== null) {
-      const inserted = await client.query(
-        `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, created_at)
-         SELECT $1, m.n - 1, wfa_uuid_v7($2::timestamptz, m.n - 1), m.instance_id, $2::timestamptz
-           FROM (SELECT instance_id, row_number() OVER (ORDER BY ord) AS n
-                   FROM alteration_jobs WHERE plan_id = $3 AND status = $4 AND revision IS NOT NULL) m`,
+      const frozen = await client.query<{ total: number }>(
+        freeze(
+          `SELECT instance_id, ord, row_number() OVER (ORDER BY ord) AS n
+                  FROM alteration_jobs WHERE plan_id = $3 AND status = $4 AND revision IS NOT NULL`,
+          '$1',
+          '$2',
+          'm.ord',
+        ),
         [planId, now, plan.revert_of, JOB_STATUS.Completed],
       );
-      total = inserted.rowCount ?? 0;
+      total = frozen.rows[0]!.total;
     } else {
       const compiled = compileFilter(FilterSchema.parse(plan.filter), plan.tenant_id);
       if (compiled.selects) {
         const p = compiled.params.length;
-        const inserted = await client.query(
-          `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, created_at)
-           SELECT $${p + 1}, m.n - 1, wfa_uuid_v7($${p + 2}::timestamptz, m.n - 1), m.id, $${p + 2}::timestamptz
-             FROM (SELECT i.id, row_number() OVER (ORDER BY i.created_at, i.id) AS n
-                     FROM workflow_instances i WHERE ${compiled.where}) m`,
+        const frozen = await client.query<{ total: number }>(
+          freeze(
+            `SELECT i.id AS instance_id, row_number() OVER (ORDER BY i.created_at, i.id) AS n
+               FROM workflow_instances i WHERE ${compiled.where}`,
+            `$${p + 1}`,
+            `$${p + 2}`,
+          ),
           [...compiled.params, planId, now],
         );
-        total = inserted.rowCount ?? 0;
+        total = frozen.rows[0]!.total;
       }
     }
     const updated = await client.query<ControlRow>(
@@ -139,6 +155,10 @@ export interface BatchResult {
 interface BatchJob {
   ord: number;
   instance_id: string;
+  /** The id of a Pending row written before job sets (null: the job has no row yet). */
+  pending_id: string | null;
+  /** When the plan's jobs were generated. */
+  created_at: Date;
   /** Revert plans: the reverted job's before-image and the revision it wrote. */
   undo?: UndoImage | null;
   written?: number | null;
@@ -146,16 +166,33 @@ interface BatchJob {
 
 /**
  * Processes the pending jobs with ord in [fromOrd, toOrd): in one transaction, read the plan (a share
- * lock, so a pause or cancel waits for the batches in flight and none starts after it), lock the jobs and
- * their instances (id order), apply the plan's alterations to each instance in memory (atomic per
- * instance), write all instances and all jobs (with what restores each instance) back with one statement
- * each. Then dispatch the altered instances that have work. A retry after a crash finds the committed
- * jobs no longer pending and re-dispatches (dispatch is idempotent), so every job runs exactly once.
+ * lock, so a pause or cancel waits for the batches in flight and none starts after it), read the range's
+ * jobs that have no result yet, lock their instances (id order), apply the plan's alterations to each
+ * instance in memory (atomic per instance), write all instances back and insert every job with its result
+ * (and what restores its instance), one statement each. Then dispatch the altered instances that have
+ * work. A retry after a crash finds the committed jobs written and re-dispatches (dispatch is idempotent),
+ * so every job runs exactly once.
  */
-export async function runJobBatch(
-  deps: ProcessingDeps,
-  args: { planId: string; fromOrd: number; toOrd: number; redispatch?: boolean },
-): Promise<BatchResult> {
+export async function runJobBatch(deps: ProcessingDeps, args: BatchArgs): Promise<BatchResult> {
+  try {
+    return await runJobBatchOnce(deps, args);
+  } catch (err) {
+    // Another attempt at this range committed its jobs first (see the job insert): this one rolled back
+    // whole, and running again finds them written, counts them and dispatches what they left runnable.
+    if (isUniqueViolation(err) && (err as { constraint?: string }).constraint === 'alteration_jobs_pkey')
+      return runJobBatchOnce(deps, { ...args, redispatch: true });
+    throw err;
+  }
+}
+
+interface BatchArgs {
+  planId: string;
+  fromOrd: number;
+  toOrd: number;
+  redispatch?: boolean;
+}
+
+async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<BatchResult> {
   const clock = () => nowBy(deps.clock);
   const outcome = await withTransaction(deps.pool, async (client) => {
     const started = clock();
@@ -168,18 +205,17 @@ export async function runJobBatch(
     const control = controlOf(plan);
     const nothing = { toDispatch: [] as string[], processed: 0, failed: 0, control };
     if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
+    // The range's jobs still without a result (none when an earlier attempt committed them).
     const jobs = await client.query<BatchJob>(
       plan.revert_of === null
-        ? `SELECT ord, instance_id FROM alteration_jobs
-            WHERE plan_id = $1 AND ord >= $2 AND ord < $3 AND status = $4
-            ORDER BY ord FOR UPDATE`
-        : `SELECT j.ord, j.instance_id, o.undo, o.revision AS written
-             FROM alteration_jobs j LEFT JOIN alteration_jobs o ON o.plan_id = $5 AND o.instance_id = j.instance_id
-            WHERE j.plan_id = $1 AND j.ord >= $2 AND j.ord < $3 AND j.status = $4
-            ORDER BY j.ord FOR UPDATE OF j`,
+        ? `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at
+             ${jobsInRange('$2', '$3')} AND ${JOB_UNWRITTEN} ORDER BY o.ord`
+        : `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at, r.undo, r.revision AS written
+             ${jobsInRange('$2', '$3', 'LEFT JOIN alteration_jobs r ON r.plan_id = $4 AND r.ord = s.source_ords[m.k::int]')}
+             AND ${JOB_UNWRITTEN} ORDER BY o.ord`,
       plan.revert_of === null
-        ? [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending]
-        : [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Pending, plan.revert_of],
+        ? [args.planId, args.fromOrd, args.toOrd]
+        : [args.planId, args.fromOrd, args.toOrd, plan.revert_of],
     );
     if (jobs.rows.length === 0) return nothing;
     const instances = await lockInstances(
@@ -206,21 +242,33 @@ export async function runJobBatch(
       const before = instances.get(jobs.rows[i]!.instance_id);
       return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
     });
+    // Each job is written once, with its result. Pending rows written before job sets are replaced (same
+    // id). A concurrent attempt at the same range waited for this one's instance locks above; its insert
+    // then violates the primary key and it rolls back, instances included.
+    const legacy = jobs.rows.filter((j) => j.pending_id !== null);
+    if (legacy.length > 0) {
+      await client.query('DELETE FROM alteration_jobs WHERE plan_id = $1 AND ord = ANY($2::int[]) AND status = $3', [
+        args.planId,
+        legacy.map((j) => j.ord),
+        JOB_STATUS.Pending,
+      ]);
+    }
     await client.query(
-      `UPDATE alteration_jobs j SET status = u.status, log = u.log, started_at = $2, completed_at = $3,
-              undo = u.undo, revision = u.revision
-         FROM unnest($4::int[], $5::smallint[], $6::jsonb[], $9::jsonb[], $10::int8[]) AS u(ord, status, log, undo, revision)
-        WHERE j.plan_id = $1 AND j.ord >= $7 AND j.ord < $8 AND j.ord = u.ord`,
+      `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
+       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
+         FROM unnest($5::int[], $6::text[], $7::text[], $8::smallint[], $9::jsonb[], $10::jsonb[], $11::int8[])
+              AS u(ord, id, instance_id, status, log, undo, revision)`,
       [
         args.planId,
+        jobs.rows[0]!.created_at,
         started,
         now,
         jobs.rows.map((j) => j.ord),
+        jobs.rows.map((j) => j.pending_id),
+        jobs.rows.map((j) => j.instance_id),
         outcomes.map((o) => (o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed)),
         // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
         outcomes.map((o) => (o.ok ? null : JSON.stringify(o.log))),
-        args.fromOrd,
-        args.toOrd,
         written.map((w) => (w ? JSON.stringify(w.undo) : null)),
         written.map((w) => w?.revision ?? null),
       ],

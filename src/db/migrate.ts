@@ -32,9 +32,10 @@ async function listMigrations(): Promise<MigrationFile[]> {
 /**
  * Applies the numbered SQL files in order, each in its own transaction, recording each in
  * `schema_migrations`. A session-level advisory lock makes two processes starting at once take turns:
- * the second finds everything applied and does nothing.
+ * the second finds everything applied and does nothing. `upTo` stops after that version (a test builds a
+ * database as an older release left it, then migrates it).
  */
-export async function migrate(pool: pg.Pool, logger?: Logger): Promise<number[]> {
+export async function migrate(pool: pg.Pool, logger?: Logger, opts: { upTo?: number } = {}): Promise<number[]> {
   const migrations = await listMigrations();
   const client = await pool.connect();
   const applied: number[] = [];
@@ -49,6 +50,7 @@ export async function migrate(pool: pg.Pool, logger?: Logger): Promise<number[]>
     const done = new Set(rows.map((r) => r.version));
     for (const m of migrations) {
       if (done.has(m.version)) continue;
+      if (opts.upTo !== undefined && m.version > opts.upTo) break;
       const sql = await readFile(path.join(MIGRATIONS_DIR, m.file), 'utf8');
       try {
         await client.query('BEGIN');

@@ -140,12 +140,15 @@ async function main(): Promise<void> {
         INSERT INTO cluster_instance_writes VALUES (NEW.id, 1) ON CONFLICT (instance_id) DO UPDATE SET n = cluster_instance_writes.n + 1;
         RETURN NEW; END $$;
       CREATE FUNCTION cluster_count_job_completion() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-        IF NEW.status = 2 AND OLD.status IS DISTINCT FROM 2 THEN
+        IF NEW.status = 2 THEN
+          IF TG_OP = 'UPDATE' THEN
+            IF OLD.status = 2 THEN RETURN NEW; END IF;
+          END IF;
           INSERT INTO cluster_job_completions VALUES (NEW.plan_id, NEW.ord, 1) ON CONFLICT (plan_id, ord) DO UPDATE SET n = cluster_job_completions.n + 1;
         END IF;
         RETURN NEW; END $$;
       CREATE TRIGGER cluster_instance_writes AFTER UPDATE ON workflow_instances FOR EACH ROW EXECUTE FUNCTION cluster_count_instance_write();
-      CREATE TRIGGER cluster_job_completions AFTER UPDATE ON alteration_jobs FOR EACH ROW EXECUTE FUNCTION cluster_count_job_completion();`);
+      CREATE TRIGGER cluster_job_completions AFTER INSERT OR UPDATE ON alteration_jobs FOR EACH ROW EXECUTE FUNCTION cluster_count_job_completion();`);
     await db.query('VACUUM ANALYZE workflow_instances');
     log(`seeded ${INSTANCES} instances; write-counting triggers installed`);
 

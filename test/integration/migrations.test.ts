@@ -5,6 +5,7 @@ import { inject } from 'vitest';
 import { ensureBootstrapApiKey, findApiKeyPrincipal } from '../../src/auth/api-keys.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
+import { listJobs } from '../../src/alterations/plans.js';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
 
 const pools: pg.Pool[] = [];
@@ -57,5 +58,52 @@ describe('migrations', () => {
     const { rows } = await pool.query('SELECT key_hash FROM api_keys WHERE is_bootstrap');
     expect(rows).toHaveLength(1);
     expect(rows[0].key_hash).not.toContain(keys[0]);
+  });
+
+  it('008 keeps a plan left mid-way by the release before: its jobs, ids and order read the same', async () => {
+    const url = await freshDatabase();
+    const pool = createPool(url, 2);
+    pools.push(pool);
+    await migrate(pool, undefined, { upTo: 7 });
+    // As release 7 left it: 2,500 jobs with a row each, the first 1,200 Completed, the rest Pending.
+    await pool.query(`
+      INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, job_total, created_at, started_at)
+      VALUES ('old-plan', 'default', '[]', '{}', 'h', 7, 2500, now(), now());
+      INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at)
+      SELECT 'old-plan', n, gen_random_uuid()::text, 'instance-' || n, CASE WHEN n < 1200 THEN 2 ELSE 0 END,
+             now(), CASE WHEN n < 1200 THEN now() END, CASE WHEN n < 1200 THEN now() END
+        FROM generate_series(0, 2499) AS n;
+      INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ('old-plan', 0, 1200, 0);
+      INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, job_total, created_at, revert_of)
+      VALUES ('old-revert', 'default', '[]', '{}', 'h', 7, 2, now(), 'old-plan');
+      INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, created_at)
+      VALUES ('old-revert', 0, gen_random_uuid()::text, 'instance-5', now()), ('old-revert', 1, gen_random_uuid()::text, 'instance-3', now());`);
+    const { rows: before } = await pool.query<{ id: string; status: number; instance_id: string }>(
+      "SELECT id, status, instance_id FROM alteration_jobs WHERE plan_id = 'old-plan' ORDER BY ord",
+    );
+    expect(await migrate(pool)).toEqual([8]);
+    const { rows: sets } = await pool.query<{ first_ord: number; size: number }>(
+      "SELECT first_ord, cardinality(instance_ids) AS size FROM alteration_job_sets WHERE plan_id = 'old-plan' ORDER BY first_ord",
+    );
+    expect(sets).toEqual([
+      { first_ord: 0, size: 1000 },
+      { first_ord: 1000, size: 1000 },
+      { first_ord: 2000, size: 500 },
+    ]);
+    // A revert plan's set knows the ord of each job it undoes.
+    const { rows: revert } = await pool.query(
+      "SELECT instance_ids, source_ords FROM alteration_job_sets WHERE plan_id = 'old-revert'",
+    );
+    expect(revert).toEqual([{ instance_ids: ['instance-5', 'instance-3'], source_ords: [5, 3] }]);
+    const read = [];
+    let after: string | undefined;
+    do {
+      const page = await listJobs(pool, 'default', 'old-plan', { after, limit: 700 });
+      read.push(...page.items);
+      after = page.nextCursor ?? undefined;
+    } while (after);
+    expect(read.map((j) => [j.id, j.status, j.workflowInstanceId])).toEqual(
+      before.map((r) => [r.id, r.status, r.instance_id]),
+    );
   });
 });
