@@ -321,11 +321,16 @@ async function jobPage(
       [plan.id, afterOrd, opts.status, opts.limit + 1],
     );
     rows.push(...found.rows);
-  } else {
+  } else if (
+    opts.status === undefined ||
+    (opts.status === JOB_STATUS.Pending && plan.status !== PLAN_STATUS.Cancelled) ||
+    (opts.status === JOB_STATUS.Cancelled && plan.status === PLAN_STATUS.Cancelled)
+  ) {
+    // (No job is Running when read; no job of a cancelled plan Pending; none Cancelled in another plan.)
     // The set in ord ranges: a page of every job needs exactly limit + 1 ords; a page of Pending or
-    // Cancelled jobs reads 10,000 ords at a time until it has them.
+    // Cancelled jobs reads 50,000 ords at a time until it has them.
     const cancelled = plan.status === PLAN_STATUS.Cancelled;
-    const step = opts.status === undefined ? opts.limit + 1 : Math.max(10_000, opts.limit + 1);
+    const step = opts.status === undefined ? opts.limit + 1 : Math.max(50_000, opts.limit + 1);
     for (let from = afterOrd + 1; rows.length <= opts.limit && from < (plan.job_total ?? 0); from += step) {
       const found = await db.query<JobRow>(
         `SELECT s.plan_id, o.ord, coalesce(j.id, wfa_job_id(s.plan_id, s.created_at, o.ord)) AS id, m.instance_id,

@@ -80,6 +80,8 @@ describe('jobs read from the frozen set', () => {
     expect(paused.slice(1200).every((j) => j.status === 0 && j.completedAt === null)).toBe(true);
     expect((await allJobs(h, planId, 'Pending')).map((j) => j.id)).toEqual(paused.slice(1200).map((j) => j.id));
     expect((await allJobs(h, planId, 'Completed')).map((j) => j.id)).toEqual(paused.slice(0, 1200).map((j) => j.id));
+    expect(await allJobs(h, planId, 'Running')).toHaveLength(0);
+    expect(await allJobs(h, planId, 'Cancelled')).toHaveLength(0);
     const view = await planOf(h, planId);
     expect(view.plan.jobCounts).toMatchObject({ total: 2500, pending: 1300, completed: 1200 });
     expect(view.jobs.map((j: Job) => j.id)).toEqual(paused.slice(0, 1000).map((j) => j.id));
