@@ -253,11 +253,17 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
         JOB_STATUS.Pending,
       ]);
     }
+    const failedHere = outcomes.filter((o) => !o.ok).length;
+    // The jobs and the batch's counts, in one statement (one round trip fewer per batch).
     await client.query(
-      `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
-       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
-         FROM unnest($5::int[], $6::text[], $7::text[], $8::smallint[], $9::jsonb[], $10::jsonb[], $11::int8[])
-              AS u(ord, id, instance_id, status, log, undo, revision)`,
+      `WITH jobs AS (
+         INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
+         SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
+           FROM unnest($5::int[], $6::text[], $7::text[], $8::smallint[], $9::jsonb[], $10::jsonb[], $11::int8[])
+                AS u(ord, id, instance_id, status, log, undo, revision))
+       INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $12, $13, $14)
+       ON CONFLICT (plan_id, from_ord) DO UPDATE
+         SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
       [
         args.planId,
         jobs.rows[0]!.created_at,
@@ -271,14 +277,10 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
         outcomes.map((o) => (o.ok ? null : JSON.stringify(o.log))),
         written.map((w) => (w ? JSON.stringify(w.undo) : null)),
         written.map((w) => w?.revision ?? null),
+        args.fromOrd,
+        outcomes.length - failedHere,
+        failedHere,
       ],
-    );
-    const failedHere = outcomes.filter((o) => !o.ok).length;
-    await client.query(
-      `INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (plan_id, from_ord) DO UPDATE
-         SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
-      [args.planId, args.fromOrd, outcomes.length - failedHere, failedHere],
     );
     return {
       toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).map((o) => o.state!.id),
