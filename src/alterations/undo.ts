@@ -37,7 +37,9 @@ const UPDATED_AT: Part = {
 const VARIABLES = '/variables/';
 const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 const unescapeKey = (token: string) => token.replaceAll('~1', '/').replaceAll('~0', '~');
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/** Equal as JSON (primitives compared directly: this runs for every part of every job). */
+const same = (a: unknown, b: unknown) =>
+  a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
 
 /** One changed part, as the preview shows it (an absent variable reads as null). */
 export interface Change {
