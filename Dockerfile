@@ -21,4 +21,5 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000
-CMD ["node", "dist/src/main.js", "--api"]
+# A small first old-space limit: V8 collects early, then grows the heap by HEAP_GROWING_PERCENT (src/memory.ts).
+CMD ["node", "--initial-old-space-size=32", "dist/src/main.js", "--api"]

@@ -26,6 +26,7 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { type EmbeddedPostgresHandle, startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { createLogger } from '../src/logger.js';
+import { NODE_MEMORY_FLAGS } from '../src/memory.js';
 import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { WORKFLOWS_PATH } from '../src/temporal/worker.js';
@@ -53,11 +54,15 @@ function parseSizes(): number[] {
 function runChild(size: number, env: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
     // --expose-gc: only to read the live heap after a full GC once the plan is done (it changes nothing else).
-    const proc = spawn(process.execPath, [...process.execArgv, '--expose-gc', fileURLToPath(import.meta.url)], {
-      // MALLOC_ARENA_MAX as the npm scripts and the Dockerfile set it for the service.
-      env: { MALLOC_ARENA_MAX: '2', ...process.env, ...env, BENCH_CHILD_SIZE: String(size) },
-      stdio: 'inherit',
-    });
+    const proc = spawn(
+      process.execPath,
+      [...process.execArgv, ...NODE_MEMORY_FLAGS, '--expose-gc', fileURLToPath(import.meta.url)],
+      {
+        // MALLOC_ARENA_MAX and NODE_MEMORY_FLAGS as the npm scripts and the Dockerfile set them for the service.
+        env: { MALLOC_ARENA_MAX: '2', ...process.env, ...env, BENCH_CHILD_SIZE: String(size) },
+        stdio: 'inherit',
+      },
+    );
     proc.on('error', reject);
     proc.on('exit', (code, signal) =>
       code === 0 ? resolve() : reject(new Error(`size ${size}: child exited with ${signal ?? `code ${code}`}`)),

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
+import { NODE_MEMORY_FLAGS } from '../../src/memory.js';
 import { ensureCliBinary } from '../../src/temporal/cli-binary.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
@@ -92,7 +93,12 @@ async function main(): Promise<void> {
       };
     };
     const node = (name: string, role: '--api' | '--worker', extra: Record<string, string> = {}) =>
-      track(start(name, process.execPath, ['dist/src/main.js', role], { cwd: ROOT, env: nodeEnv(name, extra) }));
+      track(
+        start(name, process.execPath, [...NODE_MEMORY_FLAGS, 'dist/src/main.js', role], {
+          cwd: ROOT,
+          env: nodeEnv(name, extra),
+        }),
+      );
 
     const apiPorts = [await freePort(), await freePort()];
     const apis = [
