@@ -16,6 +16,6 @@ export function tuneHeapGrowth(percent: number): void {
  * spell them out; the bench and the cluster test pass these). A small first old-space limit makes V8 run
  * its first full collections at start, so the heap follows HEAP_GROWING_PERCENT from then on: without it
  * the first plan after a start could pile up ~90 MB of garbage before its first full collection (peak RSS
- * 325–333 MB at 100,000 instances in 3 of 9 runs; 259–278 MB in 5 of 5 with it, bench/README.md).
+ * 325–333 MB at 100,000 instances in 3 of 9 runs; 259–278 MB in 6 of 6 with it, bench/README.md).
  */
 export const NODE_MEMORY_FLAGS = ['--initial-old-space-size=32'];
