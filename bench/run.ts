@@ -51,12 +51,17 @@ function parseSizes(): number[] {
   return sizes;
 }
 
+/** BENCH_NODE_ARGS: extra node flags for the measured process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+function childNodeArgs(): string[] {
+  return (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+}
+
 function runChild(size: number, env: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
     // --expose-gc: only to read the live heap after a full GC once the plan is done (it changes nothing else).
     const proc = spawn(
       process.execPath,
-      [...process.execArgv, ...NODE_MEMORY_FLAGS, '--expose-gc', fileURLToPath(import.meta.url)],
+      [...process.execArgv, ...NODE_MEMORY_FLAGS, '--expose-gc', ...childNodeArgs(), fileURLToPath(import.meta.url)],
       {
         // MALLOC_ARENA_MAX and NODE_MEMORY_FLAGS as the npm scripts and the Dockerfile set them for the service.
         env: { MALLOC_ARENA_MAX: '2', ...process.env, ...env, BENCH_CHILD_SIZE: String(size) },

@@ -5,7 +5,15 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import type { Dispatcher } from '../engine/ports.js';
 import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
-import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
+import {
+  type ApplyOutcome,
+  applyResolved,
+  entry,
+  hasRunnableWork,
+  lockInstances,
+  resolveDefinitions,
+  saveInstances,
+} from './apply.js';
 import { compileFilter } from './filter.js';
 import {
   AlterationSchema,
@@ -226,15 +234,14 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     const now = clock();
     const ctx = { db: client, definitions: deps.definitions, now };
     const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
-    const outcomes: ApplyOutcome[] = [];
-    for (const job of jobs.rows) {
+    // The definitions every job may need, loaded once; then each job is altered without awaiting.
+    const defs = await resolveDefinitions(plan.revert_of === null ? instances.values() : [], alterations, ctx);
+    const outcomes: ApplyOutcome[] = jobs.rows.map((job) => {
       const instance = instances.get(job.instance_id);
-      outcomes.push(
-        plan.revert_of === null
-          ? await applyAlterations(instance, job.instance_id, alterations, ctx)
-          : revertOne(instance, job, plan.revert_of, now),
-      );
-    }
+      return plan.revert_of === null
+        ? applyResolved(instance, job.instance_id, alterations, defs, now)
+        : revertOne(instance, job, plan.revert_of, now);
+    });
     await saveInstances(client, outcomes, now, instances);
     const record = deps.recordUndo !== false;
     const written = outcomes.map((o, i) => {

@@ -1,3 +1,5 @@
+import { copyState } from './apply.js';
+import { sameJson } from '../vocabulary/json.js';
 import type { Bookmark, Incident, InstanceState, InstanceStatus, InstanceSubStatus } from '../engine/instance-state.js';
 
 /**
@@ -8,7 +10,12 @@ interface Part {
   path: string;
   get(s: InstanceState): unknown;
   set(s: InstanceState, value: unknown): void;
+  /** Equal in both states (when cheaper than comparing `get`'s values). */
+  equal?(a: InstanceState, b: InstanceState): boolean;
 }
+
+const sameTime = (a: Date | null, b: Date | null) =>
+  a === b || (a !== null && b !== null && a.getTime() === b.getTime());
 
 const PARTS: Part[] = [
   { path: '/status', get: (s) => s.status, set: (s, v) => (s.status = v as InstanceStatus) },
@@ -26,20 +33,22 @@ const PARTS: Part[] = [
     path: '/finishedAt',
     get: (s) => s.finishedAt?.toISOString() ?? null,
     set: (s, v) => (s.finishedAt = v === null ? null : new Date(v as string)),
+    equal: (a, b) => sameTime(a.finishedAt, b.finishedAt),
   },
 ];
 const UPDATED_AT: Part = {
   path: '/updatedAt',
   get: (s) => s.updatedAt.toISOString(),
   set: (s, v) => (s.updatedAt = new Date(v as string)),
+  equal: (a, b) => sameTime(a.updatedAt, b.updatedAt),
 };
+const IMAGE_PARTS = [...PARTS, UPDATED_AT];
+const PART_BY_PATH = new Map(IMAGE_PARTS.map((p) => [p.path, p]));
 
 const VARIABLES = '/variables/';
 const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 const unescapeKey = (token: string) => token.replaceAll('~1', '/').replaceAll('~0', '~');
-/** Equal as JSON (primitives compared directly: this runs for every part of every job). */
-const same = (a: unknown, b: unknown) =>
-  a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+const same = sameJson;
 
 /** One changed part, as the preview shows it (an absent variable reads as null). */
 export interface Change {
@@ -75,22 +84,26 @@ export function changesBetween(before: InstanceState, after: InstanceState): Cha
 /** What restores `after` to `before`: every changed part (and updatedAt) with its value before. */
 export function undoImage(before: InstanceState, after: InstanceState): UndoImage {
   const image: UndoImage = [];
-  for (const part of [...PARTS, UPDATED_AT]) {
-    if (!same(part.get(before), part.get(after))) image.push([part.path, part.get(before)]);
+  for (const part of IMAGE_PARTS) {
+    if (part.equal ? !part.equal(before, after) : !same(part.get(before), part.get(after)))
+      image.push([part.path, part.get(before)]);
   }
-  for (const key of variableKeys(before, after)) {
-    if (same(before.variables[key], after.variables[key]) && key in before.variables === key in after.variables)
-      continue;
+  // The variables that differ (held by one side only, or with another value), in key order.
+  const keys: string[] = [];
+  for (const key of Object.keys(after.variables)) {
+    if (!Object.hasOwn(before.variables, key) || !same(before.variables[key], after.variables[key])) keys.push(key);
+  }
+  for (const key of Object.keys(before.variables)) if (!Object.hasOwn(after.variables, key)) keys.push(key);
+  for (const key of keys.sort()) {
     const path = `${VARIABLES}${escapeKey(key)}`;
-    image.push(key in before.variables ? [path, before.variables[key]] : [path]);
+    image.push(Object.hasOwn(before.variables, key) ? [path, before.variables[key]] : [path]);
   }
   return image;
 }
 
 /** The instance with the parts of a before-image put back (a copy; `current` is left as it is). */
 export function restore(current: InstanceState, image: UndoImage): InstanceState {
-  const s = structuredClone(current);
-  const parts = new Map([...PARTS, UPDATED_AT].map((p) => [p.path, p]));
+  const s = copyState(current);
   for (const [path, ...value] of image) {
     if (path.startsWith(VARIABLES)) {
       const key = unescapeKey(path.slice(VARIABLES.length));
@@ -98,7 +111,7 @@ export function restore(current: InstanceState, image: UndoImage): InstanceState
       else s.variables[key] = value[0];
       continue;
     }
-    const part = parts.get(path);
+    const part = PART_BY_PATH.get(path);
     if (!part) throw new Error(`A before-image names an unknown part ${path}`);
     part.set(s, value[0]);
   }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { sameJson } from '../vocabulary/json.js';
 
 export const INSTANCE_STATUSES = ['Running', 'Finished'] as const;
 export const INSTANCE_SUB_STATUSES = ['Pending', 'Executing', 'Suspended', 'Finished', 'Cancelled', 'Faulted'] as const;
@@ -118,18 +119,33 @@ export function hasRunnableWork(s: InstanceState): boolean {
 export const runnableWorkSql = (alias: string) =>
   `(${alias}.status = 'Running' AND ${alias}.sub_status <> 'Faulted' AND jsonb_array_length(${alias}.scheduled) > 0)`;
 
-/** The mutable columns of an instance, with how to read each from the state and its SQL array type. */
-const WRITABLE: { column: string; type: string; value: (s: InstanceState) => unknown }[] = [
-  { column: 'definition_version_id', type: 'text', value: (s) => s.definitionVersionId },
-  { column: 'version', type: 'int', value: (s) => s.version },
-  { column: 'status', type: 'text', value: (s) => s.status },
-  { column: 'sub_status', type: 'text', value: (s) => s.subStatus },
-  { column: 'variables', type: 'jsonb', value: (s) => JSON.stringify(s.variables) },
-  { column: 'scheduled', type: 'jsonb', value: (s) => JSON.stringify(s.scheduled) },
-  { column: 'bookmarks', type: 'jsonb', value: (s) => JSON.stringify(s.bookmarks) },
-  { column: 'incidents', type: 'jsonb', value: (s) => JSON.stringify(s.incidents) },
-  { column: 'updated_at', type: 'timestamptz', value: (s) => s.updatedAt.toISOString() },
-  { column: 'finished_at', type: 'timestamptz', value: (s) => s.finishedAt?.toISOString() ?? null },
+/** The mutable columns of an instance: how to read each from the state (to compare), to write it, and its SQL array type. */
+const WRITABLE: {
+  column: string;
+  type: string;
+  get: (s: InstanceState) => unknown;
+  value: (s: InstanceState) => unknown;
+}[] = [
+  {
+    column: 'definition_version_id',
+    type: 'text',
+    get: (s) => s.definitionVersionId,
+    value: (s) => s.definitionVersionId,
+  },
+  { column: 'version', type: 'int', get: (s) => s.version, value: (s) => s.version },
+  { column: 'status', type: 'text', get: (s) => s.status, value: (s) => s.status },
+  { column: 'sub_status', type: 'text', get: (s) => s.subStatus, value: (s) => s.subStatus },
+  { column: 'variables', type: 'jsonb', get: (s) => s.variables, value: (s) => JSON.stringify(s.variables) },
+  { column: 'scheduled', type: 'jsonb', get: (s) => s.scheduled, value: (s) => JSON.stringify(s.scheduled) },
+  { column: 'bookmarks', type: 'jsonb', get: (s) => s.bookmarks, value: (s) => JSON.stringify(s.bookmarks) },
+  { column: 'incidents', type: 'jsonb', get: (s) => s.incidents, value: (s) => JSON.stringify(s.incidents) },
+  { column: 'updated_at', type: 'timestamptz', get: (s) => s.updatedAt, value: (s) => s.updatedAt.toISOString() },
+  {
+    column: 'finished_at',
+    type: 'timestamptz',
+    get: (s) => s.finishedAt?.getTime() ?? null,
+    value: (s) => s.finishedAt?.toISOString() ?? null,
+  },
 ];
 
 /**
@@ -145,7 +161,7 @@ export async function writeInstanceStates(
   const changed = (c: (typeof WRITABLE)[number]) =>
     states.some((s) => {
       const b = before?.get(s.id);
-      return !b || c.value(b) !== c.value(s);
+      return !b || !sameJson(c.get(b), c.get(s));
     });
   const columns = WRITABLE.filter((c) => !before || c.column === 'updated_at' || changed(c));
   const params: unknown[] = [states.map((s) => s.id)];
