@@ -32,6 +32,12 @@ export async function planHistory(client: Client, planId: string, window: number
     const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const events = (history.events ?? []) as HistoryEvent[];
     historyEvents.push(events.length);
+    // BENCH_TIMELINE=1: the run's events with their time since the first, to see where a small plan's time goes.
+    if (process.env.BENCH_TIMELINE) {
+      const t0 = eventMs(events[0] ?? {});
+      for (const e of events)
+        console.log(`[timeline] ${String(Math.round(eventMs(e) - t0)).padStart(6)} ms  ${String(e.eventType)}`);
+    }
     const scheduled = new Map<string, { type: string; at: number }>();
     const started = new Map<string, number>();
     const wftScheduled = new Map<string, number>();

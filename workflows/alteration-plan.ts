@@ -7,9 +7,12 @@ import {
   defineQuery,
   defineSignal,
   isCancellation,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -22,6 +25,15 @@ const { generateJobs } = proxyActivities<Activities>({
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
 });
+// Generation and completion run as local activities (in the workflow task, without a round trip through
+// the server's activity queue each way): a small plan's fixed costs (bench/README.md). A worker that dies
+// during one makes its workflow task time out; the next worker runs it again (both are idempotent).
+const local = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 minutes',
+  retry: RETRY,
+});
+/** Since this patch: local generation and completion, and small plans in smaller batches (`batchSizeFor`). */
+const LOCAL_STEPS_PATCH = 'plan-local-steps';
 const { completePlan, failPlan, pausePlan, planControl } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: RETRY,
@@ -103,6 +115,20 @@ const THROTTLE_CREDIT_MS = 1_000;
 /** A throttled batch due sooner than this is started at once and waits in its activity (see the loop). */
 const THROTTLE_AHEAD_MS = 2_000;
 
+/** A plan of fewer than window x this many batches of the configured size runs smaller batches... */
+const SMALL_PLAN_ROUNDS = 4;
+/** ... of at least this many jobs. */
+const MIN_BATCH = 250;
+
+/**
+ * The batch size for a plan of `total` jobs: the configured size, or for a small plan a size that gives
+ * every slot of the window SMALL_PLAN_ROUNDS batches, so its last round does not run half the window idle
+ * (a 10,000-job plan: 16 batches of 625 instead of 10 of 1000 with 2 of 4 slots busy at the end).
+ */
+function batchSizeFor(total: number, batchSize: number, window: number): number {
+  return Math.min(batchSize, Math.max(MIN_BATCH, Math.ceil(total / (window * SMALL_PLAN_ROUNDS))));
+}
+
 const number = (v: number) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 /**
@@ -112,6 +138,11 @@ const number = (v: number) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
  * fix lets the same run carry on.
  */
 function planFailureReason(err: unknown): string | undefined {
+  // A local activity's failure (generation, completion) reaches the workflow as the activity's own
+  // failure, without an ActivityFailure around it, once its retries are over.
+  if (err instanceof ApplicationFailure)
+    return err.nonRetryable ? err.message : `A plan step kept failing: ${err.message}`;
+  if (err instanceof TimeoutFailure) return `A plan step timed out: ${err.message}`;
   if (!(err instanceof ActivityFailure)) return undefined;
   const cause = err.cause;
   if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
@@ -135,13 +166,14 @@ function planFailureReason(err: unknown): string | undefined {
 export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWorkflowProgress> {
   const { planId } = input;
   const carried = input.progress;
+  const localSteps = patched(LOCAL_STEPS_PATCH);
   const state: PlanWorkflowProgress = {
     status: carried ? 'Running' : 'Generating',
     total: carried?.total ?? null,
     completed: carried?.completed ?? 0,
     failed: carried?.failed ?? 0,
     batchesDone: carried?.batchesDone ?? 0,
-    batches: carried ? Math.ceil(carried.total / input.batchSize) : null,
+    batches: carried ? Math.ceil(carried.total / batchSizeFor(carried.total, input.batchSize, input.window)) : null,
     pauseReason: null,
   };
   let dirty = false;
@@ -173,13 +205,14 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       total = carried.total;
       control = carried.control ?? (await planControl(planId));
     } else {
-      const generated = await generateJobs(planId);
+      const generated = await (localSteps ? local.generateJobs : generateJobs)(planId);
       if (generated.stop) return show(FINISHED[generated.control.status] ?? 'Cancelled');
       total = generated.total;
       control = generated.control;
       state.total = total;
-      state.batches = Math.ceil(total / input.batchSize);
     }
+    const batchSize = localSteps ? batchSizeFor(total, input.batchSize, input.window) : input.batchSize;
+    state.batches = Math.ceil(total / batchSize);
     let nextOrd = carried?.nextOrd ?? 0;
     const redo: [number, number][] = [...(carried?.redo ?? [])];
     const canaryOf = () => control.rollout?.canary ?? null;
@@ -203,7 +236,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     steer(control);
     const sizeOf = () => {
       const rate = control.rollout?.rate;
-      return rate ? Math.max(1, Math.min(input.batchSize, Math.floor(rate / 4))) : input.batchSize;
+      return rate ? Math.max(1, Math.min(batchSize, Math.floor(rate / 4))) : batchSize;
     };
 
     for (;;) {
@@ -338,7 +371,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         },
       });
     }
-    await completePlan(planId);
+    await (localSteps ? local.completePlan : completePlan)(planId);
     return show('Completed');
   } catch (err) {
     if (isCancellation(err)) {

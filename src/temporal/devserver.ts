@@ -61,11 +61,16 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 20_000;
 
-/** The flags the SDK passes to `temporal server start-dev`, so both ways give the same server. */
+/**
+ * The flags the SDK passes to `temporal server start-dev`, so both ways give the same server; and eager
+ * activity dispatch: a worker completing a workflow task that schedules an activity on its own task queue
+ * gets the activity in the same answer, instead of polling for it (~30 ms less per plan step here).
+ */
 const DYNAMIC_CONFIG = [
   'frontend.enableServerVersionCheck=false',
   'frontend.enableUpdateWorkflowExecution=true',
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
+  'system.enableActivityEagerExecution=true',
 ].flatMap((v) => ['--dynamic-config-value', v]);
 
 async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer> {

@@ -51,6 +51,14 @@ async function attempts(planId: string): Promise<Record<string, number>> {
   for (const e of history.events ?? []) {
     const s = e.activityTaskScheduledEventAttributes;
     if (s) scheduled.set(String(e.eventId), s.activityType?.name ?? '?');
+    // Generation and completion run as local activities: a marker per step says its attempts.
+    const marker = e.markerRecordedEventAttributes;
+    const payload =
+      marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
+    if (payload) {
+      const la = JSON.parse(Buffer.from(payload).toString('utf8')) as { activity_type: string; attempt: number };
+      out[la.activity_type] = Math.max(out[la.activity_type] ?? 0, la.attempt);
+    }
     const started = e.activityTaskStartedEventAttributes;
     if (started) {
       const type = scheduled.get(String(started.scheduledEventId)) ?? '?';
