@@ -33,7 +33,7 @@ export async function planHistory(client: Client, planId: string, window: number
     const events = (history.events ?? []) as HistoryEvent[];
     historyEvents.push(events.length);
     // BENCH_TIMELINE=1: the run's events with their time since the first, to see where a small plan's time goes.
-    if (process.env.BENCH_TIMELINE) {
+    if (process.env.BENCH_TIMELINE === '1') {
       const t0 = eventMs(events[0] ?? {});
       for (const e of events)
         console.log(`[timeline] ${String(Math.round(eventMs(e) - t0)).padStart(6)} ms  ${String(e.eventType)}`);

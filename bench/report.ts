@@ -33,7 +33,7 @@ export interface SizeResult {
     verified: { instancesAltered: number; jobsCompleted: number; jobTotal: number; ok: boolean };
     polls: Stat;
   };
-  raw: { ms: number; rows: number; verified: number; ok: boolean };
+  raw: { ms: number; runsMs?: number[]; rows: number; verified: number; ok: boolean };
   ratio: number;
   dryRun: { medianMs: number; runsMs: number[]; count: number; ok: boolean; countOnlyMedianMs?: number };
   memory: {
@@ -159,7 +159,11 @@ export function printTable(results: BenchResults, file: string): void {
           ? `${round(s.undo.revert.ms / 1000, 2)} s (${s.undo.revert.instancesPerSecond})${s.undo.revert.ok ? '' : ' NOT VERIFIED'}`
           : '-',
     ],
-    ['raw UPDATE (floor)', (s) => `${round(s.raw.ms / 1000, 2)} s`],
+    [
+      'raw UPDATE (floor; median of runs)',
+      (s) =>
+        `${round(s.raw.ms / 1000, 2)} s${s.raw.runsMs && s.raw.runsMs.length > 1 ? ` (${s.raw.runsMs.map((m) => round(m / 1000, 2)).join(' / ')})` : ''}`,
+    ],
     ['ratio plan / raw UPDATE', (s) => `${s.ratio}x`],
     ['dry-run median of 5 (count)', (s) => `${s.dryRun.medianMs} ms (${s.dryRun.count})`],
     ['dry-run countOnly median of 5', (s) => `${s.dryRun.countOnlyMedianMs ?? '-'} ms`],

@@ -221,6 +221,9 @@ export class TemporalServer {
       'default',
       '--log-level',
       'error',
+      // As the service's own dev server runs (src/temporal/devserver.ts): batches dispatched eagerly.
+      '--dynamic-config-value',
+      'system.enableActivityEagerExecution=true',
     ]);
     await waitFor('Temporal to accept connections', () => accepts(this.port), 60_000, this.proc);
   }
