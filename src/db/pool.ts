@@ -1,10 +1,13 @@
 import pg from 'pg';
+import { parseTimestamptz } from './timestamps.js';
 
 /** Anything that can run a query: the pool, or a client inside a transaction. Writes accept either. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
 // int8 (bigint, count(*)) as a JS number: every count this service reads is far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
+// timestamptz without regular expressions in the common form (src/db/timestamps.ts).
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, parseTimestamptz);
 
 export interface PoolOptions {
   /** Connections at most. */
