@@ -2,10 +2,10 @@ import type { Queryable } from '../db/pool.js';
 import type { DefinitionCache, DefinitionVersion } from '../engine/definitions.js';
 import { findActivity } from '../engine/flowchart.js';
 import {
-  INSTANCE_COLUMNS,
-  instanceFromRow,
-  type InstanceRow,
-  type InstanceState,
+  ALTERABLE_COLUMNS,
+  alterableFromRow,
+  type AlterableRow,
+  type AlterableState,
   writeInstanceStates,
 } from '../engine/instance-state.js';
 
@@ -26,7 +26,7 @@ export interface ApplyOutcome {
   /** One entry per alteration attempted. */
   log: LogEntry[];
   /** The altered state when ok; the instance is left exactly as it was otherwise. */
-  state?: InstanceState;
+  state?: AlterableState;
   /** The instance was cancelled: its running activity records are to be marked Canceled. */
   cancelled: boolean;
 }
@@ -48,7 +48,7 @@ const versionKey = (tenantKey: string, definitionId: string, version: number) =>
 
 /** Loads (through the process's definition cache) every definition version these alterations may read. */
 export async function resolveDefinitions(
-  instances: Iterable<InstanceState | undefined>,
+  instances: Iterable<AlterableState | undefined>,
   alterations: readonly Alteration[],
   ctx: ApplyContext,
 ): Promise<ResolvedDefinitions> {
@@ -71,9 +71,13 @@ export async function resolveDefinitions(
   return resolved;
 }
 
-type Handler<T extends Alteration> = (s: InstanceState, alteration: T, defs: ResolvedDefinitions) => string | undefined;
+type Handler<T extends Alteration> = (
+  s: AlterableState,
+  alteration: T,
+  defs: ResolvedDefinitions,
+) => string | undefined;
 
-function currentDefinition(s: InstanceState, defs: ResolvedDefinitions): DefinitionVersion {
+function currentDefinition(s: AlterableState, defs: ResolvedDefinitions): DefinitionVersion {
   const def = defs.byId.get(s.definitionVersionId);
   if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
   return def;
@@ -150,7 +154,7 @@ export function entry(message: string, logLevel: LogEntry['logLevel'], eventName
  * A copy of an instance that alterations may change: its own `variables` and `scheduled`, everything else
  * shared (the handlers replace arrays and objects, never change them in place; see `handlers`).
  */
-export function copyState(instance: InstanceState): InstanceState {
+export function copyState(instance: AlterableState): AlterableState {
   return { ...instance, variables: { ...instance.variables }, scheduled: [...instance.scheduled] };
 }
 
@@ -161,7 +165,7 @@ export function copyState(instance: InstanceState): InstanceState {
  * definitions once).
  */
 export async function applyAlterations(
-  instance: InstanceState | undefined,
+  instance: AlterableState | undefined,
   instanceId: string,
   alterations: readonly Alteration[],
   ctx: ApplyContext,
@@ -172,7 +176,7 @@ export async function applyAlterations(
 
 /** `applyAlterations` with the definitions already resolved for this instance (`resolveDefinitions`). */
 export function applyResolved(
-  instance: InstanceState | undefined,
+  instance: AlterableState | undefined,
   instanceId: string,
   alterations: readonly Alteration[],
   defs: ResolvedDefinitions,
@@ -211,13 +215,13 @@ export async function lockInstances(
   db: Queryable,
   tenantKey: string,
   ids: readonly string[],
-): Promise<Map<string, InstanceState>> {
-  const { rows } = await db.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
+): Promise<Map<string, AlterableState>> {
+  const { rows } = await db.query<AlterableRow>(
+    `SELECT ${ALTERABLE_COLUMNS} FROM workflow_instances
       WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
     [tenantKey, ids],
   );
-  return new Map(rows.map((r) => [r.id, instanceFromRow(r)]));
+  return new Map(rows.map((r) => [r.id, alterableFromRow(r)]));
 }
 
 /** Writes many altered instances in one statement and marks cancelled instances' running records Canceled. */
@@ -225,7 +229,7 @@ export async function saveInstances(
   db: Queryable,
   altered: readonly ApplyOutcome[],
   now: Date,
-  before?: ReadonlyMap<string, InstanceState>,
+  before?: ReadonlyMap<string, AlterableState>,
 ): Promise<void> {
   await writeInstanceStates(
     db,

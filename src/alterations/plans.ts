@@ -80,8 +80,25 @@ export const jobsInRange = (from: string, to: string, joins = '') =>
    CROSS JOIN LATERAL (SELECT s.first_ord + m.k::int - 1 AS ord) o
    LEFT JOIN alteration_jobs j ON j.plan_id = s.plan_id AND j.ord = o.ord
    ${joins}
-  WHERE s.plan_id = $1 AND s.first_ord > ${from} - ${JOB_SET_SIZE} AND s.first_ord < ${to}
+  WHERE ${inRange(from, to)}`;
+
+/** `jobsInRange` without the job rows: for a range that has none (see `NO_JOB_WRITTEN`). */
+export const setOrdsInRange = (from: string, to: string) =>
+  `FROM alteration_job_sets s
+   CROSS JOIN LATERAL unnest(s.instance_ids) WITH ORDINALITY AS m(instance_id, k)
+   CROSS JOIN LATERAL (SELECT s.first_ord + m.k::int - 1 AS ord) o
+  WHERE ${inRange(from, to)}`;
+
+const inRange = (from: string, to: string) =>
+  `s.plan_id = $1 AND s.first_ord > ${from} - ${JOB_SET_SIZE} AND s.first_ord < ${to}
     AND o.ord >= ${from} AND o.ord < ${to}`;
+
+/**
+ * No job of plan $1 with ord in [from, to) has a row yet: a batch's first attempt (no legacy Pending rows,
+ * no earlier attempt), which then reads its range from the set alone instead of looking up every ord.
+ */
+export const NO_JOB_WRITTEN = (from: string, to: string) =>
+  `NOT EXISTS (SELECT 1 FROM alteration_jobs x WHERE x.plan_id = $1 AND x.ord >= ${from} AND x.ord < ${to})`;
 
 /** A job without a result row: Pending (a row written before job sets may say so too). */
 export const JOB_UNWRITTEN = `(j.status IS NULL OR j.status = ${JOB_STATUS.Pending})`;

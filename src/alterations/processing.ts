@@ -27,8 +27,17 @@ import {
   type Rollout,
   UNFINISHED_STATUSES,
 } from './model.js';
-import { JOB_SET_SIZE, JOB_UNWRITTEN, jobsInRange, PLAN_COLUMNS, type PlanRow, revertFailureMessage } from './plans.js';
-import { runnableWorkSql, type InstanceState } from '../engine/instance-state.js';
+import {
+  JOB_SET_SIZE,
+  JOB_UNWRITTEN,
+  jobsInRange,
+  NO_JOB_WRITTEN,
+  PLAN_COLUMNS,
+  type PlanRow,
+  revertFailureMessage,
+  setOrdsInRange,
+} from './plans.js';
+import { runnableWorkSql, type AlterableState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
 
 /**
@@ -216,8 +225,14 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     // The range's jobs still without a result (none when an earlier attempt committed them).
     const jobs = await client.query<BatchJob>(
       plan.revert_of === null
-        ? `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at
-             ${jobsInRange('$2', '$3')} AND ${JOB_UNWRITTEN} ORDER BY o.ord`
+        ? // One branch runs: the set alone when the range has no job row yet (the usual case), else the set
+          // beside its rows (a retried attempt, or Pending rows written before job sets).
+          `SELECT o.ord, m.instance_id, NULL::text AS pending_id, s.created_at
+             ${setOrdsInRange('$2', '$3')} AND ${NO_JOB_WRITTEN('$2', '$3')}
+           UNION ALL
+           SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at
+             ${jobsInRange('$2', '$3')} AND ${JOB_UNWRITTEN} AND NOT ${NO_JOB_WRITTEN('$2', '$3')}
+           ORDER BY ord`
         : `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at, r.undo, r.revision AS written
              ${jobsInRange('$2', '$3', 'LEFT JOIN alteration_jobs r ON r.plan_id = $4 AND r.ord = s.source_ords[m.k::int]')}
              AND ${JOB_UNWRITTEN} ORDER BY o.ord`,
@@ -261,14 +276,29 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
       ]);
     }
     const failedHere = outcomes.filter((o) => !o.ok).length;
-    // The jobs and the batch's counts, in one statement (one round trip fewer per batch).
+    // The jobs and the batch's counts, in one statement (one round trip fewer per batch). The jobs travel
+    // as one JSON document; an absent key is NULL (no pending id, no log, no before-image).
+    const jobRows = jobs.rows.map((j, i) => {
+      const o = outcomes[i]!;
+      const w = written[i];
+      return {
+        ord: j.ord,
+        id: j.pending_id ?? undefined,
+        instance_id: j.instance_id,
+        status: o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed,
+        // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
+        log: o.ok ? undefined : o.log,
+        undo: w ? w.undo : undefined,
+        revision: w ? w.revision : undefined,
+      };
+    });
     await client.query(
       `WITH jobs AS (
          INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
          SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
-           FROM unnest($5::int[], $6::text[], $7::text[], $8::smallint[], $9::jsonb[], $10::jsonb[], $11::int8[])
-                AS u(ord, id, instance_id, status, log, undo, revision))
-       INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $12, $13, $14)
+           FROM jsonb_to_recordset($5::jsonb)
+                AS u(ord int, id text, instance_id text, status smallint, log jsonb, undo jsonb, revision int8))
+       INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $6, $7, $8)
        ON CONFLICT (plan_id, from_ord) DO UPDATE
          SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
       [
@@ -276,14 +306,7 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
         jobs.rows[0]!.created_at,
         started,
         now,
-        jobs.rows.map((j) => j.ord),
-        jobs.rows.map((j) => j.pending_id),
-        jobs.rows.map((j) => j.instance_id),
-        outcomes.map((o) => (o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed)),
-        // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
-        outcomes.map((o) => (o.ok ? null : JSON.stringify(o.log))),
-        written.map((w) => (w ? JSON.stringify(w.undo) : null)),
-        written.map((w) => w?.revision ?? null),
+        JSON.stringify(jobRows),
         args.fromOrd,
         outcomes.length - failedHere,
         failedHere,
@@ -351,7 +374,7 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
  * A revert job: the instance as the reverted job found it, when nothing has written it since (its
  * revision is still the one that job wrote); otherwise a failure saying so, and the instance untouched.
  */
-function revertOne(instance: InstanceState | undefined, job: BatchJob, revertOf: string, now: Date): ApplyOutcome {
+function revertOne(instance: AlterableState | undefined, job: BatchJob, revertOf: string, now: Date): ApplyOutcome {
   if (!instance) {
     return {
       ok: false,

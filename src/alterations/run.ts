@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
-import type { InstanceState } from '../engine/instance-state.js';
+import type { AlterableState } from '../engine/instance-state.js';
 import type { Dispatcher } from '../engine/ports.js';
 import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
 import { type Alteration, LOG_LEVEL, type LogEntry } from './model.js';
@@ -22,7 +22,7 @@ export interface RunDeps {
 }
 
 /** What to do to one instance: alterations to apply (and a step after they all succeeded), or a refusal. */
-type Prepared = { alterations: Alteration[]; onSuccess?: (s: InstanceState) => void } | { refuse: LogEntry };
+type Prepared = { alterations: Alteration[]; onSuccess?: (s: AlterableState) => void } | { refuse: LogEntry };
 
 /**
  * Alters the tenant's instances with these ids, one result per distinct id in request order: all in one
@@ -33,7 +33,7 @@ async function alterEach(
   deps: RunDeps,
   tenantKey: string,
   requested: readonly string[],
-  prepare: (s: InstanceState, now: Date) => Prepared,
+  prepare: (s: AlterableState, now: Date) => Prepared,
 ): Promise<RunResult[]> {
   const ids = [...new Set(requested)];
   const now = nowBy(deps.clock);

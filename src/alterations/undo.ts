@@ -1,6 +1,12 @@
 import { copyState } from './apply.js';
 import { sameJson } from '../vocabulary/json.js';
-import type { Bookmark, Incident, InstanceState, InstanceStatus, InstanceSubStatus } from '../engine/instance-state.js';
+import type {
+  Bookmark,
+  Incident,
+  AlterableState,
+  InstanceStatus,
+  InstanceSubStatus,
+} from '../engine/instance-state.js';
 
 /**
  * The parts of an instance a user sees and an alteration may change, each with a JSON pointer: what a
@@ -8,10 +14,10 @@ import type { Bookmark, Incident, InstanceState, InstanceStatus, InstanceSubStat
  */
 interface Part {
   path: string;
-  get(s: InstanceState): unknown;
-  set(s: InstanceState, value: unknown): void;
+  get(s: AlterableState): unknown;
+  set(s: AlterableState, value: unknown): void;
   /** Equal in both states (when cheaper than comparing `get`'s values). */
-  equal?(a: InstanceState, b: InstanceState): boolean;
+  equal?(a: AlterableState, b: AlterableState): boolean;
 }
 
 const sameTime = (a: Date | null, b: Date | null) =>
@@ -63,12 +69,12 @@ export interface Change {
  */
 export type UndoImage = ([string] | [string, unknown])[];
 
-function variableKeys(before: InstanceState, after: InstanceState): string[] {
+function variableKeys(before: AlterableState, after: AlterableState): string[] {
   return [...new Set([...Object.keys(before.variables), ...Object.keys(after.variables)])].sort();
 }
 
 /** The differences a user would see on the instance, as JSON pointers with the values before and after. */
-export function changesBetween(before: InstanceState, after: InstanceState): Change[] {
+export function changesBetween(before: AlterableState, after: AlterableState): Change[] {
   const changes: Change[] = [];
   const field = (path: string, a: unknown, b: unknown) => {
     if (!same(a, b)) changes.push({ path, before: a ?? null, after: b ?? null });
@@ -82,7 +88,7 @@ export function changesBetween(before: InstanceState, after: InstanceState): Cha
 }
 
 /** What restores `after` to `before`: every changed part (and updatedAt) with its value before. */
-export function undoImage(before: InstanceState, after: InstanceState): UndoImage {
+export function undoImage(before: AlterableState, after: AlterableState): UndoImage {
   const image: UndoImage = [];
   for (const part of IMAGE_PARTS) {
     if (part.equal ? !part.equal(before, after) : !same(part.get(before), part.get(after)))
@@ -102,7 +108,7 @@ export function undoImage(before: InstanceState, after: InstanceState): UndoImag
 }
 
 /** The instance with the parts of a before-image put back (a copy; `current` is left as it is). */
-export function restore(current: InstanceState, image: UndoImage): InstanceState {
+export function restore(current: AlterableState, image: UndoImage): AlterableState {
   const s = copyState(current);
   for (const [path, ...value] of image) {
     if (path.startsWith(VARIABLES)) {

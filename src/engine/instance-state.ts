@@ -18,27 +18,31 @@ export interface Incident {
   timestamp: string;
 }
 
-/** The mutable part of a workflow instance: what execution and alterations read and write. */
-export interface InstanceState {
+/** What alterations read and write of an instance: an alteration batch reads only these columns. */
+export interface AlterableState {
   id: string;
   tenantKey: string;
   definitionId: string;
   definitionVersionId: string;
   version: number;
-  name: string | null;
-  correlationId: string | null;
   status: InstanceStatus;
   subStatus: InstanceSubStatus;
-  isSystem: boolean;
   variables: Record<string, unknown>;
   scheduled: string[];
   bookmarks: Bookmark[];
   incidents: Incident[];
-  createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
   /** Writes of this instance so far: every write adds one (a revert compares it, src/alterations/undo.ts). */
   revision: number;
+}
+
+/** The mutable part of a workflow instance: what execution reads and writes. */
+export interface InstanceState extends AlterableState {
+  name: string | null;
+  correlationId: string | null;
+  isSystem: boolean;
+  createdAt: Date;
 }
 
 export interface InstanceRow {
@@ -64,6 +68,31 @@ export interface InstanceRow {
 
 export const INSTANCE_COLUMNS =
   'id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status, is_system, variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at, revision';
+
+/** The columns of `AlterableState` (see `alterableFromRow`). */
+export const ALTERABLE_COLUMNS =
+  'id, tenant_id, definition_id, definition_version_id, version, status, sub_status, variables, scheduled, bookmarks, incidents, updated_at, finished_at, revision';
+
+export type AlterableRow = Omit<InstanceRow, 'name' | 'correlation_id' | 'is_system' | 'created_at'>;
+
+export function alterableFromRow(r: AlterableRow): AlterableState {
+  return {
+    id: r.id,
+    tenantKey: r.tenant_id,
+    definitionId: r.definition_id,
+    definitionVersionId: r.definition_version_id,
+    version: r.version,
+    status: r.status,
+    subStatus: r.sub_status,
+    variables: r.variables,
+    scheduled: r.scheduled,
+    bookmarks: r.bookmarks,
+    incidents: r.incidents,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+    revision: r.revision,
+  };
+}
 
 export function instanceFromRow(r: InstanceRow): InstanceState {
   return {
@@ -111,7 +140,7 @@ export async function saveInstance(client: Queryable, s: InstanceState): Promise
  * An instance has work a worker can run now: the condition for dispatching it. The same rule in SQL is
  * `runnableWorkSql` below; a test checks that both agree on the same rows.
  */
-export function hasRunnableWork(s: InstanceState): boolean {
+export function hasRunnableWork(s: AlterableState): boolean {
   return s.status === 'Running' && s.subStatus !== 'Faulted' && s.scheduled.length > 0;
 }
 
@@ -123,8 +152,8 @@ export const runnableWorkSql = (alias: string) =>
 const WRITABLE: {
   column: string;
   type: string;
-  get: (s: InstanceState) => unknown;
-  value: (s: InstanceState) => unknown;
+  get: (s: AlterableState) => unknown;
+  value: (s: AlterableState) => unknown;
 }[] = [
   {
     column: 'definition_version_id',
@@ -154,8 +183,8 @@ const WRITABLE: {
  */
 export async function writeInstanceStates(
   db: Queryable,
-  states: readonly InstanceState[],
-  before?: ReadonlyMap<string, InstanceState>,
+  states: readonly AlterableState[],
+  before?: ReadonlyMap<string, AlterableState>,
 ): Promise<void> {
   if (states.length === 0) return;
   const changed = (c: (typeof WRITABLE)[number]) =>
@@ -164,16 +193,16 @@ export async function writeInstanceStates(
       return !b || !sameJson(c.get(b), c.get(s));
     });
   const columns = WRITABLE.filter((c) => !before || c.column === 'updated_at' || changed(c));
-  const params: unknown[] = [states.map((s) => s.id)];
-  const arrays = ['$1::text[]'];
-  for (const c of columns) {
-    params.push(states.map(c.value));
-    arrays.push(`$${params.length}::${c.type}[]`);
-  }
+  // The rows travel as one JSON document (one parse in Postgres, no array-literal escaping in node).
+  const rows = states.map((s) => {
+    const row: Record<string, unknown> = { id: s.id };
+    for (const c of columns) row[c.column] = c.type === 'jsonb' ? c.get(s) : c.value(s);
+    return row;
+  });
   await db.query(
     `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
-       FROM unnest(${arrays.join(', ')}) AS u(id, ${columns.map((c) => c.column).join(', ')})
+       FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
       WHERE w.id = u.id`,
-    params,
+    [JSON.stringify(rows)],
   );
 }
