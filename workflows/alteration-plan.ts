@@ -20,6 +20,7 @@ import type { Activities } from '../activities/index.js';
 import { PLAN_STATUS_ATTRIBUTE } from './search-attributes.js';
 import { PLAN_RETRY as RETRY } from './retry.js';
 
+// generateJobs and completePlan as (non-local) activities: only for plans started before LOCAL_STEPS_PATCH.
 const { generateJobs } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
@@ -167,13 +168,15 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
   const { planId } = input;
   const carried = input.progress;
   const localSteps = patched(LOCAL_STEPS_PATCH);
+  const batchSizeOf = (total: number) =>
+    localSteps ? batchSizeFor(total, input.batchSize, input.window) : input.batchSize;
   const state: PlanWorkflowProgress = {
     status: carried ? 'Running' : 'Generating',
     total: carried?.total ?? null,
     completed: carried?.completed ?? 0,
     failed: carried?.failed ?? 0,
     batchesDone: carried?.batchesDone ?? 0,
-    batches: carried ? Math.ceil(carried.total / batchSizeFor(carried.total, input.batchSize, input.window)) : null,
+    batches: carried ? Math.ceil(carried.total / batchSizeOf(carried.total)) : null,
     pauseReason: null,
   };
   let dirty = false;
@@ -211,7 +214,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       control = generated.control;
       state.total = total;
     }
-    const batchSize = localSteps ? batchSizeFor(total, input.batchSize, input.window) : input.batchSize;
+    const batchSize = batchSizeOf(total);
     state.batches = Math.ceil(total / batchSize);
     let nextOrd = carried?.nextOrd ?? 0;
     const redo: [number, number][] = [...(carried?.redo ?? [])];

@@ -54,7 +54,6 @@ const PART_BY_PATH = new Map(IMAGE_PARTS.map((p) => [p.path, p]));
 const VARIABLES = '/variables/';
 const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 const unescapeKey = (token: string) => token.replaceAll('~1', '/').replaceAll('~0', '~');
-const same = sameJson;
 
 /** One changed part, as the preview shows it (an absent variable reads as null). */
 export interface Change {
@@ -77,7 +76,7 @@ function variableKeys(before: AlterableState, after: AlterableState): string[] {
 export function changesBetween(before: AlterableState, after: AlterableState): Change[] {
   const changes: Change[] = [];
   const field = (path: string, a: unknown, b: unknown) => {
-    if (!same(a, b)) changes.push({ path, before: a ?? null, after: b ?? null });
+    if (!sameJson(a, b)) changes.push({ path, before: a ?? null, after: b ?? null });
   };
   for (const part of PARTS.slice(0, 4)) field(part.path, part.get(before), part.get(after));
   for (const key of variableKeys(before, after)) {
@@ -91,13 +90,13 @@ export function changesBetween(before: AlterableState, after: AlterableState): C
 export function undoImage(before: AlterableState, after: AlterableState): UndoImage {
   const image: UndoImage = [];
   for (const part of IMAGE_PARTS) {
-    if (part.equal ? !part.equal(before, after) : !same(part.get(before), part.get(after)))
+    if (part.equal ? !part.equal(before, after) : !sameJson(part.get(before), part.get(after)))
       image.push([part.path, part.get(before)]);
   }
   // The variables that differ (held by one side only, or with another value), in key order.
   const keys: string[] = [];
   for (const key of Object.keys(after.variables)) {
-    if (!Object.hasOwn(before.variables, key) || !same(before.variables[key], after.variables[key])) keys.push(key);
+    if (!Object.hasOwn(before.variables, key) || !sameJson(before.variables[key], after.variables[key])) keys.push(key);
   }
   for (const key of Object.keys(before.variables)) if (!Object.hasOwn(after.variables, key)) keys.push(key);
   for (const key of keys.sort()) {

@@ -96,24 +96,11 @@ export function alterableFromRow(r: AlterableRow): AlterableState {
 
 export function instanceFromRow(r: InstanceRow): InstanceState {
   return {
-    id: r.id,
-    tenantKey: r.tenant_id,
-    definitionId: r.definition_id,
-    definitionVersionId: r.definition_version_id,
-    version: r.version,
+    ...alterableFromRow(r),
     name: r.name,
     correlationId: r.correlation_id,
-    status: r.status,
-    subStatus: r.sub_status,
     isSystem: r.is_system,
-    variables: r.variables,
-    scheduled: r.scheduled,
-    bookmarks: r.bookmarks,
-    incidents: r.incidents,
     createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    finishedAt: r.finished_at,
-    revision: r.revision,
   };
 }
 
@@ -148,33 +135,21 @@ export function hasRunnableWork(s: AlterableState): boolean {
 export const runnableWorkSql = (alias: string) =>
   `(${alias}.status = 'Running' AND ${alias}.sub_status <> 'Faulted' AND jsonb_array_length(${alias}.scheduled) > 0)`;
 
-/** The mutable columns of an instance: how to read each from the state (to compare), to write it, and its SQL array type. */
-const WRITABLE: {
-  column: string;
-  type: string;
-  get: (s: AlterableState) => unknown;
-  value: (s: AlterableState) => unknown;
-}[] = [
-  {
-    column: 'definition_version_id',
-    type: 'text',
-    get: (s) => s.definitionVersionId,
-    value: (s) => s.definitionVersionId,
-  },
-  { column: 'version', type: 'int', get: (s) => s.version, value: (s) => s.version },
-  { column: 'status', type: 'text', get: (s) => s.status, value: (s) => s.status },
-  { column: 'sub_status', type: 'text', get: (s) => s.subStatus, value: (s) => s.subStatus },
-  { column: 'variables', type: 'jsonb', get: (s) => s.variables, value: (s) => JSON.stringify(s.variables) },
-  { column: 'scheduled', type: 'jsonb', get: (s) => s.scheduled, value: (s) => JSON.stringify(s.scheduled) },
-  { column: 'bookmarks', type: 'jsonb', get: (s) => s.bookmarks, value: (s) => JSON.stringify(s.bookmarks) },
-  { column: 'incidents', type: 'jsonb', get: (s) => s.incidents, value: (s) => JSON.stringify(s.incidents) },
-  { column: 'updated_at', type: 'timestamptz', get: (s) => s.updatedAt, value: (s) => s.updatedAt.toISOString() },
-  {
-    column: 'finished_at',
-    type: 'timestamptz',
-    get: (s) => s.finishedAt?.getTime() ?? null,
-    value: (s) => s.finishedAt?.toISOString() ?? null,
-  },
+/**
+ * The mutable columns of an instance: how to read each from the state (to compare it, and to write it: a
+ * Date goes into the JSON rows as its ISO text) and its SQL type.
+ */
+const WRITABLE: { column: string; type: string; get: (s: AlterableState) => unknown }[] = [
+  { column: 'definition_version_id', type: 'text', get: (s) => s.definitionVersionId },
+  { column: 'version', type: 'int', get: (s) => s.version },
+  { column: 'status', type: 'text', get: (s) => s.status },
+  { column: 'sub_status', type: 'text', get: (s) => s.subStatus },
+  { column: 'variables', type: 'jsonb', get: (s) => s.variables },
+  { column: 'scheduled', type: 'jsonb', get: (s) => s.scheduled },
+  { column: 'bookmarks', type: 'jsonb', get: (s) => s.bookmarks },
+  { column: 'incidents', type: 'jsonb', get: (s) => s.incidents },
+  { column: 'updated_at', type: 'timestamptz', get: (s) => s.updatedAt },
+  { column: 'finished_at', type: 'timestamptz', get: (s) => s.finishedAt },
 ];
 
 /**
@@ -196,7 +171,7 @@ export async function writeInstanceStates(
   // The rows travel as one JSON document (one parse in Postgres, no array-literal escaping in node).
   const rows = states.map((s) => {
     const row: Record<string, unknown> = { id: s.id };
-    for (const c of columns) row[c.column] = c.type === 'jsonb' ? c.get(s) : c.value(s);
+    for (const c of columns) row[c.column] = c.get(s);
     return row;
   });
   await db.query(

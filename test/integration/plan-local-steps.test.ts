@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planWorkflowId } from '../../src/temporal/names.js';
+import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+// A plan's generation and completion run as local activities, and a small plan (fewer than window x 4
+// batches of the configured size) runs smaller batches so that the window stays full to the end.
+let h: Harness;
+const run = Math.random().toString(36).slice(2, 8);
+const planId = `small-${run}`;
+const definitionId = `small-def-${run}`;
+
+const text = (payload: { data?: Uint8Array | null } | null | undefined) =>
+  payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined;
+
+beforeAll(async () => {
+  h = await createHarness({ alterations: { batchSize: 1000, window: 2, batchesPerRun: 500 } });
+  const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
+  await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 2000, variables: { amount: 0 } });
+  const r = await h.request('POST', '/alterations/submit', {
+    body: {
+      id: planId,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
+      filter: { definitionIds: [definitionId] },
+    },
+  });
+  expect(r.status).toBe(202);
+  await eventually(
+    async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
+    'the plan to complete',
+  );
+}, 120_000);
+
+afterAll(() => h?.close());
+
+describe('a small plan', () => {
+  it('runs batches of max(250, N / (window x 4)) instead of the configured 1000, every job once', async () => {
+    const history = await h.client.workflow.getHandle(planWorkflowId(planId)).fetchHistory();
+    const summaries = (history.events ?? [])
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runJobBatch')
+      .map((e) => text(e.userMetadata?.summary));
+    expect(summaries).toEqual(
+      [0, 250, 500, 750, 1000, 1250, 1500, 1750].map(
+        (from) => `jobs ${from.toLocaleString('en')}–${(from + 249).toLocaleString('en')} of 2,000`,
+      ),
+    );
+    const plan = (await h.request('GET', `/alterations/${planId}`)).body.plan;
+    expect(plan.jobCounts).toMatchObject({ total: 2000, completed: 2000, failed: 0 });
+    const { rows } = await h.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM workflow_instances WHERE definition_id = $1 AND variables->'amount' = '7' AND revision = 1`,
+      [definitionId],
+    );
+    expect(rows[0]!.n).toBe(2000);
+  });
+
+  it('generates and completes as local activities, not through the activity queue', async () => {
+    const history = await h.client.workflow.getHandle(planWorkflowId(planId)).fetchHistory();
+    const events = history.events ?? [];
+    const queued = events
+      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+      .filter((name) => name !== undefined);
+    expect(new Set(queued)).toEqual(new Set(['runJobBatch']));
+    const local = events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+      .map((e) => {
+        const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+        return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type : '?';
+      });
+    expect(local).toEqual(['generateJobs', 'completePlan']);
+  });
+});
