@@ -81,7 +81,7 @@ describe('migrations', () => {
     const { rows: before } = await pool.query<{ id: string; status: number; instance_id: string }>(
       "SELECT id, status, instance_id FROM alteration_jobs WHERE plan_id = 'old-plan' ORDER BY ord",
     );
-    expect(await migrate(pool)).toEqual([8]);
+    expect(await migrate(pool, undefined, { upTo: 8 })).toEqual([8]);
     const { rows: sets } = await pool.query<{ first_ord: number; size: number }>(
       "SELECT first_ord, cardinality(instance_ids) AS size FROM alteration_job_sets WHERE plan_id = 'old-plan' ORDER BY first_ord",
     );
@@ -105,5 +105,25 @@ describe('migrations', () => {
     expect(read.map((j) => [j.id, j.status, j.workflowInstanceId])).toEqual(
       before.map((r) => [r.id, r.status, r.instance_id]),
     );
+  });
+
+  it('009: a deleted plan takes its jobs with it (a statement trigger instead of the per-row foreign key)', async () => {
+    const url = await freshDatabase();
+    const pool = createPool(url, 2);
+    pools.push(pool);
+    await migrate(pool);
+    await pool.query(`
+      INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, job_total, created_at)
+      VALUES ('gone', 'default', '[]', '{}', 'h', 4, 3, now()), ('kept', 'default', '[]', '{}', 'h', 4, 2, now());
+      INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at)
+      SELECT p, n, p || n, 'instance-' || n, 2, now()
+        FROM (VALUES ('gone', 3), ('kept', 2)) AS t(p, k), generate_series(0, k - 1) AS n;`);
+    const { rows: fk } = await pool.query(
+      "SELECT conname FROM pg_constraint WHERE conrelid = 'alteration_jobs'::regclass AND contype = 'f'",
+    );
+    expect(fk).toEqual([]);
+    await pool.query("DELETE FROM alteration_plans WHERE id = 'gone'");
+    const { rows } = await pool.query('SELECT plan_id, count(*)::int AS n FROM alteration_jobs GROUP BY plan_id');
+    expect(rows).toEqual([{ plan_id: 'kept', n: 2 }]);
   });
 });
