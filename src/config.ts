@@ -42,7 +42,7 @@ const ConfigSchema = z.object({
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
   DATABASE_POOL_WORKER: z.coerce.number().int().min(2).max(500).default(20),
-  ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
+  ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(2000),
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   XDG_CACHE_HOME: optional,
