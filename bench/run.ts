@@ -31,7 +31,7 @@ import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { WORKFLOWS_PATH } from '../src/temporal/worker.js';
 import { type BenchResults, evaluateTargets, printTable, type SizeResult } from './report.js';
-import { POLL_MS, child } from './size.js';
+import { POLL_MS, WAIT_VIA, child } from './size.js';
 import { redactUrl, round } from './util.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -168,7 +168,13 @@ async function parent(): Promise<void> {
         node: process.version,
         platform: `${os.platform()} ${os.release()}`,
       },
-      config: { ...config.alterations, pollMs: POLL_MS, postgres: pgDescription, temporal: temporalDescription },
+      config: {
+        ...config.alterations,
+        pollMs: POLL_MS,
+        waitVia: WAIT_VIA,
+        postgres: pgDescription,
+        temporal: temporalDescription,
+      },
       sizes: results,
       targets: evaluateTargets(results.filter((r) => r.recordUndo !== false)),
     };

@@ -19,6 +19,8 @@ export const DEFINITION_ID = 'bench-def';
 export const PLAN_VALUE = 1001;
 export const RAW_VALUE = 2002;
 export const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
+/** How the bench learns that a plan ended: its event stream (default), or `poll` (every POLL_MS). */
+export const WAIT_VIA: 'events' | 'poll' = process.env.BENCH_WAIT === 'poll' ? 'poll' : 'events';
 export const PLAN_TIMEOUT_MS = Number(process.env.BENCH_PLAN_TIMEOUT_MS ?? 30 * 60_000);
 export const DRY_RUNS = 5;
 
@@ -252,7 +254,47 @@ async function planStatus(api: Api, planId: string): Promise<number> {
   return plan.status;
 }
 
-/** Submit -> status 4, polled every POLL_MS. */
+/**
+ * Waits for a plan to end as a client watching it would: on its event stream (`GET …/events`: `done` comes
+ * as the plan's status changes) or, with BENCH_WAIT=poll, reading its status every POLL_MS. Answers the
+ * final status and how many events (or reads) it took.
+ */
+async function waitForEnd(api: Api, planId: string, t0: number): Promise<{ status: number; reads: number[] }> {
+  const reads: number[] = [];
+  if (WAIT_VIA === 'events') {
+    const res = await api.raw('GET', `/alterations/${planId}/events`);
+    if (res.status !== 200 || !res.body) throw new Error(`events: HTTP ${res.status} ${await res.text()}`);
+    const decoder = new TextDecoder();
+    let buffered = '';
+    let last = performance.now();
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const event = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const now = performance.now();
+        reads.push(now - last);
+        last = now;
+        if (event.startsWith('event: done')) {
+          const data = event.split('\n').find((l) => l.startsWith('data: '));
+          return { status: (JSON.parse(data!.slice(6)) as { status: number }).status, reads };
+        }
+      }
+    }
+    throw new Error(`the event stream of plan ${planId} ended without done`);
+  }
+  for (;;) {
+    const p0 = performance.now();
+    const status = await planStatus(api, planId);
+    reads.push(performance.now() - p0);
+    if (status >= 4) return { status, reads };
+    if (performance.now() - t0 > PLAN_TIMEOUT_MS) throw new Error(`plan not completed after ${PLAN_TIMEOUT_MS} ms`);
+    await sleep(POLL_MS);
+  }
+}
+
+/** Submit -> the plan's end seen by its watcher (`waitForEnd`). */
 async function runPlan(api: Api, filter: unknown) {
   const t0 = performance.now();
   const submit = await api<{ planId: string }>('POST', '/alterations/submit', {
@@ -262,17 +304,9 @@ async function runPlan(api: Api, filter: unknown) {
   const submitMs = performance.now() - t0;
   expectStatus(submit, 202, 'submit');
   const planId = submit.body.planId;
-  const polls: number[] = [];
-  for (;;) {
-    const p0 = performance.now();
-    const status = await planStatus(api, planId);
-    const now = performance.now();
-    polls.push(now - p0);
-    if (status === 4) return { planId, planMs: now - t0, submitMs, polls };
-    if (status > 4) throw new Error(`plan ended with status ${status}`);
-    if (now - t0 > PLAN_TIMEOUT_MS) throw new Error(`plan not completed after ${PLAN_TIMEOUT_MS} ms`);
-    await sleep(POLL_MS);
-  }
+  const { status, reads } = await waitForEnd(api, planId, t0);
+  if (status !== 4) throw new Error(`plan ended with status ${status}`);
+  return { planId, planMs: performance.now() - t0, submitMs, reads };
 }
 
 /** In SQL: every instance holds the plan's value and every job Completed. */
@@ -329,13 +363,8 @@ async function revertPlan(api: Api, benchPool: pg.Pool, planId: string, n: numbe
   const t0 = performance.now();
   const started = await api<{ planId: string }>('POST', `/alterations/${planId}/revert`, {});
   expectStatus(started, 202, 'revert');
-  for (;;) {
-    const status = await planStatus(api, started.body.planId);
-    if (status === 4) break;
-    if (status > 4) throw new Error(`revert plan ended with status ${status}`);
-    if (performance.now() - t0 > PLAN_TIMEOUT_MS) throw new Error(`revert not completed after ${PLAN_TIMEOUT_MS} ms`);
-    await sleep(POLL_MS);
-  }
+  const { status } = await waitForEnd(api, started.body.planId, t0);
+  if (status !== 4) throw new Error(`revert plan ended with status ${status}`);
   const ms = performance.now() - t0;
   const { rows } = await benchPool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM workflow_instances WHERE tenant_id = '' AND definition_id = $1 AND variables->'amount' = '0'::jsonb`,
@@ -477,7 +506,7 @@ export async function runSize(n: number): Promise<SizeResult> {
           createdToCompletedMs: planRow.completed.getTime() - planRow.created.getTime(),
         },
         verified,
-        polls: stat(plan.polls),
+        watch: { via: WAIT_VIA, ...stat(plan.reads) },
       },
       raw: raw.result,
       ratio: round(plan.planMs / raw.ms, 2),

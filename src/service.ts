@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createApp } from './api/app.js';
+import { PlanStatusListener } from './alterations/status-listener.js';
 import { serveApi } from './api/server.js';
 import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
 import { logStaleGrants } from './auth/stale-grants.js';
@@ -64,6 +65,8 @@ export interface ServiceOverrides {
    * to measure what recording them costs; there is no setting for it.
    */
   recordUndo?: boolean;
+  /** How often event streams read their plan when nothing wakes them (a test turns polling off with it). */
+  planEventPollMs?: { min: number; max: number };
 }
 
 export interface Service {
@@ -278,6 +281,9 @@ async function build(
   let app: ReturnType<typeof createApp> | undefined;
   let server: ServerType | undefined;
   if (apiPool) {
+    const planStatus = new PlanStatusListener(databaseUrl, logger);
+    await planStatus.start();
+    stops.add('plan status listener', () => planStatus.close());
     app = createApp({
       config,
       pool: apiPool,
@@ -289,6 +295,8 @@ async function build(
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
       tokens,
       planProcessing,
+      planStatus,
+      planEventPollMs: o.planEventPollMs,
     });
     if (o.listen !== false) {
       const listening = serveApi(app, { port: config.port });

@@ -8,6 +8,7 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
 import type { Dispatcher } from '../engine/ports.js';
 import type { PlanProcessing } from '../temporal/plans.js';
+import type { PlanStatusListener } from '../alterations/status-listener.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
 export interface AppDeps {
@@ -25,6 +26,10 @@ export interface AppDeps {
   planProcessing: PlanProcessing;
   /** sha256 of ADMIN_API_KEY, when set. */
   adminApiKeyHash?: string | undefined;
+  /** Wakes event streams when their plan's status changes; without it they only poll. */
+  planStatus?: PlanStatusListener | undefined;
+  /** How often an event stream reads its plan when nothing wakes it, in ms (default 500, growing to 2000). */
+  planEventPollMs?: { min: number; max: number } | undefined;
 }
 
 export interface AppEnv {

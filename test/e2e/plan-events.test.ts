@@ -9,6 +9,7 @@ import { approvalWithNote } from '../support/workflows.js';
 
 let h: Harness;
 let node2: Service;
+let node3: Service;
 const run = Math.random().toString(36).slice(2, 8);
 let versionId: string;
 
@@ -50,9 +51,26 @@ beforeAll(async () => {
     },
     { role: 'api', listen: false, logger: createLogger('silent') },
   );
+  // A third API node whose streams read their plan once a minute unless its status changes.
+  node3 = await createService(
+    {
+      ...base,
+      databaseUrl: h.databaseUrl,
+      adminApiKey: `wfa_unused_node3_${run}`,
+      authSigningKey: `node3 ${run}`,
+      temporal: { ...base.temporal, address: inject('temporalAddress'), taskQueue: h.taskQueue, uiPort: 0 },
+    },
+    {
+      role: 'api',
+      listen: false,
+      logger: createLogger('silent'),
+      planEventPollMs: { min: 60_000, max: 60_000 },
+    },
+  );
 }, 120_000);
 
 afterAll(async () => {
+  await node3?.stop();
   await node2?.stop();
   await h?.close();
 });
@@ -122,6 +140,29 @@ describe('GET /alterations/{planId}/events', () => {
     expect(last.event).toBe('done');
     if (last.event === 'done') expect(last.data.jobCounts.completed).toBe(400);
   });
+
+  it('sends done as the plan ends, made by a worker elsewhere, without waiting for the next poll', async () => {
+    await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 300,
+      variables: { amount: 2 },
+      namePrefix: 'sse3-',
+    });
+    const { planId } = await clientOf(h.app).plans.submit({
+      id: `sse-notified-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 9 }],
+      filter: { definitionIds: ['events-def'], searchTerm: 'sse3-' },
+    });
+    // node3 polls once a minute: only the plan's status change, heard through Postgres, ends this in time.
+    const outcome = await Promise.race([
+      collect(clientOf(node3.app!).plans.events(planId)),
+      new Promise<'no done within 20 s'>((resolve) => setTimeout(() => resolve('no done within 20 s'), 20_000)),
+    ]);
+    if (typeof outcome === 'string') throw new Error(outcome);
+    const last = outcome.events[outcome.events.length - 1]!;
+    expect(last.event).toBe('done');
+    if (last.event === 'done') expect(last.data.jobCounts.completed).toBe(300);
+  }, 30_000);
 
   it('answers as the plan read does: 401 without credentials, 403 without alterations:view, 404 for another tenant', async () => {
     const planId = `sse-${run}`;

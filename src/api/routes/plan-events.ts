@@ -9,7 +9,10 @@ import { secureRoute } from '../secure-route.js';
 
 const VIEW = { structured: 'alterations:view', legacy: 'read:alterations' };
 
-/** Polling of Postgres per stream: fast while the plan moves, slower while it does not. */
+/**
+ * Polling of Postgres per stream: fast while the plan moves, slower while it does not. A change of the
+ * plan's status wakes the stream at once (`PlanStatusListener`), so `done` does not wait for a poll.
+ */
 const MIN_INTERVAL_MS = 500;
 const MAX_INTERVAL_MS = 2_000;
 /** A comment line this often keeps proxies from closing a quiet stream. */
@@ -52,11 +55,22 @@ export function planEventRoutes() {
   let open = 0;
   app.openapi(events, async (c) => {
     const { planId } = c.req.valid('param');
-    const { pool } = c.get('deps');
+    const { pool, planStatus, planEventPollMs } = c.get('deps');
+    const minInterval = planEventPollMs?.min ?? MIN_INTERVAL_MS;
+    const maxInterval = planEventPollMs?.max ?? MAX_INTERVAL_MS;
     const tenant = callerTenant(c);
+    // Heard from before the first read, so that no change between the read and the first wait goes unheard.
+    const watch = planStatus?.watch(planId);
     // Read once before streaming: an unknown plan (or another tenant's) is a 404 problem, not an empty stream.
-    let plan: PlanView = await getPlanView(pool, tenant, planId);
+    let plan: PlanView;
+    try {
+      plan = await getPlanView(pool, tenant, planId);
+    } catch (err) {
+      watch?.close();
+      throw err;
+    }
     if (open >= MAX_STREAMS_PER_NODE) {
+      watch?.close();
       return c.json(
         {
           type: 'about:blank',
@@ -77,13 +91,15 @@ export function planEventRoutes() {
       let closed = false;
       stream.onAbort(() => {
         closed = true;
+        watch?.close();
       });
       try {
         let last = '';
         let lastSample = { at: Date.now(), done: done(plan.jobCounts) };
         let rate = 0;
-        let interval = MIN_INTERVAL_MS;
+        let interval = minInterval;
         let lastWrite = Date.now();
+        let lastProgress = 0;
         while (!closed) {
           if (isFinished(plan.status)) {
             await stream.writeSSE({ event: 'done', data: JSON.stringify(plan) });
@@ -104,23 +120,34 @@ export function planEventRoutes() {
             pauseReason: plan.pauseReason,
           });
           if (progress !== last) {
+            // At most one progress event per interval: a change heard sooner (a status change wakes the
+            // stream) waits out the rest of it, unless the plan ends meanwhile.
+            const early = last === '' ? 0 : lastProgress + minInterval - Date.now();
+            if (early > 0) {
+              await (watch ? watch.wait(early) : stream.sleep(early));
+              if (closed) break;
+              plan = await getPlanView(pool, tenant, planId);
+              continue;
+            }
             await stream.writeSSE({ event: 'progress', data: progress });
             last = progress;
-            lastWrite = Date.now();
-            interval = MIN_INTERVAL_MS;
+            lastWrite = lastProgress = Date.now();
+            interval = minInterval;
           } else {
-            interval = Math.min(MAX_INTERVAL_MS, Math.round(interval * 1.5));
+            interval = Math.min(maxInterval, Math.round(interval * 1.5));
             if (Date.now() - lastWrite >= KEEPALIVE_MS) {
               await stream.write(': keep-alive\n\n');
               lastWrite = Date.now();
             }
           }
-          await stream.sleep(interval);
+          // Until the plan's status changes (a pause, a resume, the end) or the interval is up.
+          await (watch ? watch.wait(interval) : stream.sleep(interval));
           if (closed) break;
           plan = await getPlanView(pool, tenant, planId);
         }
       } finally {
         open--;
+        watch?.close();
       }
     });
   });
