@@ -121,14 +121,13 @@ class Waker {
       return Promise.resolve();
     }
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.resolve = undefined;
-        self.woken = false;
+        this.resolve = undefined;
+        this.woken = false;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.resolve = done;
     });
   }
