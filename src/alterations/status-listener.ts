@@ -26,6 +26,7 @@ export class PlanStatusListener {
   private readonly watches = new Map<string, Set<Waker>>();
   private readonly dead = new WeakSet<pg.Client>();
   private closed = false;
+  private down = false;
   private retry: NodeJS.Timeout | undefined;
 
   constructor(
@@ -82,6 +83,8 @@ export class PlanStatusListener {
       return;
     }
     this.client = client;
+    if (this.down) this.logger.info('plan status listener is back');
+    this.down = false;
     // Changes made while no connection listened went unheard: every stream reads its plan again.
     for (const set of this.watches.values()) for (const waker of set) waker.wake();
   }
@@ -93,10 +96,13 @@ export class PlanStatusListener {
     if (this.client === client) this.client = undefined;
     client.end().catch(() => undefined);
     if (this.closed || this.retry !== undefined) return;
-    this.logger.warn(
-      { err: err instanceof Error ? err.message : undefined },
-      'plan status listener lost its connection; event streams poll until it is back',
-    );
+    // Once per outage, not once per attempt (one a second).
+    if (!this.down)
+      this.logger.warn(
+        { err: err instanceof Error ? err.message : undefined },
+        'plan status listener lost its connection; event streams poll until it is back',
+      );
+    this.down = true;
     this.retry = setTimeout(() => {
       this.retry = undefined;
       void this.open();

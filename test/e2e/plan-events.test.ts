@@ -3,7 +3,7 @@ import { createClient, type PlanEvent, ProblemError } from '../../src/client/ind
 import { createService, type Service } from '../../src/service.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { createHarness, type Harness } from '../support/harness.js';
+import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
@@ -163,6 +163,37 @@ describe('GET /alterations/{planId}/events', () => {
     expect(last.event).toBe('done');
     if (last.event === 'done') expect(last.data.jobCounts.completed).toBe(300);
   }, 30_000);
+
+  it('hears status changes again after its listening connection was cut', async () => {
+    const { rows } = await h.pool.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'wfa-plan-status' AND datname = current_database()",
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    // Back within its reconnect delay (1 s).
+    await eventually(async () => {
+      const { rows: back } = await h.pool.query(
+        "SELECT 1 FROM pg_stat_activity WHERE application_name = 'wfa-plan-status' AND datname = current_database() AND query ILIKE 'LISTEN%'",
+      );
+      return back.length >= rows.length ? true : undefined;
+    }, 'the listeners to reconnect');
+    await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 200,
+      variables: { amount: 3 },
+      namePrefix: 'sse4-',
+    });
+    const { planId } = await clientOf(h.app).plans.submit({
+      id: `sse-relisten-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 10 }],
+      filter: { definitionIds: ['events-def'], searchTerm: 'sse4-' },
+    });
+    const outcome = await Promise.race([
+      collect(clientOf(node3.app!).plans.events(planId)),
+      new Promise<'no done within 20 s'>((resolve) => setTimeout(() => resolve('no done within 20 s'), 20_000)),
+    ]);
+    if (typeof outcome === 'string') throw new Error(outcome);
+    expect(outcome.events[outcome.events.length - 1]!.event).toBe('done');
+  }, 40_000);
 
   it('answers as the plan read does: 401 without credentials, 403 without alterations:view, 404 for another tenant', async () => {
     const planId = `sse-${run}`;
