@@ -264,24 +264,32 @@ async function waitForEnd(api: Api, planId: string, t0: number): Promise<{ statu
   if (WAIT_VIA === 'events') {
     const res = await api.raw('GET', `/alterations/${planId}/events`);
     if (res.status !== 200 || !res.body) throw new Error(`events: HTTP ${res.status} ${await res.text()}`);
+    const reader = res.body.getReader();
+    const timeout = setTimeout(() => void reader.cancel(), Math.max(0, PLAN_TIMEOUT_MS - (performance.now() - t0)));
     const decoder = new TextDecoder();
     let buffered = '';
     let last = performance.now();
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(chunk, { stream: true });
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffered += decoder.decode(value, { stream: true });
       let end: number;
       while ((end = buffered.indexOf('\n\n')) >= 0) {
         const event = buffered.slice(0, end);
         buffered = buffered.slice(end + 2);
+        if (event.startsWith(':')) continue; // a keep-alive comment
         const now = performance.now();
         reads.push(now - last);
         last = now;
         if (event.startsWith('event: done')) {
+          clearTimeout(timeout);
           const data = event.split('\n').find((l) => l.startsWith('data: '));
           return { status: (JSON.parse(data!.slice(6)) as { status: number }).status, reads };
         }
       }
     }
+    clearTimeout(timeout);
+    if (performance.now() - t0 >= PLAN_TIMEOUT_MS) throw new Error(`plan not completed after ${PLAN_TIMEOUT_MS} ms`);
     throw new Error(`the event stream of plan ${planId} ended without done`);
   }
   for (;;) {

@@ -414,14 +414,31 @@ export async function readPlanControl(deps: ProcessingDeps, planId: string): Pro
   return controlOf(rows[0]);
 }
 
-/** Marks a processed plan Completed (unless it was cancelled or failed meanwhile; a pause comes too late). */
+/**
+ * Marks a processed plan Completed (unless it was cancelled or failed meanwhile; a pause comes too late),
+ * but only when every job has its result: the batches' counts (written with the jobs, in one statement)
+ * add up to the plan's total. Fewer means batches were skipped (a worker that sized them otherwise, say,
+ * took the plan over mid-way): that is an error to see, never a Completed plan with jobs that did not run.
+ */
 export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
   const now = nowBy(deps.clock);
-  await deps.pool.query(
-    `UPDATE alteration_plans SET status = $2, completed_at = $3, pause_reason = NULL
-      WHERE id = $1 AND status = ANY($4::smallint[])`,
+  const { rows } = await deps.pool.query<{ status: PlanStatus; job_total: number | null; done: number }>(
+    `WITH counted AS (SELECT coalesce(sum(completed + failed), 0)::int AS done FROM alteration_batch_counts WHERE plan_id = $1),
+          updated AS (
+            UPDATE alteration_plans SET status = $2, completed_at = $3, pause_reason = NULL
+             WHERE id = $1 AND status = ANY($4::smallint[]) AND coalesce(job_total, 0) <= (SELECT done FROM counted)
+            RETURNING id)
+     SELECT CASE WHEN EXISTS (SELECT 1 FROM updated) THEN $2::smallint ELSE p.status END AS status, p.job_total,
+            (SELECT done FROM counted) AS done
+       FROM alteration_plans p WHERE p.id = $1`,
     [planId, PLAN_STATUS.Completed, now, UNFINISHED_STATUSES],
   );
+  const plan = rows[0];
+  if (plan && !isFinished(plan.status) && (plan.job_total ?? 0) > plan.done) {
+    throw new Error(
+      `${(plan.job_total ?? 0) - plan.done} of ${plan.job_total} jobs have no result, so the plan cannot be completed`,
+    );
+  }
 }
 
 /** Marks a plan that could not be processed Failed, with the reason. */

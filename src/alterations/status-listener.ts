@@ -64,7 +64,14 @@ export class PlanStatusListener {
 
   private async open(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'wfa-plan-status' });
+    // Keep-alive probes notice a connection a network dropped silently (no error, no end, no notifications).
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: 'wfa-plan-status',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: 10_000,
+    });
     client.on('notification', (n) => {
       if (n.channel !== CHANNEL || !n.payload) return;
       for (const waker of this.watches.get(n.payload) ?? []) waker.wake();
@@ -100,7 +107,7 @@ export class PlanStatusListener {
     if (!this.down)
       this.logger.warn(
         { err: err instanceof Error ? err.message : undefined },
-        'plan status listener lost its connection; event streams poll until it is back',
+        'plan status listener has no connection; event streams poll until it is back',
       );
     this.down = true;
     this.retry = setTimeout(() => {
