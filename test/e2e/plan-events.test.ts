@@ -141,58 +141,47 @@ describe('GET /alterations/{planId}/events', () => {
     if (last.event === 'done') expect(last.data.jobCounts.completed).toBe(400);
   });
 
-  it('sends done as the plan ends, made by a worker elsewhere, without waiting for the next poll', async () => {
+  /**
+   * Runs a plan over `count` new instances and watches it on node3, which polls once a minute: only the
+   * plan's status change, heard through Postgres, brings its `done` within 20 s.
+   */
+  async function doneOnNode3(prefix: string, count: number) {
     await seedInstances(h.pool, {
       definitionVersionId: versionId,
-      count: 300,
+      count,
       variables: { amount: 2 },
-      namePrefix: 'sse3-',
+      namePrefix: prefix,
     });
     const { planId } = await clientOf(h.app).plans.submit({
-      id: `sse-notified-${run}`,
+      id: `${prefix}${run}`,
       alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 9 }],
-      filter: { definitionIds: ['events-def'], searchTerm: 'sse3-' },
+      filter: { definitionIds: ['events-def'], searchTerm: prefix },
     });
-    // node3 polls once a minute: only the plan's status change, heard through Postgres, ends this in time.
     const outcome = await Promise.race([
       collect(clientOf(node3.app!).plans.events(planId)),
       new Promise<'no done within 20 s'>((resolve) => setTimeout(() => resolve('no done within 20 s'), 20_000)),
     ]);
     if (typeof outcome === 'string') throw new Error(outcome);
-    const last = outcome.events[outcome.events.length - 1]!;
+    return outcome.events[outcome.events.length - 1]!;
+  }
+
+  it('sends done as the plan ends, made by a worker elsewhere, without waiting for the next poll', async () => {
+    const last = await doneOnNode3('sse3-', 300);
     expect(last.event).toBe('done');
     if (last.event === 'done') expect(last.data.jobCounts.completed).toBe(300);
   }, 30_000);
 
   it('hears status changes again after its listening connection was cut', async () => {
-    const { rows } = await h.pool.query<{ ok: boolean }>(
-      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'wfa-plan-status' AND datname = current_database()",
-    );
+    const listeners =
+      "FROM pg_stat_activity WHERE application_name = 'wfa-plan-status' AND datname = current_database()";
+    const { rows } = await h.pool.query(`SELECT pg_terminate_backend(pid) ${listeners}`);
     expect(rows.length).toBeGreaterThanOrEqual(1);
     // Back within its reconnect delay (1 s).
     await eventually(async () => {
-      const { rows: back } = await h.pool.query(
-        "SELECT 1 FROM pg_stat_activity WHERE application_name = 'wfa-plan-status' AND datname = current_database() AND query ILIKE 'LISTEN%'",
-      );
+      const { rows: back } = await h.pool.query(`SELECT 1 ${listeners} AND query ILIKE 'LISTEN%'`);
       return back.length >= rows.length ? true : undefined;
     }, 'the listeners to reconnect');
-    await seedInstances(h.pool, {
-      definitionVersionId: versionId,
-      count: 200,
-      variables: { amount: 3 },
-      namePrefix: 'sse4-',
-    });
-    const { planId } = await clientOf(h.app).plans.submit({
-      id: `sse-relisten-${run}`,
-      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 10 }],
-      filter: { definitionIds: ['events-def'], searchTerm: 'sse4-' },
-    });
-    const outcome = await Promise.race([
-      collect(clientOf(node3.app!).plans.events(planId)),
-      new Promise<'no done within 20 s'>((resolve) => setTimeout(() => resolve('no done within 20 s'), 20_000)),
-    ]);
-    if (typeof outcome === 'string') throw new Error(outcome);
-    expect(outcome.events[outcome.events.length - 1]!.event).toBe('done');
+    expect((await doneOnNode3('sse4-', 200)).event).toBe('done');
   }, 40_000);
 
   it('answers as the plan read does: 401 without credentials, 403 without alterations:view, 404 for another tenant', async () => {
