@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClient, type PlanEvent, ProblemError } from '../../src/client/index.js';
-import { createService, type Service } from '../../src/service.js';
+import { createService, type Service, type ServiceOverrides } from '../../src/service.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
@@ -35,38 +35,29 @@ async function collect(stream: AsyncIterable<PlanEvent>): Promise<{ events: Plan
   return { events, firstAfterMs };
 }
 
+/** Another API node (no worker) on the harness's database and task queue. */
+function apiNode(name: string, overrides: Partial<ServiceOverrides> = {}): Promise<Service> {
+  const base = loadConfig({});
+  return createService(
+    {
+      ...base,
+      databaseUrl: h.databaseUrl,
+      adminApiKey: `wfa_unused_${name}_${run}`,
+      authSigningKey: `${name} ${run}`,
+      temporal: { ...base.temporal, address: inject('temporalAddress'), taskQueue: h.taskQueue, uiPort: 0 },
+    },
+    { role: 'api', listen: false, logger: createLogger('silent'), ...overrides },
+  );
+}
+
 beforeAll(async () => {
   h = await createHarness({ alterations: { batchSize: 50, window: 1, batchesPerRun: 500 } });
   const r = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('events-def') });
   versionId = r.body.id;
-  // A second API node on the same database: no worker, no listener, its own pools.
-  const base = loadConfig({});
-  node2 = await createService(
-    {
-      ...base,
-      databaseUrl: h.databaseUrl,
-      adminApiKey: `wfa_unused_node2_${run}`,
-      authSigningKey: `node2 ${run}`,
-      temporal: { ...base.temporal, address: inject('temporalAddress'), taskQueue: h.taskQueue, uiPort: 0 },
-    },
-    { role: 'api', listen: false, logger: createLogger('silent') },
-  );
-  // A third API node whose streams read their plan once a minute unless its status changes.
-  node3 = await createService(
-    {
-      ...base,
-      databaseUrl: h.databaseUrl,
-      adminApiKey: `wfa_unused_node3_${run}`,
-      authSigningKey: `node3 ${run}`,
-      temporal: { ...base.temporal, address: inject('temporalAddress'), taskQueue: h.taskQueue, uiPort: 0 },
-    },
-    {
-      role: 'api',
-      listen: false,
-      logger: createLogger('silent'),
-      planEventPollMs: { min: 60_000, max: 60_000 },
-    },
-  );
+  // A second API node on the same database: no worker, its own pools.
+  node2 = await apiNode('node2');
+  // A third whose streams read their plan once a minute unless its status changes.
+  node3 = await apiNode('node3', { planEventPollMs: { min: 60_000, max: 60_000 } });
 }, 120_000);
 
 afterAll(async () => {

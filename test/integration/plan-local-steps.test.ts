@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planWorkflowId } from '../../src/temporal/names.js';
-import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { seedInstances } from '../support/seed.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { payloadJson, runCompletedPlan } from '../support/plans.js';
 
 // A plan's generation and completion run as local activities, and its batches come in whole rounds of the
 // window, at least two: a small plan runs smaller batches so that the window stays full to the end.
@@ -11,25 +10,9 @@ const run = Math.random().toString(36).slice(2, 8);
 const planId = `small-${run}`;
 const definitionId = `small-def-${run}`;
 
-const text = (payload: { data?: Uint8Array | null } | null | undefined) =>
-  payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined;
-
 beforeAll(async () => {
   h = await createHarness({ alterations: { batchSize: 1000, window: 2, batchesPerRun: 500 } });
-  const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
-  await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 2000, variables: { amount: 0 } });
-  const r = await h.request('POST', '/alterations/submit', {
-    body: {
-      id: planId,
-      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
-      filter: { definitionIds: [definitionId] },
-    },
-  });
-  expect(r.status).toBe(202);
-  await eventually(
-    async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
-    'the plan to complete',
-  );
+  await runCompletedPlan(h, { planId, definitionId, count: 2000, value: 7 });
 }, 120_000);
 
 afterAll(() => h?.close());
@@ -39,7 +22,7 @@ describe('a small plan', () => {
     const history = await h.client.workflow.getHandle(planWorkflowId(planId)).fetchHistory();
     const summaries = (history.events ?? [])
       .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runJobBatch')
-      .map((e) => text(e.userMetadata?.summary));
+      .map((e) => payloadJson(e.userMetadata?.summary));
     expect(summaries).toEqual(
       [0, 500, 1000, 1500].map(
         (from) => `jobs ${from.toLocaleString('en')}–${(from + 499).toLocaleString('en')} of 2,000`,

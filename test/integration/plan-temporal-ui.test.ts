@@ -2,34 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planWorkflowId } from '../../src/temporal/names.js';
 import { progressQuery } from '../../workflows/alteration-plan.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { seedInstances } from '../support/seed.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { payloadJson, runCompletedPlan } from '../support/plans.js';
 
 let h: Harness;
 const run = Math.random().toString(36).slice(2, 8);
 const planId = `ui-${run}`;
 const definitionId = `ui-def-${run}`;
 
-/** A payload of the SDK's JSON converter, as the Temporal UI decodes it. */
-const text = (payload: { data?: Uint8Array | null } | null | undefined) =>
-  payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined;
-
 beforeAll(async () => {
   h = await createHarness({ alterations: { batchSize: 100, window: 2, batchesPerRun: 500 } });
-  const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
-  await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
-  const r = await h.request('POST', '/alterations/submit', {
-    body: {
-      id: planId,
-      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }],
-      filter: { definitionIds: [definitionId] },
-    },
-  });
-  expect(r.status).toBe(202);
-  await eventually(
-    async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
-    'the plan to complete',
-  );
+  await runCompletedPlan(h, { planId, definitionId, count: 250, value: 3 });
 }, 120_000);
 
 afterAll(() => h?.close());
@@ -75,7 +57,7 @@ describe('a plan in Temporal', () => {
     const history = await h.client.workflow.getHandle(planWorkflowId(planId)).fetchHistory();
     const summaries = (history.events ?? [])
       .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runJobBatch')
-      .map((e) => text(e.userMetadata?.summary));
+      .map((e) => payloadJson(e.userMetadata?.summary));
     expect(summaries).toEqual(['jobs 0–99 of 250', 'jobs 100–199 of 250', 'jobs 200–249 of 250']);
   });
 });

@@ -93,6 +93,8 @@ export function planEventRoutes() {
         closed = true;
         watch?.close();
       });
+      // Until the plan's status changes (a pause, a resume, the end) or `ms` are up.
+      const pause = (ms: number) => (watch ? watch.wait(ms) : stream.sleep(ms));
       try {
         let last = '';
         let lastSample = { at: Date.now(), done: done(plan.jobCounts) };
@@ -124,7 +126,7 @@ export function planEventRoutes() {
             // stream) waits out the rest of it, unless the plan ends meanwhile.
             const early = last === '' ? 0 : lastProgress + minInterval - Date.now();
             if (early > 0) {
-              await (watch ? watch.wait(early) : stream.sleep(early));
+              await pause(early);
               if (closed) break;
               plan = await getPlanView(pool, tenant, planId);
               continue;
@@ -140,8 +142,7 @@ export function planEventRoutes() {
               lastWrite = Date.now();
             }
           }
-          // Until the plan's status changes (a pause, a resume, the end) or the interval is up.
-          await (watch ? watch.wait(interval) : stream.sleep(interval));
+          await pause(interval);
           if (closed) break;
           plan = await getPlanView(pool, tenant, planId);
         }

@@ -1,0 +1,32 @@
+import { expect } from 'vitest';
+import { eventually, type Harness } from './harness.js';
+import { seedInstances } from './seed.js';
+import { approvalWithNote } from './workflows.js';
+
+/**
+ * A definition of its own with `count` instances (amount 0), and plan `planId` setting their `amount` to
+ * `value`, run to Completed.
+ */
+export async function runCompletedPlan(
+  h: Harness,
+  o: { planId: string; definitionId: string; count: number; value: number },
+): Promise<void> {
+  const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(o.definitionId) });
+  await seedInstances(h.pool, { definitionVersionId: def.body.id, count: o.count, variables: { amount: 0 } });
+  const r = await h.request('POST', '/alterations/submit', {
+    body: {
+      id: o.planId,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: o.value }],
+      filter: { definitionIds: [o.definitionId] },
+    },
+  });
+  expect(r.status).toBe(202);
+  await eventually(
+    async () => ((await h.request('GET', `/alterations/${o.planId}`)).body.plan?.status === 4 ? true : undefined),
+    'the plan to complete',
+  );
+}
+
+/** A payload of the SDK's JSON converter (a summary, a marker's details), as the Temporal UI decodes it. */
+export const payloadJson = (payload: { data?: Uint8Array | null } | null | undefined) =>
+  payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined;
