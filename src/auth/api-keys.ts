@@ -94,9 +94,15 @@ export async function listApiKeys(
   return { items, totalCount: items.length };
 }
 
-/** Revokes (deletes) a key of the tenant: the next request with it is a 401, on every node. */
-export async function revokeApiKey(db: Queryable, tenantKey: string, id: string): Promise<boolean> {
-  const { rowCount } = await db.query('DELETE FROM api_keys WHERE id = $1 AND tenant_id = $2', [id, tenantKey]);
+/**
+ * Revokes (deletes) a key of the tenant (of any tenant when `tenantKey` is undefined: the operator): the
+ * next request with it is a 401, on every node, and its open event streams end within seconds.
+ */
+export async function revokeApiKey(db: Queryable, tenantKey: string | undefined, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)', [
+    id,
+    tenantKey ?? null,
+  ]);
   return (rowCount ?? 0) > 0;
 }
 

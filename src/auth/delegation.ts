@@ -38,16 +38,39 @@ export function checkHoldsAll(
 }
 
 /**
- * Where a new user or key goes: the caller's own tenant, unless `tenantId` names another one, which needs
- * the grant `*` (in both models). Delegating `connections:view` must never become `connections:view` in
- * every tenant. Returns the storage key of the target tenant.
+ * The operator: a principal of the default tenant holding `*` (in both models). Only the operator reaches
+ * other tenants; a tenant's own `*` administers that tenant only, so it can never make itself the operator.
  */
-export function placementTenant(caller: Delegator, requestedTenant: string | null | undefined): string {
+export function isOperator(caller: Delegator): boolean {
+  return caller.tenantId === null && caller.permissions.includes('*');
+}
+
+const OPERATOR_ONLY = 'requires "*" in the default tenant (the operator)';
+
+/**
+ * The tenant an identity request names: the caller's own when absent, the default tenant for `null` or ''.
+ * Naming another one is reserved to the operator (403 naming `*` for anyone else): delegating
+ * `connections:view` must never become `connections:view` in every tenant. Returns its storage key.
+ */
+export function namedTenant(caller: Delegator, requestedTenant: string | null | undefined, what: string): string {
   const target = requestedTenant === undefined ? caller.tenantId : requestedTenant === '' ? null : requestedTenant;
-  if (target !== caller.tenantId && !caller.permissions.includes('*')) {
-    throw new ForbiddenError('Missing permission: placing a principal in another tenant requires "*"');
+  if (target !== caller.tenantId && !isOperator(caller)) {
+    throw new ForbiddenError(`Missing permission: ${what} another tenant ${OPERATOR_ONLY}`);
   }
   return tenantKey(target);
+}
+
+/** Where a new user or key goes (see `namedTenant`). */
+export function placementTenant(caller: Delegator, requestedTenant: string | null | undefined): string {
+  return namedTenant(caller, requestedTenant, 'placing a principal in');
+}
+
+/**
+ * The tenant scope of a principal administration by id (revoking a key, deleting a user): the caller's own
+ * tenant, or every tenant (undefined) for the operator. Outside the scope such a principal is a 404.
+ */
+export function administeredTenant(caller: Delegator): string | undefined {
+  return isOperator(caller) ? undefined : tenantKey(caller.tenantId);
 }
 
 /** The grants the named roles of a tenant carry (a user given those roles gets them). */

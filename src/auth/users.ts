@@ -104,15 +104,28 @@ export async function createUser(
   });
 }
 
-/** The effective grants (own ∪ roles') of a user of the tenant, or undefined when there is no such user. */
-export async function userGrants(db: Queryable, tenantKey: string, id: string): Promise<string[] | undefined> {
+/**
+ * The effective grants (own ∪ roles') of a user of the tenant (of any tenant when `tenantKey` is undefined:
+ * the operator), or undefined when there is no such user.
+ */
+export async function userGrants(
+  db: Queryable,
+  tenantKey: string | undefined,
+  id: string,
+): Promise<string[] | undefined> {
   const user = await loadUser(db, id);
-  return user && user.tenantKey === tenantKey ? user.permissions : undefined;
+  return user && (tenantKey === undefined || user.tenantKey === tenantKey) ? user.permissions : undefined;
 }
 
-/** Deletes a user of the tenant; its sessions go with it (so its refresh and access tokens stop working). */
-export async function deleteUser(db: Queryable, tenantKey: string, id: string): Promise<void> {
-  const { rowCount } = await db.query('DELETE FROM users WHERE id = $1 AND tenant_id = $2', [id, tenantKey]);
+/**
+ * Deletes a user of the tenant (any tenant when `tenantKey` is undefined); its sessions go with it, so its
+ * refresh and access tokens stop working and its event streams end.
+ */
+export async function deleteUser(db: Queryable, tenantKey: string | undefined, id: string): Promise<void> {
+  const { rowCount } = await db.query('DELETE FROM users WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)', [
+    id,
+    tenantKey ?? null,
+  ]);
   if (!rowCount) throw new NotFoundError(`User ${id} not found`);
 }
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureAdminUser } from '../../src/auth/users.js';
 import { createHarness, type Harness } from '../support/harness.js';
 
@@ -43,12 +43,96 @@ describe('placing a principal in another tenant', () => {
     ).toBe(201);
   });
 
-  it('is allowed with *', async () => {
+  it('is allowed to the operator (a default-tenant principal with *)', async () => {
     const r = await h.request('POST', '/identity/api-keys', {
       body: { name: 'tA key', permissions: ['connections:view'], tenantId: 'tA' },
     });
     expect(r.status).toBe(201);
     expect(r.body.tenantId).toBe('tA');
+  });
+
+  it("is refused to a tenant's *: it administers its own tenant only", async () => {
+    const tenantRoot = await h.keyWith(['*'], 'tRoot');
+    // Into another tenant, the default tenant (null and ''), or the tenant-agnostic `*`: 403 naming "*".
+    for (const tenantId of ['tOther', null, '', '*']) {
+      const key = await h.request('POST', '/identity/api-keys', {
+        key: tenantRoot,
+        body: { name: 'escape', permissions: ['*'], tenantId },
+      });
+      expect(key.status, `key into ${JSON.stringify(tenantId)}`).toBe(403);
+      expect(key.body.detail).toContain('"*"');
+      const u = await user(`escape-${String(tenantId)}`, { permissions: ['*'], tenantId }, tenantRoot);
+      expect(u.status, `user into ${JSON.stringify(tenantId)}`).toBe(403);
+    }
+    const { rowCount } = await h.pool.query("SELECT 1 FROM api_keys WHERE name = 'escape'");
+    expect(rowCount).toBe(0);
+    // Its own tenant, named or not, works.
+    const own = await h.request('POST', '/identity/api-keys', {
+      key: tenantRoot,
+      body: { name: 'own', permissions: ['*'], tenantId: 'tRoot' },
+    });
+    expect(own.status).toBe(201);
+    expect(own.body.tenantId).toBe('tRoot');
+  });
+
+  it("never reaches another tenant's principals: the bootstrap admin and other keys are 404 to a tenant's *", async () => {
+    await ensureAdminUser(h.pool, 'bootstrap password');
+    onTestFinished(async () => {
+      await h.pool.query("DELETE FROM users WHERE name = 'admin'");
+    });
+    const { rows } = await h.pool.query<{ id: string }>("SELECT id FROM users WHERE name = 'admin'");
+    const otherKey = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'default-tenant key', permissions: ['alterations:view'] },
+    });
+    const tenantRoot = await h.keyWith(['*'], 'tRoot2');
+    expect((await h.request('DELETE', `/identity/users/${rows[0]!.id}`, { key: tenantRoot })).status).toBe(404);
+    expect((await h.request('DELETE', `/identity/api-keys/${otherKey.body.id}`, { key: tenantRoot })).status).toBe(404);
+    const listed = await h.request('GET', '/identity/api-keys?tenantId=', { key: tenantRoot });
+    expect(listed.status).toBe(403);
+    expect(listed.body.detail).toContain('"*"');
+    expect((await h.request('GET', '/alterations', { key: otherKey.body.key })).status).toBe(200);
+    expect(
+      (
+        await h.request('POST', '/identity/login', {
+          key: null,
+          body: { username: 'admin', password: 'bootstrap password' },
+        })
+      ).status,
+    ).toBe(200);
+  });
+});
+
+describe('the operator', () => {
+  it("lists, revokes and deletes any tenant's keys and users", async () => {
+    const key = await h.request('POST', '/identity/api-keys', {
+      body: { name: 'tE key', permissions: ['alterations:view'], tenantId: 'tE' },
+    });
+    const member = await user('te-member', { permissions: ['alterations:view'], tenantId: 'tE' });
+    expect(member.status).toBe(201);
+
+    const list = await h.request('GET', '/identity/api-keys?tenantId=tE');
+    expect(list.status).toBe(200);
+    expect(list.body.items.map((k: { id: string }) => k.id)).toEqual([key.body.id]);
+    expect(list.body.items[0].tenantId).toBe('tE');
+    // Its own tenant by default, and by an empty tenantId.
+    const own = await h.request('GET', '/identity/api-keys?tenantId=');
+    expect(own.body.items.every((k: { tenantId: string | null }) => k.tenantId === null)).toBe(true);
+
+    expect((await h.request('DELETE', `/identity/api-keys/${key.body.id}`)).status).toBe(204);
+    expect((await h.request('GET', '/alterations', { key: key.body.key })).status).toBe(401);
+    expect((await h.request('DELETE', `/identity/users/${member.body.id}`)).status).toBe(204);
+    const { rowCount } = await h.pool.query('SELECT 1 FROM users WHERE id = $1', [member.body.id]);
+    expect(rowCount).toBe(0);
+  });
+
+  it("is not a tenant's administrator listing its own tenant", async () => {
+    const tenantAdmin = await h.keyWith(['identity/api-keys:view'], 'tF');
+    expect((await h.request('GET', '/identity/api-keys?tenantId=tF', { key: tenantAdmin })).status).toBe(200);
+    const other = await h.request('GET', '/identity/api-keys?tenantId=tG', { key: tenantAdmin });
+    expect(other.status).toBe(403);
+    // A default-tenant principal without * is no operator either.
+    const plain = await h.keyWith(['identity/api-keys:view', 'identity/api-keys:create']);
+    expect((await h.request('GET', '/identity/api-keys?tenantId=tF', { key: plain })).status).toBe(403);
   });
 });
 

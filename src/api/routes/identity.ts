@@ -1,6 +1,13 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../auth/api-keys.js';
-import { checkGrantsKnown, checkHoldsAll, placementTenant, roleGrants } from '../../auth/delegation.js';
+import {
+  administeredTenant,
+  checkGrantsKnown,
+  checkHoldsAll,
+  namedTenant,
+  placementTenant,
+  roleGrants,
+} from '../../auth/delegation.js';
 import { LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
 import { createRole, createUser, deleteUser, hashSecret, userGrants } from '../../auth/users.js';
@@ -16,12 +23,10 @@ const CreateApiKeySchema = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     permissions: PermissionList,
-    tenantId: z
-      .string()
-      .max(200)
-      .nullable()
-      .optional()
-      .openapi({ description: 'Place the key in a tenant (default: the caller\'s; another tenant needs "*")' }),
+    tenantId: z.string().max(200).nullable().optional().openapi({
+      description:
+        'Place the key in a tenant (default: the caller\'s; another tenant is for the operator only: a default-tenant principal with "*")',
+    }),
     expiresAt: Timestamp.nullable()
       .optional()
       .openapi({ description: 'When the key stops working (in the future); absent or null: never' }),
@@ -72,10 +77,18 @@ const listKeys = secureRoute(
     method: 'get',
     path: '/identity/api-keys',
     tags: ['Identity'],
-    summary: "The caller's tenant's API keys (never the key itself)",
+    summary: "The caller's tenant's API keys (never the key itself); the operator may name another tenant",
+    request: {
+      query: z.strictObject({
+        tenantId: z.string().max(200).optional().openapi({
+          description:
+            "List this tenant's keys (empty: the default tenant). Another tenant than the caller's is for the operator only (403)",
+        }),
+      }),
+    },
     responses: {
       200: jsonContent(z.object({ items: z.array(ApiKeySchema), totalCount: z.number().int() }), 'The keys'),
-      ...problems(401, 403),
+      ...problems(400, 401, 403),
     },
   },
 );
@@ -86,7 +99,7 @@ const revokeKey = secureRoute(
     method: 'delete',
     path: '/identity/api-keys/{id}',
     tags: ['Identity'],
-    summary: 'Revoke an API key: it stops working at once, on every node',
+    summary: 'Revoke an API key: it stops working at once, on every node (the operator reaches every tenant)',
     request: { params: z.object({ id: z.string().max(200) }) },
     responses: { 204: { description: 'Revoked' }, ...problems(401, 403, 404) },
   },
@@ -224,7 +237,7 @@ const deleteUserRoute = secureRoute(
     method: 'delete',
     path: '/identity/users/{id}',
     tags: TAGS,
-    summary: 'Delete a user; its sessions end with it',
+    summary: 'Delete a user; its sessions end with it (the operator reaches every tenant)',
     request: { params: z.object({ id: z.string() }) },
     responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 404) },
   },
@@ -267,10 +280,13 @@ export function identityRoutes() {
     c.header('cache-control', 'no-store');
     return c.json(created, 201);
   });
-  app.openapi(listKeys, async (c) => c.json(await listApiKeys(c.get('deps').pool, callerTenant(c)), 200));
+  app.openapi(listKeys, async (c) => {
+    const tenant = namedTenant(c.get('principal'), c.req.valid('query').tenantId, 'listing the keys of');
+    return c.json(await listApiKeys(c.get('deps').pool, tenant), 200);
+  });
   app.openapi(revokeKey, async (c) => {
     const id = c.req.valid('param').id;
-    if (!(await revokeApiKey(c.get('deps').pool, callerTenant(c), id)))
+    if (!(await revokeApiKey(c.get('deps').pool, administeredTenant(c.get('principal')), id)))
       throw new NotFoundError(`API key ${id} not found`);
     c.get('logger').info({ apiKeyId: id }, 'api key revoked');
     return c.body(null, 204);
@@ -334,10 +350,11 @@ export function identityRoutes() {
     const id = c.req.valid('param').id;
     // Deleting a user is delegation too: only a caller holding every grant of that user may remove it
     // (else `identity/users:delete` alone could delete the admin).
-    const grants = await userGrants(pool, callerTenant(c), id);
+    const scope = administeredTenant(c.get('principal'));
+    const grants = await userGrants(pool, scope, id);
     if (!grants) throw new NotFoundError(`User ${id} not found`);
     checkHoldsAll(c.get('principal'), grants, config.permissionModel, 'delete a user holding');
-    await deleteUser(pool, callerTenant(c), id);
+    await deleteUser(pool, scope, id);
     c.get('logger').info({ userId: id }, 'user deleted; its sessions ended');
     return c.body(null, 204);
   });
