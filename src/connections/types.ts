@@ -15,6 +15,19 @@ export interface ConnectionType {
   schema: z.ZodObject;
 }
 
+/**
+ * Headers a connection may not set: the framing and the hop-by-hop ones, which the client computes itself
+ * (a `Host` of another virtual host, or two conflicting framings for request smuggling, must not be sent).
+ */
+export function reservedHeader(name: string): boolean {
+  return /^(host|content-length|transfer-encoding|te|trailer|connection|upgrade|keep-alive|proxy-.*)$/i.test(name);
+}
+
+/** RFC 9110 field names: tokens. */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Field values as this service sends them: visible ASCII, space and tab (no CR, LF, NUL or non-ASCII). */
+export const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+
 /** Field metadata read by the descriptor derivation (zod `.meta()`). */
 interface FieldMeta {
   title: string;
@@ -30,21 +43,22 @@ const HttpConnectionSchema = z.strictObject({
     .meta(meta({ title: 'Base URL', description: 'Requests go to paths under this URL.' })),
   headers: z
     .record(
-      // RFC 9110 field names are tokens; values carry no CR, LF or NUL (no header injection).
+      // RFC 9110 field names are tokens, and none of the framing or hop-by-hop ones the client sets itself.
       z
         .string()
-        .regex(
-          /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/,
-          "Not a valid HTTP header name (letters, digits and !#$%&'*+.^_`|~- only)",
+        .regex(HEADER_NAME, "Not a valid HTTP header name (letters, digits and !#$%&'*+.^_`|~- only)")
+        .refine(
+          (name) => !reservedHeader(name),
+          'Host, Content-Length, Transfer-Encoding, TE, Trailer, Connection, Upgrade, Keep-Alive and Proxy-* headers are set by the client, not by a connection',
         ),
-      // eslint-disable-next-line no-control-regex
-      z.string().regex(/^[^\r\n\u0000]*$/, 'A header value may not contain CR, LF or NUL'),
+      z.string().regex(FIELD_VALUE, 'A header value must be visible ASCII, spaces and tabs (RFC 9110 field value)'),
     )
     .default({})
     .meta(meta({ title: 'Headers', description: 'Headers sent with every request.', uiHint: 'dictionary' })),
   bearerToken: z
     .string()
     .min(1)
+    .regex(FIELD_VALUE, 'A bearer token must be visible ASCII, spaces and tabs (it is sent as a header value)')
     .optional()
     .meta(meta({ title: 'Bearer token', description: 'Sent as "Authorization: Bearer <token>".', sensitive: true })),
   timeoutMs: z
@@ -53,7 +67,13 @@ const HttpConnectionSchema = z.strictObject({
     .min(1)
     .max(300_000)
     .default(10_000)
-    .meta(meta({ title: 'Timeout (ms)', description: 'How long a request may take before it fails.' })),
+    .meta(
+      meta({
+        title: 'Timeout (ms)',
+        description:
+          'How long the whole request may take (connecting, the headers and the whole body) before it fails.',
+      }),
+    ),
 });
 
 const SmtpConnectionSchema = z.strictObject({

@@ -1,5 +1,6 @@
 import type { FieldError } from '../errors.js';
 import { pointer } from '../errors.js';
+import { OUTBOUND_METHODS, outboundMethod } from '../connections/http.js';
 import { findActivityType, IN_PORT } from './activity-types.js';
 import {
   ACTIVITY_META_FIELDS,
@@ -120,6 +121,17 @@ export function validateDefinition(def: WorkflowDefinitionRequest): FieldError[]
             `Variable with ID ${JSON.stringify(expr.value)} is not defined in this workflow`,
           );
         }
+      }
+      if (
+        type.typeName === 'Elsa.Http.SendHttpRequest' &&
+        name === 'method' &&
+        expr.type === 'Literal' &&
+        !outboundMethod(expr.value)
+      ) {
+        add(
+          at(name, 'expression', 'value'),
+          `Method ${JSON.stringify(expr.value)} is not one of ${OUTBOUND_METHODS.join(', ')}`,
+        );
       }
       if (type.typeName === 'Elsa.SetVariable' && name === 'variable' && expr.type === 'Literal') {
         if (typeof expr.value !== 'string' || !variables.has(expr.value)) {

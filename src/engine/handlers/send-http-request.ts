@@ -1,3 +1,4 @@
+import { OUTBOUND_METHODS, outboundMethod } from '../../connections/http.js';
 import type { ActivityHandler } from './handler.js';
 
 /**
@@ -18,6 +19,9 @@ export const sendHttpRequest: ActivityHandler = {
     if (typeof inputs.method !== 'string' || inputs.method === '' || typeof inputs.path !== 'string') {
       return fault('Send HTTP Request needs a method and a path (text)');
     }
+    // A method computed at run time (a variable) is checked here; a literal one was checked at publish.
+    if (!outboundMethod(inputs.method))
+      return fault(`Method ${JSON.stringify(inputs.method)} is not one of ${OUTBOUND_METHODS.join(', ')}`);
     return callRequest(connection.name ?? '', connection.configuration, inputs);
   },
 };
