@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { parseNetworks } from './connections/http.js';
+import { parseNetworks } from './vocabulary/networks.js';
 
 /** Empty strings in the environment read as "unset", so `FOO= npm start` behaves like no FOO at all. */
 const optional = z
@@ -39,6 +39,13 @@ const ConfigSchema = z.object({
     .positive()
     .default(1024 * 1024),
   OUTBOUND_HTTP_ALLOW_NETWORKS: z.string().default(''),
+  TRUSTED_PROXIES: z.string().default(''),
+  EVENT_STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(50),
+  EVENT_STREAMS_PER_NODE: z.coerce.number().int().min(1).max(100_000).default(1000),
+  TENANT_API_CONNECTIONS: z.coerce.number().int().min(1).max(500).optional(),
+  TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
+  WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
   DATABASE_POOL_WORKER: z.coerce.number().int().min(2).max(500).default(20),
@@ -76,8 +83,20 @@ export interface Config {
   maxBodyBytes: number;
   /** CIDR ranges HTTP activities may reach although loopback, link-local or private (OUTBOUND_HTTP_ALLOW_NETWORKS). */
   outboundAllowNetworks: string[];
-  /** Separate connection budgets, so the worker never takes the API's last connection (or the reverse). */
-  database: { apiPoolSize: number; workerPoolSize: number; apiStatementTimeoutMs: number };
+  /** Reverse proxies whose X-Forwarded-For gives the client address (TRUSTED_PROXIES); empty: the header is ignored. */
+  trustedProxies: string[];
+  /**
+   * Separate connection budgets, so the worker never takes the API's last connection (or the reverse);
+   * Postgres ends a session idle in a transaction for longer than `idleInTransactionTimeoutMs`.
+   */
+  database: {
+    apiPoolSize: number;
+    workerPoolSize: number;
+    apiStatementTimeoutMs: number;
+    idleInTransactionTimeoutMs: number;
+  };
+  /** Per-tenant shares of what tenants share on a node or a worker (contract section 8, "Tenant shares"). */
+  shares: TenantShares;
   /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
   alterations: { batchSize: number; window: number; batchesPerRun: number };
   logLevel: string;
@@ -85,6 +104,20 @@ export interface Config {
   heapGrowingPercent: number;
   /** Where built tools are cached across data folders and clones (the Temporal CLI): $XDG_CACHE_HOME/wf-alter. */
   cacheDir: string;
+}
+
+/** What one tenant may hold at once of a resource every tenant shares (README "Tenants and shares"). */
+export interface TenantShares {
+  /** Open event streams per tenant on one API node (EVENT_STREAMS_PER_TENANT); past it, 429. */
+  eventStreamsPerTenant: number;
+  /** Open event streams on one API node, all tenants (EVENT_STREAMS_PER_NODE); past it, 503. */
+  eventStreamsPerNode: number;
+  /** API database connections one tenant's requests hold at once on a node (TENANT_API_CONNECTIONS). */
+  apiConnectionsPerTenant: number;
+  /** Outbound HTTP calls one tenant has in flight at once on a worker (TENANT_OUTBOUND_CALLS). */
+  outboundCallsPerTenant: number;
+  /** Outbound calls one worker makes at once, all tenants: the slots of its calls task queue (WORKER_OUTBOUND_CALL_SLOTS). */
+  outboundCallSlots: number;
 }
 
 export class ConfigError extends Error {}
@@ -121,11 +154,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     permissionModel: e.PERMISSION_MODEL,
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     maxBodyBytes: e.MAX_BODY_BYTES,
-    outboundAllowNetworks: parseAllowNetworks(e.OUTBOUND_HTTP_ALLOW_NETWORKS),
+    outboundAllowNetworks: networks(e.OUTBOUND_HTTP_ALLOW_NETWORKS, 'OUTBOUND_HTTP_ALLOW_NETWORKS'),
+    trustedProxies: networks(e.TRUSTED_PROXIES, 'TRUSTED_PROXIES'),
     database: {
       apiPoolSize: e.DATABASE_POOL_API,
       workerPoolSize: e.DATABASE_POOL_WORKER,
       apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
+    shares: {
+      eventStreamsPerTenant: e.EVENT_STREAMS_PER_TENANT,
+      eventStreamsPerNode: e.EVENT_STREAMS_PER_NODE,
+      apiConnectionsPerTenant: apiConnectionsPerTenant(e.TENANT_API_CONNECTIONS, e.DATABASE_POOL_API),
+      outboundCallsPerTenant: e.TENANT_OUTBOUND_CALLS,
+      outboundCallSlots: e.WORKER_OUTBOUND_CALL_SLOTS,
     },
     alterations: {
       batchSize: e.ALTERATION_BATCH_SIZE,
@@ -138,10 +180,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-function parseAllowNetworks(value: string): string[] {
+function networks(value: string, setting: string): string[] {
   try {
-    return parseNetworks(value);
+    return parseNetworks(value, setting);
   } catch (err) {
     throw new ConfigError(`Invalid configuration in the environment: ${(err as Error).message}`);
   }
+}
+
+/** TENANT_API_CONNECTIONS, by default half the API pool (at least one); never more than the pool. */
+function apiConnectionsPerTenant(configured: number | undefined, pool: number): number {
+  if (configured !== undefined && configured > pool) {
+    throw new ConfigError(
+      `Invalid configuration in the environment: TENANT_API_CONNECTIONS (${configured}) is larger than DATABASE_POOL_API (${pool})`,
+    );
+  }
+  return configured ?? Math.max(1, Math.floor(pool / 2));
 }

@@ -7,6 +7,7 @@ import { createApp } from './api/app.js';
 import { PlanStatusListener } from './alterations/status-listener.js';
 import { serveApi } from './api/server.js';
 import { ensureBootstrapApiKey, hashApiKey } from './auth/api-keys.js';
+import { startIdentityPurge } from './auth/purge.js';
 import { logStaleGrants } from './auth/stale-grants.js';
 import { loadSigningKey, type TokenSettings } from './auth/tokens.js';
 import { ensureAdminUser } from './auth/users.js';
@@ -152,19 +153,24 @@ async function build(
 
   // Two budgets: the worker never takes the API's last connection, nor the API the worker's. The
   // start-up steps use the API's pool (or the worker's, in a worker-only process).
-  const { apiPoolSize, workerPoolSize, apiStatementTimeoutMs } = config.database;
+  const { apiPoolSize, workerPoolSize, apiStatementTimeoutMs, idleInTransactionTimeoutMs } = config.database;
   const apiPool =
     role !== 'worker'
       ? createPool(databaseUrl, {
           max: apiPoolSize,
           acquireTimeoutMs: 5_000,
           statementTimeoutMs: apiStatementTimeoutMs,
+          idleInTransactionTimeoutMs,
           applicationName: 'workflow-alterations-api',
         })
       : undefined;
   const workerPool =
     role !== 'api'
-      ? createPool(databaseUrl, { max: workerPoolSize, applicationName: 'workflow-alterations-worker' })
+      ? createPool(databaseUrl, {
+          max: workerPoolSize,
+          idleInTransactionTimeoutMs,
+          applicationName: 'workflow-alterations-worker',
+        })
       : undefined;
   if (apiPool) {
     stops.add('API database pool', () => apiPool.end());
@@ -281,6 +287,8 @@ async function build(
   let app: ReturnType<typeof createApp> | undefined;
   let server: ServerType | undefined;
   if (apiPool) {
+    const stopPurge = startIdentityPurge(apiPool, logger, config.accessTokenLifetimeSeconds);
+    stops.add('identity purge', stopPurge);
     const planStatus = new PlanStatusListener(databaseUrl, logger);
     await planStatus.start();
     stops.add('plan status listener', () => planStatus.close());

@@ -4,7 +4,7 @@ import { grantsSatisfy, type PermissionSpec, requiredPermission } from '../auth/
 import type { Principal } from '../auth/principal.js';
 import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
-import { addressKey, ADDRESS_RULE, assertNotBlocked, recordFailure } from '../auth/throttle.js';
+import { addressKey, ADDRESS_RULE, countAttempt } from '../auth/throttle.js';
 import { type AppDeps, type AppEnv, clientAddress } from './context.js';
 
 /** Reads the credentials of a request: `ApiKey <key>` or `Bearer <access token>`. */
@@ -34,9 +34,9 @@ export async function authenticate(
       }
       const principal = await findApiKeyPrincipal(deps.pool, credential);
       if (!principal) {
-        // Guessing keys is throttled per client address; a valid key costs nothing extra.
-        await assertNotBlocked(deps.pool, [addressKey(address)]);
-        await recordFailure(deps.pool, addressKey(address), ADDRESS_RULE);
+        // Guessing keys is throttled per client address (one atomic count per unknown key: 429 past the
+        // limit); a valid key costs nothing extra.
+        await countAttempt(deps.pool, addressKey(address), ADDRESS_RULE);
         throw new UnauthorizedError('Unknown or expired API key');
       }
       return principal;

@@ -1,3 +1,4 @@
+import { type BlockList, isIP } from 'node:net';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { type Principal, tenantKey } from '../auth/principal.js';
@@ -9,10 +10,11 @@ import type { Logger } from '../logger.js';
 import type { Dispatcher } from '../engine/ports.js';
 import type { PlanProcessing } from '../temporal/plans.js';
 import type { PlanStatusListener } from '../alterations/status-listener.js';
+import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
 export interface AppDeps {
-  config: Pick<Config, 'permissionModel' | 'maxBodyBytes' | 'temporal' | 'alterations'>;
+  config: Pick<Config, 'permissionModel' | 'maxBodyBytes' | 'temporal' | 'alterations' | 'trustedProxies' | 'shares'>;
   pool: pg.Pool;
   temporal: Client;
   dispatcher: Dispatcher;
@@ -48,11 +50,36 @@ export function callerTenant(c: { get(key: 'principal'): Pick<Principal, 'tenant
   return tenantKey(c.get('principal').tenantId);
 }
 
+const trustedLists = new WeakMap<readonly string[], BlockList>();
+
 /**
- * The client's address for throttling guesses: the socket's remote address (never X-Forwarded-For, which
- * any client can write). In-process requests (tests) have no socket and share one key.
+ * The client's address for throttling guesses: the socket's remote address, unless that is a reverse proxy
+ * listed in TRUSTED_PROXIES; then X-Forwarded-For is read from the right (each proxy appends the address
+ * it was reached from) and the first address that is not a trusted proxy is the client. Without
+ * TRUSTED_PROXIES the header is ignored: any client can write it. In-process requests (tests) have no
+ * socket and share one key.
  */
-export function clientAddress(c: { env?: unknown }): string {
+export function clientAddress(c: {
+  env?: unknown;
+  req: { header(name: string): string | undefined };
+  get(key: 'deps'): Pick<AppDeps, 'config'>;
+}): string {
   const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress ?? 'in-process';
+  const socket = env?.incoming?.socket?.remoteAddress;
+  if (!socket) return 'in-process';
+  const proxies = c.get('deps').config.trustedProxies;
+  if (proxies.length === 0) return unmapped(socket);
+  let trusted = trustedLists.get(proxies);
+  if (!trusted) trustedLists.set(proxies, (trusted = networkList(proxies)));
+  if (!inNetworks(trusted, socket)) return unmapped(socket);
+  const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((h) => h.trim());
+  let client = socket;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!;
+    // Garbage in the header (not an address) ends the walk: the last trusted hop is all that is known.
+    if (!isIP(unmapped(hop))) break;
+    client = hop;
+    if (!inNetworks(trusted, hop)) break;
+  }
+  return unmapped(client);
 }

@@ -1,10 +1,9 @@
 import {
   addressKey,
   ADDRESS_RULE,
-  assertNotBlocked,
-  clearFailures,
-  recordFailure,
-  userKey,
+  attemptSucceeded,
+  countAttempt,
+  userAddressKey,
   USER_NAME_RULE,
 } from './throttle.js';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +35,8 @@ export interface TokenPair {
 }
 
 const ISSUER = 'workflow-alterations';
+/** Why a session was revoked when a rotated refresh token came back (it leaked). */
+const REUSE_REASON = 'refresh token reused';
 const ACCESS_TYP = 'at+jwt';
 const REFRESH_TYP = 'rt+jwt';
 
@@ -110,16 +111,15 @@ export async function login(
   password: string,
   address = 'in-process',
 ): Promise<TokenPair> {
-  // Guessing is throttled per user name and per client address, before any password is checked.
-  const keys = [userKey(username), addressKey(address)];
-  await assertNotBlocked(pool, keys);
+  // Guessing is throttled per client address and per (user name, client address): each attempt is counted
+  // before any password is checked, so a parallel burst gets no more attempts than the limit.
+  const addrKey = addressKey(address);
+  const userKey = userAddressKey(username, address);
+  await countAttempt(pool, addrKey, ADDRESS_RULE);
+  await countAttempt(pool, userKey, USER_NAME_RULE);
   const user = await verifyCredentials(pool, username, password);
-  if (!user) {
-    await recordFailure(pool, keys[0]!, USER_NAME_RULE);
-    await recordFailure(pool, keys[1]!, ADDRESS_RULE);
-    throw new UnauthorizedError('Unknown user name or wrong password');
-  }
-  await clearFailures(pool, keys[0]!);
+  if (!user) throw new UnauthorizedError('Unknown user name or wrong password');
+  await attemptSucceeded(pool, userKey, addrKey);
   const sessionId = newId();
   await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [
     sessionId,
@@ -173,9 +173,10 @@ export async function refresh(pool: pg.Pool, s: TokenSettings, token: string): P
     const stored = tokens[0];
     if (!stored) return { error: 'Unknown refresh token' };
     if (stored.used_at) {
-      await client.query("UPDATE sessions SET revoked_at = $2, revoked_reason = 'refresh token reused' WHERE id = $1", [
+      await client.query('UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1', [
         sid,
         nowOf(s),
+        REUSE_REASON,
       ]);
       return { error: 'This refresh token was already used; the session is revoked', reuse: true };
     }
@@ -236,8 +237,15 @@ export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, 
     tenantId?: string;
   };
   if (!sub || !sid || !Array.isArray(permissions)) throw new UnauthorizedError('The access token is not valid');
-  const { rowCount } = await pool.query('SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2', [sid, sub]);
-  if (!rowCount) throw new UnauthorizedError('The session of this access token no longer exists');
+  // A signed-out session's access tokens work until they expire; one revoked because its refresh token was
+  // stolen (a rotated token presented again) stops at once, since the thief may hold its access token too.
+  const { rows } = await pool.query<{ revoked_reason: string | null }>(
+    'SELECT revoked_reason FROM sessions WHERE id = $1 AND user_id = $2',
+    [sid, sub],
+  );
+  if (!rows[0]) throw new UnauthorizedError('The session of this access token no longer exists');
+  if (rows[0].revoked_reason === REUSE_REASON)
+    throw new UnauthorizedError('The session of this access token was revoked: its refresh token was used twice');
   return {
     kind: 'user',
     id: sub,
@@ -246,4 +254,46 @@ export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, 
     permissions: permissions.filter((p): p is string => typeof p === 'string' && p !== 'none'),
     sessionId: sid,
   };
+}
+
+/**
+ * Whether a principal authenticated earlier may still act: its API key still exists and has not expired,
+ * or its user's session still exists and is not signed out. Long-lived answers (event streams) ask this
+ * again every few seconds, so a revoked key, a deleted user or a sign-out ends them.
+ */
+export async function stillSignedIn(db: Queryable, principal: Principal, isAdminKey: boolean): Promise<boolean> {
+  if (principal.kind === 'api-key') {
+    if (isAdminKey) return true;
+    const { rowCount } = await db.query(
+      'SELECT 1 FROM api_keys WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())',
+      [principal.id],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+  const { rowCount } = await db.query('SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL', [
+    principal.sessionId ?? '',
+    principal.id,
+  ]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Sessions and refresh tokens that can no longer matter (contract section 8): a refresh token once it has
+ * expired (a spent one is kept until then, so that presenting it again still revokes its session); a
+ * session once it was revoked, or its last refresh token expired, longer ago than an access token lives
+ * (its access tokens have all expired). Returns how many rows went.
+ */
+export async function purgeSpentSessions(db: Queryable, accessTokenLifetimeSeconds: number): Promise<number> {
+  const tokens = await db.query('DELETE FROM refresh_tokens WHERE expires_at < now() - make_interval(secs => $1)', [
+    accessTokenLifetimeSeconds,
+  ]);
+  const sessions = await db.query(
+    `DELETE FROM sessions s
+      WHERE s.revoked_at < now() - make_interval(secs => $1)
+         OR (s.created_at < now() - make_interval(secs => $1)
+             AND NOT EXISTS (SELECT 1 FROM refresh_tokens r
+                              WHERE r.session_id = s.id AND r.expires_at > now() - make_interval(secs => $1)))`,
+    [accessTokenLifetimeSeconds],
+  );
+  return (tokens.rowCount ?? 0) + (sessions.rowCount ?? 0);
 }

@@ -61,12 +61,40 @@ export async function createRole(
   return { id, name: input.name, permissions: input.permissions };
 }
 
+const CONFUSABLE_SCRIPTS = [
+  ['Latin', /\p{Script=Latin}/u],
+  ['Cyrillic', /\p{Script=Cyrillic}/u],
+  ['Greek', /\p{Script=Greek}/u],
+] as const;
+
+/**
+ * Why a new user name could pass for another one, or undefined. Names are what people sign in and grant
+ * by, so look-alikes are refused: invisible and control characters (`admin\u200b`), other spaces than the
+ * plain one, compatibility forms (fullwidth `ａｄｍｉｎ`; a name must be its own NFKC form), and names that mix
+ * the Latin, Cyrillic and Greek scripts (Cyrillic `а` in `аdmin`). A name wholly in one script that looks
+ * like a name in another is not caught (UTS #39 whole-script confusables); user names are unique
+ * regardless of case.
+ */
+export function userNameProblem(name: string): string | undefined {
+  if (/[\p{Cc}\p{Cf}\p{Co}\p{Cn}]/u.test(name))
+    return 'A user name may not contain invisible, control or unassigned characters';
+  if (/[^\S ]/u.test(name)) return 'A user name may contain no other space than the plain one';
+  if (name.normalize('NFKC') !== name)
+    return 'A user name must be in its plain form (NFKC): no fullwidth, ligature or other compatibility characters';
+  const scripts = CONFUSABLE_SCRIPTS.filter(([, re]) => re.test(name)).map(([script]) => script);
+  if (scripts.length > 1)
+    return `A user name may not mix scripts (${scripts.join(' and ')}): it could pass for another`;
+  return undefined;
+}
+
 export async function createUser(
   pool: pg.Pool,
   tenantKey: string,
   input: { name: string; password: string; roles?: string[] | undefined; permissions?: string[] | undefined },
 ): Promise<UserView> {
   const roles = [...new Set(input.roles ?? [])];
+  const problem = userNameProblem(input.name);
+  if (problem) throw new ValidationError(problem, [{ path: '/name', message: problem }]);
   // `admin` is the bootstrap user's name (ADMIN_PASSWORD gives it `*`): only the default tenant has one.
   if (tenantKey !== '' && input.name.trim().toLowerCase() === ADMIN_NAME) {
     throw new ConflictError('The user name "admin" is reserved for the bootstrap administrator of the default tenant');

@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { networkList, unmapped } from '../vocabulary/networks.js';
 import { FIELD_VALUE, HEADER_NAME, type HttpConnectionConfiguration, reservedHeader } from './types.js';
 
 export type HttpOutcome = { ok: true; status: number } | { ok: false; error: string };
@@ -45,42 +46,12 @@ const REFUSED_V6: [string, number][] = [
   ['ff00::', 8],
 ];
 
-/** Parses `10.0.0.0/8, 127.0.0.0/8, ::1/128` (a bare address is a single host). */
-export function parseNetworks(list: string): string[] {
-  const out: string[] = [];
-  for (const raw of list.split(/[\s,]+/).filter(Boolean)) {
-    const [address, bits] = raw.split('/');
-    const family = net.isIP(address ?? '');
-    const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
-    if (!family || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
-      throw new Error(`OUTBOUND_HTTP_ALLOW_NETWORKS: "${raw}" is not a CIDR range (such as 127.0.0.0/8)`);
-    }
-    out.push(`${address}/${prefix}`);
-  }
-  return out;
-}
-
-function blockList(ranges: readonly string[]): net.BlockList {
-  const list = new net.BlockList();
-  for (const r of ranges) {
-    const [address, bits] = r.split('/');
-    list.addSubnet(address!, Number(bits), net.isIP(address!) === 6 ? 'ipv6' : 'ipv4');
-  }
-  return list;
-}
-
 const refused = (() => {
   const list = new net.BlockList();
   for (const [a, b] of REFUSED_V4) list.addSubnet(a, b, 'ipv4');
   for (const [a, b] of REFUSED_V6) list.addSubnet(a, b, 'ipv6');
   return list;
 })();
-
-/** The IPv4 address inside an IPv4-mapped IPv6 one (::ffff:127.0.0.1), else the address itself. */
-function unmapped(address: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return m ? m[1]! : address;
-}
 
 /** Why an address may not be connected to, or undefined when it may. */
 export function refusal(address: string, allowed: net.BlockList): string | undefined {
@@ -173,7 +144,7 @@ export async function sendThroughConnection(
   if (typeof url === 'string') return { ok: false, error: url };
   const cannot = unsendable(connection);
   if (cannot) return { ok: false, error: cannot };
-  const allowed = blockList(policy.allowNetworks);
+  const allowed = networkList(policy.allowNetworks);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(host)) {
     const why = refusal(host, allowed);

@@ -21,9 +21,16 @@ export interface PoolOptions {
   statementTimeoutMs?: number;
   /** Shown in pg_stat_activity, so an operator can tell the API's connections from the worker's. */
   applicationName?: string;
+  /**
+   * Postgres ends a session that stays idle inside a transaction this long (its snapshot and locks with
+   * it), so a transaction left open by a stalled caller can never hold a connection or vacuum back for good.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 const DEFAULT_ACQUIRE_TIMEOUT_MS = 10_000;
+/** DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS's default: every pool sets one (contract section 8). */
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
 export function createPool(connectionString: string, options: number | PoolOptions = 10): pg.Pool {
   const o: PoolOptions = typeof options === 'number' ? { max: options } : options;
@@ -32,6 +39,7 @@ export function createPool(connectionString: string, options: number | PoolOptio
     max: o.max,
     connectionTimeoutMillis: o.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
     application_name: o.applicationName ?? 'workflow-alterations',
+    idle_in_transaction_session_timeout: o.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     ...(o.statementTimeoutMs ? { statement_timeout: o.statementTimeoutMs } : {}),
   });
   // A client losing its connection (a database restart) must not crash the process. The pool handles

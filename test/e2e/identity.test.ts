@@ -115,6 +115,10 @@ describe('refresh', () => {
     expect(reused.body.detail).toContain('already used');
     // The whole session is revoked: even the newest refresh token stops working.
     expect((await refresh(second.body.refreshToken)).status).toBe(401);
+    // A detected theft ends the access tokens of the session at once too (a sign-out would not).
+    const after = await h.request('GET', '/alterations', bearer(second.body.accessToken));
+    expect(after.status).toBe(401);
+    expect(after.body.detail).toContain('used twice');
   });
 
   it('is a 401 for blank, malformed, expired, unknown, subject-less, conflicting and unknown-subject tokens', async () => {
@@ -217,6 +221,50 @@ describe('logout and deletion', () => {
     expect((await h.request('DELETE', `/identity/users/${user.id}`)).status).toBe(404);
     const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [user.id]);
     expect(rows[0].n).toBe(0);
+  });
+});
+
+describe('purging', () => {
+  it('removes spent refresh tokens, ended sessions and old throttle rows, and keeps whatever can still matter', async () => {
+    const live = await loginAs('admin', ADMIN_PASSWORD);
+    const liveSid = decodeJwt(live.accessToken).sid as string;
+    const { rows: admin } = await h.pool.query<{ id: string }>("SELECT id FROM users WHERE name = 'admin'");
+    const userId = admin[0]!.id;
+    await h.pool.query(
+      `INSERT INTO sessions (id, user_id, tenant_id, created_at, revoked_at, revoked_reason) VALUES
+         ('ended-long-ago', $1, '', now() - interval '30 days', now() - interval '1 day', 'signed out'),
+         ('ended-just-now', $1, '', now() - interval '1 day', now(), 'signed out'),
+         ('expired-tokens', $1, '', now() - interval '30 days', NULL, NULL)`,
+      [userId],
+    );
+    await h.pool.query(
+      `INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at, used_at) VALUES
+         ('old-1', 'expired-tokens', now() - interval '30 days', now() - interval '16 days', now() - interval '20 days'),
+         ('spent-live', 'ended-just-now', now() - interval '1 day', now() + interval '13 days', now())`,
+    );
+    await h.pool.query(
+      `INSERT INTO auth_throttle (key, failures, window_start, block_seconds, blocked_until) VALUES
+         ('addr:old', 3, now() - interval '2 hours', 0, NULL),
+         ('addr:blocked-old', 30, now() - interval '2 hours', 900, now() + interval '5 minutes'),
+         ('addr:recent', 3, now() - interval '1 minute', 0, NULL)`,
+    );
+    const { purgeSpentSessions } = await import('../../src/auth/tokens.js');
+    const { purgeThrottle } = await import('../../src/auth/throttle.js');
+    expect(await purgeThrottle(h.pool)).toBe(1);
+    expect(await purgeSpentSessions(h.pool, 900)).toBeGreaterThanOrEqual(3);
+    const ids = async (sql: string) => (await h.pool.query<{ id: string }>(sql)).rows.map((r) => r.id).sort();
+    const sessions = await ids(
+      "SELECT id FROM sessions WHERE id IN ('ended-long-ago', 'ended-just-now', 'expired-tokens', '" + liveSid + "')",
+    );
+    expect(sessions).toEqual(['ended-just-now', liveSid].sort());
+    expect(await ids("SELECT jti AS id FROM refresh_tokens WHERE jti IN ('old-1', 'spent-live')")).toEqual([
+      'spent-live',
+    ]);
+    expect(
+      await ids("SELECT key AS id FROM auth_throttle WHERE key IN ('addr:old', 'addr:blocked-old', 'addr:recent')"),
+    ).toEqual(['addr:blocked-old', 'addr:recent']);
+    // The live session still refreshes.
+    expect((await refresh(live.refreshToken)).status).toBe(200);
   });
 });
 

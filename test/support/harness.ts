@@ -66,6 +66,10 @@ export async function createHarness(
     apiStatementTimeoutMs?: number;
     /** The clock tokens are issued and checked with (tests of expiry move it). */
     clock?: () => Date;
+    /** Tenant shares (contract section 8) other than the defaults. */
+    shares?: Partial<Config['shares']>;
+    /** TRUSTED_PROXIES */
+    trustedProxies?: string[];
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -100,8 +104,15 @@ export async function createHarness(
     maxBodyBytes: 64 * 1024,
     // Tests call local servers: loopback by default.
     outboundAllowNetworks: opts.outboundAllowNetworks ?? ['127.0.0.0/8'],
+    trustedProxies: opts.trustedProxies ?? [],
     temporal: { ...base.temporal, address: inject('temporalAddress'), namespace: 'default', taskQueue, uiPort: 0 },
-    database: { apiPoolSize: 10, workerPoolSize: 10, apiStatementTimeoutMs: opts.apiStatementTimeoutMs ?? 15_000 },
+    database: {
+      ...base.database,
+      apiPoolSize: 10,
+      workerPoolSize: 10,
+      apiStatementTimeoutMs: opts.apiStatementTimeoutMs ?? 15_000,
+    },
+    shares: { ...base.shares, apiConnectionsPerTenant: 5, ...opts.shares },
     alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 },
   };
   const service = await createService(config, {
