@@ -8,7 +8,7 @@ export interface FieldError {
 export class DomainError extends Error {
   constructor(
     message: string,
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 503,
     readonly errors?: FieldError[],
   ) {
     super(message);
@@ -59,6 +59,29 @@ export class TooManyAttemptsError extends DomainError {
     readonly retryAfterSeconds: number,
   ) {
     super(message, 429);
+  }
+}
+
+/**
+ * A tenant holds its whole share of a resource every tenant shares (contract section 8, "Tenant shares"):
+ * 429 with Retry-After, for this tenant only; the others go on.
+ */
+export class TenantShareError extends DomainError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message, 429);
+  }
+}
+
+/** The node itself is at a limit shared by all tenants: 503 with Retry-After. */
+export class NodeBusyError extends DomainError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message, 503);
   }
 }
 

@@ -292,6 +292,7 @@ async function build(
     const planStatus = new PlanStatusListener(databaseUrl, logger);
     await planStatus.start();
     stops.add('plan status listener', () => planStatus.close());
+    const shutdown = new AbortController();
     app = createApp({
       config,
       pool: apiPool,
@@ -305,6 +306,7 @@ async function build(
       planProcessing,
       planStatus,
       planEventPollMs: o.planEventPollMs,
+      shutdown: shutdown.signal,
     });
     if (o.listen !== false) {
       const listening = serveApi(app, { port: config.port });
@@ -317,6 +319,8 @@ async function build(
         listening.once('error', reject);
       });
     }
+    // Registered last, so it runs first: open event streams end before the server waits for its requests.
+    stops.add('event streams', async () => shutdown.abort());
   }
 
   return {

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { abortablePool } from '../db/pool.js';
 import { newId } from '../ids.js';
+import { TenantCounter } from '../shares.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { methodNotAllowed } from './methods.js';
 import { documentProblems } from './openapi-problems.js';
@@ -89,7 +90,13 @@ export function createApp(deps: AppDeps) {
   app.route('/', definitionRoutes());
   app.route('/', instanceRoutes());
   app.route('/', alterationRoutes());
-  app.route('/', planEventRoutes());
+  app.route(
+    '/',
+    planEventRoutes(
+      new TenantCounter(deps.config.shares.eventStreamsPerTenant, deps.config.shares.eventStreamsPerNode),
+      deps.shutdown,
+    ),
+  );
   app.route('/', connectionRoutes());
   app.route('/', catalogRoutes());
 

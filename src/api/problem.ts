@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isTransientError, SQLSTATE, sqlState } from '../db/errors.js';
-import { TooManyAttemptsError, DomainError, type FieldError } from '../errors.js';
+import { DomainError, type FieldError, NodeBusyError, TenantShareError, TooManyAttemptsError } from '../errors.js';
 import type { AppEnv } from './context.js';
 
 const TITLES: Record<number, string> = {
@@ -36,6 +36,9 @@ const TYPES: Record<number, string> = {
   503: '/problems/unavailable',
 };
 
+/** A tenant over its share of a shared resource (429): not a guessing block. */
+const SHARE_TYPE = '/problems/tenant-share-exhausted';
+
 /**
  * The problem document alone, for answers written outside Hono (the server's client errors); it ends
  * with a newline like every JSON body the app writes.
@@ -60,8 +63,14 @@ export function problem(
   detail: string,
   errors?: FieldError[],
   headers?: Record<string, string>,
+  type?: string,
 ): Response {
-  const body: Problem = { type: TYPES[status] ?? 'about:blank', title: TITLES[status] ?? 'Error', status, detail };
+  const body: Problem = {
+    type: type ?? TYPES[status] ?? 'about:blank',
+    title: TITLES[status] ?? 'Error',
+    status,
+    detail,
+  };
   if (errors && errors.length) body.errors = errors;
   const traceId = c.get('requestId');
   if (traceId) body.traceId = traceId;
@@ -74,8 +83,16 @@ export { zodFieldErrors } from '../errors.js';
 export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof DomainError) {
     const headers: Record<string, string> = err.status === 401 ? { 'www-authenticate': WWW_AUTHENTICATE } : {};
-    if (err instanceof TooManyAttemptsError) headers['retry-after'] = String(err.retryAfterSeconds);
-    return problem(c, err.status, err.message, err.errors, headers);
+    if (err instanceof TooManyAttemptsError || err instanceof TenantShareError || err instanceof NodeBusyError)
+      headers['retry-after'] = String(err.retryAfterSeconds);
+    return problem(
+      c,
+      err.status,
+      err.message,
+      err.errors,
+      headers,
+      err instanceof TenantShareError ? SHARE_TYPE : undefined,
+    );
   }
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;

@@ -19,9 +19,9 @@ const PROBLEM_TEXT: Record<number, string> = {
   409: 'Conflict',
   413: 'Body larger than MAX_BODY_BYTES',
   415: 'Body is not application/json',
-  429: 'Too many failed attempts from this client or for this user name; retry after `Retry-After` seconds',
+  429: 'Too many failed attempts from this client or for this user name, or the tenant holds its whole share of a resource tenants share (type /problems/tenant-share-exhausted); retry after `Retry-After` seconds',
   500: 'Unexpected error: `detail` is generic; `traceId` matches the server log',
-  503: 'A dependency (the database) is unavailable or too slow; retry later',
+  503: 'A dependency (the database) is unavailable or too slow, or the node is at a limit shared by all tenants; retry later',
 };
 
 export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503;

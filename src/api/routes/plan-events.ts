@@ -3,6 +3,10 @@ import { streamSSE } from 'hono/streaming';
 import { isFinished } from '../../alterations/model.js';
 import { getPlanView } from '../../alterations/plans.js';
 import type { JobCounts, PlanView } from '../../alterations/views.js';
+import { stillSignedIn } from '../../auth/tokens.js';
+import { ADMIN_PRINCIPAL_ID } from '../../auth/api-keys.js';
+import { NodeBusyError, TenantShareError } from '../../errors.js';
+import type { TenantCounter } from '../../shares.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
@@ -17,8 +21,13 @@ const MIN_INTERVAL_MS = 500;
 const MAX_INTERVAL_MS = 2_000;
 /** A comment line this often keeps proxies from closing a quiet stream. */
 const KEEPALIVE_MS = 15_000;
-/** Streams one API node serves at once; past it, 503 (each stream polls the database). */
-export const MAX_STREAMS_PER_NODE = 200;
+/**
+ * How often a stream asks whether its credentials still stand (key not revoked, user not deleted, session
+ * not signed out): the contract's "at least every 5 s", so a revocation ends it within 10 s.
+ */
+const RECHECK_MS = 5_000;
+/** Retry-After of a refused stream: streams end when their plan does, so a place frees up soon. */
+const RETRY_AFTER_SECONDS = 5;
 
 /** One event of the stream, as a server-sent event (`event:` and `data:` lines). */
 const PlanEventSchema = z
@@ -44,18 +53,22 @@ const events = secureRoute(VIEW, {
   request: { params: z.object({ planId: z.string() }) },
   responses: {
     200: { description: 'The event stream', content: { 'text/event-stream': { schema: PlanEventSchema } } },
-    ...problems(401, 403, 404, 503),
+    ...problems(401, 403, 404, 429, 503),
   },
 });
 
 const done = (c: JobCounts) => c.completed + c.failed + c.cancelled;
 
-export function planEventRoutes() {
+/**
+ * `streams` counts the open streams of this node per tenant (EVENT_STREAMS_PER_TENANT, past it 429) and in
+ * all (EVENT_STREAMS_PER_NODE, past it 503); `shutdown` ends every stream when the node stops.
+ */
+export function planEventRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   const app = new OpenAPIHono<AppEnv>();
-  let open = 0;
   app.openapi(events, async (c) => {
     const { planId } = c.req.valid('param');
     const { pool, planStatus, planEventPollMs } = c.get('deps');
+    const principal = c.get('principal');
     const minInterval = planEventPollMs?.min ?? MIN_INTERVAL_MS;
     const maxInterval = planEventPollMs?.max ?? MAX_INTERVAL_MS;
     const tenant = callerTenant(c);
@@ -69,30 +82,31 @@ export function planEventRoutes() {
       watch?.close();
       throw err;
     }
-    if (open >= MAX_STREAMS_PER_NODE) {
+    const taken = streams.tryTake(tenant);
+    if (taken !== 'taken') {
       watch?.close();
-      return c.json(
-        {
-          type: 'about:blank',
-          title: 'Service Unavailable',
-          status: 503,
-          detail: 'Too many event streams on this node; retry later',
-        },
-        503,
-        {
-          'content-type': 'application/problem+json',
-          'retry-after': '5',
-        },
+      if (taken === 'tenant')
+        throw new TenantShareError(
+          `This tenant has ${streams.perTenant} event streams open on this node, its share (EVENT_STREAMS_PER_TENANT); close one or retry later`,
+          RETRY_AFTER_SECONDS,
+        );
+      throw new NodeBusyError(
+        `This node serves ${streams.overall} event streams, its limit (EVENT_STREAMS_PER_NODE); retry later`,
+        RETRY_AFTER_SECONDS,
       );
     }
-    open++;
     c.header('Cache-Control', 'no-store');
     return streamSSE(c, async (stream) => {
       let closed = false;
-      stream.onAbort(() => {
+      const end = () => {
         closed = true;
         watch?.close();
-      });
+      };
+      stream.onAbort(end);
+      // The node stops: every stream ends now instead of holding the shutdown up.
+      if (shutdown?.aborted) end();
+      shutdown?.addEventListener('abort', end, { once: true });
+      let checked = Date.now();
       // Until the plan's status changes (a pause, a resume, the end) or `ms` are up.
       const pause = (ms: number) => (watch ? watch.wait(ms) : stream.sleep(ms));
       try {
@@ -103,6 +117,13 @@ export function planEventRoutes() {
         let lastWrite = Date.now();
         let lastProgress = 0;
         while (!closed) {
+          if (Date.now() - checked >= RECHECK_MS) {
+            checked = Date.now();
+            if (!(await stillSignedIn(pool, principal, principal.id === ADMIN_PRINCIPAL_ID))) {
+              await stream.write(': ended: the credentials of this stream were revoked or signed out\n\n');
+              break;
+            }
+          }
           if (isFinished(plan.status)) {
             await stream.writeSSE({ event: 'done', data: JSON.stringify(plan) });
             break;
@@ -147,7 +168,8 @@ export function planEventRoutes() {
           plan = await getPlanView(pool, tenant, planId);
         }
       } finally {
-        open--;
+        streams.give(tenant);
+        shutdown?.removeEventListener('abort', end);
         watch?.close();
       }
     });
