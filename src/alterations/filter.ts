@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { escapeLike } from '../db/sql.js';
 import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
@@ -140,44 +139,37 @@ export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey
 }
 
 /**
- * Dry-run as a stream: the same ids in the same order, read through a cursor in one read-only, repeatable
- * read transaction (one snapshot, like the array form) `pageSize` at a time, so memory stays flat whatever
- * the number of matches. The connection is held until the generator ends or is returned early.
+ * Dry-run as a stream: the same ids in the same order, `pageSize` at a time by keyset (created_at to the
+ * microsecond, then id), each page one statement on a connection that goes back to the pool before the
+ * page is handed on. So memory stays flat whatever the number of matches, and a client that reads slowly
+ * (or not at all) holds no connection and no transaction while it does (contract section 8). The pages are
+ * not one snapshot: an instance created or changed while the answer streams may be in it or not, as with
+ * any paging.
  */
 export async function* streamInstanceIds(
-  pool: pg.Pool,
+  pool: Queryable,
   filter: Filter,
   tenantKey: string,
   pageSize = 10_000,
 ): AsyncGenerator<string[]> {
   const compiled = compileFilter(filter, tenantKey);
   if (!compiled.selects) return;
-  const client = await pool.connect();
-  let broken = false;
-  let open = false;
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    open = true;
-    await client.query({
-      text: `DECLARE dry_run NO SCROLL CURSOR FOR
-               SELECT i.id FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id`,
-      values: compiled.params,
-    });
-    for (;;) {
-      const { rows } = await client.query({ text: `FETCH ${Number(pageSize)} FROM dry_run`, rowMode: 'array' });
-      if (rows.length === 0) break;
-      yield (rows as [string][]).map((r) => r[0]);
-      if (rows.length < pageSize) break;
-    }
-    await client.query('COMMIT');
-    open = false;
-  } catch (err) {
-    broken = true;
-    throw err;
-  } finally {
-    // Returned early (the client went away): end the transaction before the connection goes back.
-    if (open && !broken) await client.query('ROLLBACK').catch(() => (broken = true));
-    client.release(broken);
+  const n = compiled.params.length;
+  let after: [string, string] | undefined;
+  for (;;) {
+    const { rows } = await pool.query<{ id: string; position: string }>(
+      `SELECT i.id, to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
+         FROM workflow_instances i
+        WHERE ${compiled.where}
+          AND ($${n + 1}::timestamptz IS NULL OR (i.created_at, i.id) > ($${n + 1}::timestamptz, $${n + 2}::text))
+        ORDER BY i.created_at, i.id LIMIT ${Number(pageSize)}`,
+      [...compiled.params, after?.[0] ?? null, after?.[1] ?? null],
+    );
+    if (rows.length === 0) return;
+    yield rows.map((r) => r.id);
+    if (rows.length < pageSize) return;
+    const last = rows[rows.length - 1]!;
+    after = [last.position, last.id];
   }
 }
 

@@ -397,7 +397,9 @@ export async function getPlan(
   planId: string,
 ): Promise<{ plan: PlanView; jobs: JobView[]; moreJobs: string | null }> {
   const row = await planRow(db, tenantKey, planId);
-  const [counts, jobs] = await Promise.all([countJobs(db, [row]), jobPage(db, row, { limit: INLINE_JOBS })]);
+  // One after the other: an API request holds at most one connection at a time (its tenant's share).
+  const counts = await countJobs(db, [row]);
+  const jobs = await jobPage(db, row, { limit: INLINE_JOBS });
   return { plan: planView(row, counts.get(planId)!), jobs: jobs.items, moreJobs: jobs.nextCursor };
 }
 

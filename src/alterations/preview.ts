@@ -26,16 +26,15 @@ export async function previewPlan(
 ): Promise<{ matchedCount: number; items: PreviewItem[] }> {
   const compiled = compileFilter(req.filter, tenantKey);
   if (!compiled.selects) return { matchedCount: 0, items: [] };
-  const [count, first] = await Promise.all([
-    deps.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM workflow_instances i WHERE ${compiled.where}`,
-      compiled.params,
-    ),
-    deps.pool.query<InstanceRow>(
-      `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id LIMIT ${Number(req.limit)}`,
-      compiled.params,
-    ),
-  ]);
+  // One after the other: a request holds at most one connection at a time (its tenant's share counts them).
+  const count = await deps.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM workflow_instances i WHERE ${compiled.where}`,
+    compiled.params,
+  );
+  const first = await deps.pool.query<InstanceRow>(
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id LIMIT ${Number(req.limit)}`,
+    compiled.params,
+  );
   const ctx = { db: deps.pool, definitions: deps.definitions, now: nowBy(deps.clock) };
   const items: PreviewItem[] = [];
   for (const row of first.rows) {

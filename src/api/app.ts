@@ -1,7 +1,8 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { abortablePool } from '../db/pool.js';
+import { requestPool } from '../db/pool.js';
+import { tenantKey } from '../auth/principal.js';
 import { newId } from '../ids.js';
-import { TenantCounter } from '../shares.js';
+import { TenantCounter, TenantGate } from '../shares.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { methodNotAllowed } from './methods.js';
 import { documentProblems } from './openapi-problems.js';
@@ -55,9 +56,24 @@ export function createApp(deps: AppDeps) {
     );
   });
 
-  // Each request's statements run through a view of the pool that cancels them when the client goes away.
+  // Each request's statements run through a view of the pool that cancels them when the client goes away,
+  // and whose connections count against its tenant's share (TENANT_API_CONNECTIONS): a tenant whose
+  // requests hold their share waits its turn while the others go on. Requests not signed in (yet: the
+  // credentials themselves are looked up with a connection) share one share of their own.
+  const connections = new TenantGate(deps.config.shares.apiConnectionsPerTenant);
   app.use('*', async (c, next) => {
-    c.set('deps', { ...deps, pool: abortablePool(deps.pool, c.req.raw.signal) });
+    const key = () => {
+      const principal = c.get('principal');
+      return principal ? `tenant:${tenantKey(principal.tenantId)}` : 'anonymous';
+    };
+    c.set('deps', {
+      ...deps,
+      pool: requestPool(deps.pool, c.req.raw.signal, {
+        gate: connections,
+        key,
+        waitMs: deps.apiAcquireTimeoutMs ?? 5_000,
+      }),
+    });
     await next();
   });
 

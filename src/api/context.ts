@@ -30,6 +30,8 @@ export interface AppDeps {
   adminApiKeyHash?: string | undefined;
   /** Wakes event streams when their plan's status changes; without it they only poll. */
   planStatus?: PlanStatusListener | undefined;
+  /** How long a request waits for a database connection (its tenant's turn, then the pool's); default 5000. */
+  apiAcquireTimeoutMs?: number | undefined;
   /** Aborted when the node stops: long answers (event streams) end at once instead of holding the stop up. */
   shutdown?: AbortSignal | undefined;
   /** How often an event stream reads its plan when nothing wakes it, in ms (default 500, growing to 2000). */

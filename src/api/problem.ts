@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isTransientError, SQLSTATE, sqlState } from '../db/errors.js';
+import { ConnectionShareTimeout } from '../db/pool.js';
 import { DomainError, type FieldError, NodeBusyError, TenantShareError, TooManyAttemptsError } from '../errors.js';
 import type { AppEnv } from './context.js';
 
@@ -97,6 +98,11 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     return problem(c, status, err.message || TITLES[status] || 'Error');
+  }
+  // The tenant's requests hold their whole share of the API's connections (TENANT_API_CONNECTIONS).
+  if (err instanceof ConnectionShareTimeout) {
+    c.get('logger')?.warn("a request waited past the acquire timeout for its tenant's share of connections");
+    return problem(c, 503, err.message, undefined, { 'retry-after': '1' });
   }
   // The database could not answer in time (API_STATEMENT_TIMEOUT_MS, no free connection, unreachable):
   // a 503 the client may retry, not a 500 blaming the request.

@@ -204,13 +204,15 @@ export async function listConnections(
 ): Promise<{ items: Connection[]; totalCount: number }> {
   const params = [tenantKey, opts.connectionType ?? null];
   const where = `tenant_id IN ($1, '${AGNOSTIC_TENANT}') AND ($2::text IS NULL OR connection_type = $2)`;
-  const [page, count] = await Promise.all([
-    db.query<Row>(
-      `SELECT ${COLUMNS} FROM connection_configurations WHERE ${where} ORDER BY name, tenant_id, id OFFSET $3 LIMIT $4`,
-      [...params, opts.skip, opts.take],
-    ),
-    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM connection_configurations WHERE ${where}`, params),
-  ]);
+  // One after the other: an API request holds at most one connection at a time (its tenant's share).
+  const page = await db.query<Row>(
+    `SELECT ${COLUMNS} FROM connection_configurations WHERE ${where} ORDER BY name, tenant_id, id OFFSET $3 LIMIT $4`,
+    [...params, opts.skip, opts.take],
+  );
+  const count = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM connection_configurations WHERE ${where}`,
+    params,
+  );
   return { items: page.rows.map((r) => fromRow(r, cipher)), totalCount: count.rows[0]!.n };
 }
 

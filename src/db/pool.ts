@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { TenantGate } from '../shares.js';
 import { parseTimestamptz } from './timestamps.js';
 
 /** Anything that can run a query: the pool, or a client inside a transaction. Writes accept either. */
@@ -53,12 +54,29 @@ export function createPool(connectionString: string, options: number | PoolOptio
   return pool;
 }
 
+/** The per-tenant share a request's connections count against (src/shares.ts). */
+export interface ConnectionShare {
+  gate: TenantGate;
+  /** The share the request counts against, asked at each connect (the principal is known only after auth). */
+  key: () => string;
+  /** How long a request waits for its tenant's turn before it fails (a 503). */
+  waitMs: number;
+}
+
+/** Thrown when a tenant's requests held their whole share of connections for as long as a request may wait. */
+export class ConnectionShareTimeout extends Error {
+  override name = 'ConnectionShareTimeout';
+}
+
 /**
- * A view of `pool` for one API request: the same `query` and `connect`, but the statements it runs are
- * cancelled on the server (`pg_cancel_backend`) when `signal` aborts, i.e. when the client went away.
- * Without it a dry-run the caller gave up on would keep a connection and a core busy until it ended.
+ * A view of `pool` for one API request: the same `query` and `connect`, but
+ * - the statements it runs are cancelled on the server (`pg_cancel_backend`) when `signal` aborts, i.e.
+ *   when the client went away (without it a dry-run the caller gave up on would keep a connection and a
+ *   core busy until it ended);
+ * - with `share`, each connection it holds counts against its tenant's share (TENANT_API_CONNECTIONS): a
+ *   tenant at its share waits its turn, while other tenants' requests take connections as before.
  */
-export function abortablePool(pool: pg.Pool, signal: AbortSignal): pg.Pool {
+export function requestPool(pool: pg.Pool, signal: AbortSignal, share?: ConnectionShare): pg.Pool {
   const active = new Set<pg.PoolClient>();
   const onAbort = () => {
     for (const client of active) {
@@ -72,12 +90,32 @@ export function abortablePool(pool: pg.Pool, signal: AbortSignal): pg.Pool {
 
   const connect = async (): Promise<pg.PoolClient> => {
     if (signal.aborted) throw aborted();
-    const client = await pool.connect();
+    let leave = () => undefined as void;
+    if (share) {
+      const key = share.key();
+      try {
+        leave = await share.gate.acquire(key, share.waitMs, signal);
+      } catch (err) {
+        if (signal.aborted) throw aborted();
+        throw new ConnectionShareTimeout(
+          `This tenant's requests held all ${share.gate.perTenant} of its database connections on this node (TENANT_API_CONNECTIONS) for ${share.waitMs} ms; retry later`,
+          { cause: err },
+        );
+      }
+    }
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      leave();
+      throw err;
+    }
     active.add(client);
     const release = client.release.bind(client);
     client.release = (err?: Error | boolean) => {
       active.delete(client);
       client.release = release;
+      leave();
       return release(err);
     };
     return client;

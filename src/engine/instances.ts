@@ -99,26 +99,25 @@ export async function getInstanceView(
   if (!rows[0]) throw new NotFoundError(`Workflow instance ${id} not found`);
   const s = instanceFromRow(rows[0]);
   const def = await definitions.byVersionId(db, s.definitionVersionId);
-  const [records, journal] = await Promise.all([
-    db.query<{
-      activity_id: string;
-      node_id: string;
-      activity_type: string;
-      name: string | null;
-      status: ActivityRecordStatus;
-      inputs: Record<string, unknown>;
-      started_at: Date;
-      completed_at: Date | null;
-    }>(
-      `SELECT activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at
-         FROM activity_records WHERE instance_id = $1 ORDER BY id`,
-      [id],
-    ),
-    db.query<{ activity_id: string; message: string; timestamp: Date }>(
-      'SELECT activity_id, message, timestamp FROM journal_entries WHERE instance_id = $1 ORDER BY id',
-      [id],
-    ),
-  ]);
+  // One after the other: an API request holds at most one connection at a time (its tenant's share).
+  const records = await db.query<{
+    activity_id: string;
+    node_id: string;
+    activity_type: string;
+    name: string | null;
+    status: ActivityRecordStatus;
+    inputs: Record<string, unknown>;
+    started_at: Date;
+    completed_at: Date | null;
+  }>(
+    `SELECT activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at
+       FROM activity_records WHERE instance_id = $1 ORDER BY id`,
+    [id],
+  );
+  const journal = await db.query<{ activity_id: string; message: string; timestamp: Date }>(
+    'SELECT activity_id, message, timestamp FROM journal_entries WHERE instance_id = $1 ORDER BY id',
+    [id],
+  );
   const declared = def?.variables ?? [];
   const variables: InstanceView['variables'] = declared.map((v) => ({
     id: v.id,

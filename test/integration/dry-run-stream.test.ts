@@ -47,6 +47,22 @@ describe('the streamed dry-run', () => {
     expect(JSON.parse(chunks.join(''))).toEqual({ workflowInstanceIds: many });
   });
 
+  it('holds no connection and no transaction while its reader waits between pages (a client that does not read)', async () => {
+    const pages = streamInstanceIds(h.pool, { definitionIds: ['stream-def'] }, '', 1000);
+    const first = await pages.next();
+    expect(first.value).toHaveLength(1000);
+    // The reader stalls here, as a route does while the socket does not take what it wrote.
+    expect(h.pool.totalCount - h.pool.idleCount).toBe(0);
+    const { rows } = await h.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND state LIKE 'idle in transaction%'`,
+    );
+    expect(rows[0]!.n).toBe(0);
+    const rest: string[] = [];
+    for (let p = await pages.next(); !p.done; p = await pages.next()) rest.push(...p.value);
+    expect([...first.value!, ...rest]).toEqual(ids);
+  });
+
   it('gives its connection back, with no transaction left open, when the reader stops early', async () => {
     const before = h.pool.totalCount - h.pool.idleCount;
     for await (const page of streamInstanceIds(h.pool, { definitionIds: ['stream-def'] }, '', 100)) {
