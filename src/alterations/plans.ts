@@ -5,7 +5,7 @@ import { withTransaction } from '../db/pool.js';
 import { INT32_MAX } from '../vocabulary/input.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { JobCounts, JobView, PlanView } from './views.js';
+import type { JobCounts, JobView, PlanSummaryView, PlanView } from './views.js';
 import {
   type Alteration,
   type Filter,
@@ -410,15 +410,18 @@ export async function getPlanView(db: Queryable, tenantKey: string, planId: stri
   return planView(row, counts.get(planId)!);
 }
 
-/** The tenant's plans, newest first. */
+/** The columns of a plan summary: all but the filter, which is never read for a list. */
+const PLAN_SUMMARY_COLUMNS = PLAN_COLUMNS.replace(' filter,', " 'null'::jsonb AS filter,");
+
+/** The tenant's plans, newest first, as summaries (without their filters: a page stays small). */
 export async function listPlans(
   db: Queryable,
   tenantKey: string,
   opts: { status?: PlanStatus | undefined; after?: string | undefined; limit: number },
-): Promise<Page<PlanView>> {
+): Promise<Page<PlanSummaryView>> {
   const after = opts.after ? decodeCursor(opts.after, ['timestamp', 'id']) : undefined;
   const { rows } = await db.query<PlanRow>(
-    `SELECT ${PLAN_COLUMNS} FROM alteration_plans
+    `SELECT ${PLAN_SUMMARY_COLUMNS} FROM alteration_plans
       WHERE tenant_id = $1 AND ($2::smallint IS NULL OR status = $2)
         AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
       ORDER BY created_at DESC, id DESC LIMIT $5`,
@@ -429,7 +432,10 @@ export async function listPlans(
   const counts = await countJobs(db, page);
   const last = page[page.length - 1];
   return {
-    items: page.map((r) => planView(r, counts.get(r.id)!)),
+    items: page.map((r) => {
+      const { workflowInstanceFilter: _filter, ...summary } = planView(r, counts.get(r.id)!);
+      return summary;
+    }),
     nextCursor: more && last ? encodeCursor([last.created_at.toISOString(), last.id]) : null,
   };
 }

@@ -71,6 +71,10 @@ export const PlanSchema = z
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;
 
+/** A plan in a list: the plan without its filter (which may be large; read one plan for it). */
+export const PlanSummarySchema = PlanSchema.omit({ workflowInstanceFilter: true }).openapi('AlterationPlanSummary');
+export type PlanSummaryView = z.infer<typeof PlanSummarySchema>;
+
 export const JobSchema = z
   .object({
     id: z.string(),

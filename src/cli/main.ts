@@ -1,6 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { type Client, createClient, type PlanView, ProblemError, type RunResultView } from '../client/index.js';
+import {
+  type Client,
+  createClient,
+  type PlanSummaryView,
+  type PlanView,
+  ProblemError,
+  type RunResultView,
+} from '../client/index.js';
 import {
   type CliEnvironment,
   cliEnvironment,
@@ -273,7 +280,7 @@ export async function runCli(
     .command('list')
     .description("the tenant's plans, newest first")
     .option('--status <status>', 'a status name or number')
-    .option('--limit <n>', 'page size', '50')
+    .option('--limit <n>', 'page size (1 to 100)', '20')
     .action(async (o: { status?: string; limit: string }) => {
       const page = await (
         await client()
@@ -423,7 +430,7 @@ function results(items: RunResultView[]): string {
   );
 }
 
-function planRow(p: PlanView) {
+function planRow(p: PlanSummaryView) {
   const c = p.jobCounts;
   return {
     id: p.id,

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AlterationSchema, FilterSchema, RolloutPatchSchema, RolloutSchema } from '../alterations/model.js';
-import type { JobView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
+import type { JobView, PlanSummaryView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
 import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
 import type { DefinitionSchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
@@ -21,7 +21,16 @@ export type DefinitionRequest = z.input<typeof WorkflowDefinitionRequestSchema>;
 export type Definition = z.infer<typeof DefinitionSchema>;
 export type ConnectionRequest = z.input<typeof ConnectionRequestSchema>;
 export type Connection = z.infer<typeof ConnectionSchema>;
-export type { InstanceSummary, InstanceView, JobView, PlanEvent, PlanView, PreviewItem, RunResultView };
+export type {
+  InstanceSummary,
+  InstanceView,
+  JobView,
+  PlanEvent,
+  PlanSummaryView,
+  PlanView,
+  PreviewItem,
+  RunResultView,
+};
 
 export interface Page<T> {
   items: T[];
@@ -145,8 +154,9 @@ export function createClient(options: ClientOptions) {
       preview: (body: { alterations: Alteration[]; filter: Filter; limit?: number }) =>
         call<{ matchedCount: number; items: PreviewItem[] }>('POST', '/alterations/preview', { body }),
       get: (planId: string) => call<{ plan: PlanView; jobs: JobView[] }>('GET', `/alterations/${seg(planId)}`),
+      /** Plan summaries (without their filters), newest first; `limit` 1 to 100 (default 20). */
       list: (query: { status?: number | string; after?: string; limit?: number } = {}) =>
-        call<Page<PlanView>>('GET', '/alterations', { query }),
+        call<Page<PlanSummaryView>>('GET', '/alterations', { query }),
       jobs: (planId: string, query: { status?: number | string; after?: string; limit?: number } = {}) =>
         call<Page<JobView>>('GET', `/alterations/${seg(planId)}/jobs`, { query }),
       cancel: (planId: string) =>

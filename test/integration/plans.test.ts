@@ -347,9 +347,21 @@ describe('reading plans and jobs', () => {
     expect((await h.request('GET', '/alterations/nope/jobs')).status).toBe(404);
   });
 
-  it("lists the tenant's plans newest first, by status, with a cursor", async () => {
-    const all = await h.request('GET', '/alterations?limit=1000');
+  it("lists the tenant's plans newest first as summaries, by status, with a cursor; at most 100 a page", async () => {
+    expect((await h.request('GET', '/alterations?limit=1000')).status).toBe(400);
+    expect((await h.request('GET', '/alterations?limit=101')).status).toBe(400);
+    expect((await h.request('GET', '/alterations?limit=0')).status).toBe(400);
+    const all = await h.request('GET', '/alterations?limit=100');
     expect(all.status).toBe(200);
+    expect(all.body.items.length).toBeGreaterThan(1);
+    // Summaries: the plan without its filter (a page of plans stays small whatever their filters).
+    for (const p of all.body.items) expect(p).not.toHaveProperty('workflowInstanceFilter');
+    const one = await h.request('GET', `/alterations/${all.body.items[0].id}`);
+    expect(one.body.plan).toHaveProperty('workflowInstanceFilter');
+    const { workflowInstanceFilter: _f, ...summary } = one.body.plan;
+    expect(all.body.items[0]).toEqual(summary);
+    const defaults = await h.request('GET', '/alterations');
+    expect(defaults.body.items.length).toBe(Math.min(20, all.body.items.length));
     const created = all.body.items.map((p: { createdAt: string }) => p.createdAt);
     expect([...created].sort().reverse()).toEqual(created);
     const first = await h.request('GET', '/alterations?limit=1');

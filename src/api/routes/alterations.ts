@@ -23,7 +23,13 @@ import {
   submitRevert,
 } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
-import { JobSchema, PlanSchema, PreviewItemSchema, RunResultSchema } from '../../alterations/views.js';
+import {
+  JobSchema,
+  PlanSchema,
+  PlanSummarySchema,
+  PreviewItemSchema,
+  RunResultSchema,
+} from '../../alterations/views.js';
 import { signalPlanChanged, startPlanWorkflow } from '../../temporal/plans.js';
 import { tenantOut } from '../../auth/principal.js';
 import { type AppEnv, callerTenant } from '../context.js';
@@ -154,10 +160,19 @@ const listAll = secureRoute(VIEW, {
   method: 'get',
   path: '/alterations',
   tags: TAGS,
-  summary: "A page of the tenant's plans, newest first",
-  request: { query: z.strictObject({ status: PlanStatusInput.optional(), ...Paging }) },
+  summary: "A page of the tenant's plans, newest first, as summaries (without their filters: read one plan for it)",
+  request: {
+    query: z.strictObject({
+      status: PlanStatusInput.optional(),
+      after: Paging.after,
+      limit: QueryInt32.min(1).max(100).default(20),
+    }),
+  },
   responses: {
-    200: jsonContent(z.object({ items: z.array(PlanSchema), nextCursor: z.string().nullable() }), 'A page of plans'),
+    200: jsonContent(
+      z.object({ items: z.array(PlanSummarySchema), nextCursor: z.string().nullable() }),
+      'A page of plan summaries',
+    ),
     ...problems(400, 401, 403),
   },
 });
