@@ -1,4 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { withHeartbeat } from './heartbeat.js';
 import {
   completePlan,
   failPlan,
@@ -12,7 +13,16 @@ import type { PauseReason } from '../src/alterations/model.js';
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
-import { peekStep, runStepOrFault, type EngineDeps, type StepResult } from '../src/engine/executor.js';
+import {
+  type CallDetails,
+  type EngineDeps,
+  finishOutboundCall,
+  orFault,
+  peekStep,
+  runStepOrFault,
+  type StepResult,
+} from '../src/engine/executor.js';
+import type { HttpOutcome } from '../src/connections/http.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {}
 
@@ -56,33 +66,28 @@ function failureType(err: unknown): string {
 }
 
 /**
- * Heartbeats while `fn` runs, so that the workflow's short heartbeat timeout notices a worker that died
- * mid-activity within seconds, while a slow but live activity (waiting on row locks) is left alone. The
- * first heartbeat comes after 2 s: the timeout runs from the activity's start, and most activities (a
- * batch takes about half a second) end before it, saving the server a heartbeat write per activity.
- */
-async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  // A local activity has no heartbeat (its workflow task's timeout watches it).
-  if (ctx.info.isLocal) return fn();
-  const timer = setInterval(() => ctx.heartbeat(), 2_000);
-  try {
-    return await fn();
-  } finally {
-    clearInterval(timer);
-  }
-}
-
-/**
  * Activity implementations, built with their dependencies in the worker entry point. Each is a thin
  * call into src/; the workflow code imports only the *type* of this factory's result.
  */
 export function createActivities(deps: ActivityDeps) {
   return {
-    async executeInstanceStep(instanceId: string, finalAttempt = false): Promise<StepResult> {
+    /**
+     * The next step of an instance. The second argument is `finalAttempt` (a boolean, as workflows started
+     * before calls ran apart pass it) or options: with `callsApart` an outbound call is left to the
+     * workflow (`StepResult.call`).
+     */
+    async executeInstanceStep(
+      instanceId: string,
+      options: boolean | { finalAttempt?: boolean; callsApart?: boolean } = false,
+    ): Promise<StepResult> {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
       const attempt = Context.current().info.attempt;
-      return withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, finalAttempt }));
+      const o = typeof options === 'boolean' ? { finalAttempt: options } : options;
+      return withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, ...o }));
+    },
+    /** The last part of an outbound step made apart: its outcome recorded, the instance moved on. */
+    finishOutboundCall(args: { details: CallDetails; outcome: HttpOutcome }): Promise<StepResult> {
+      return orFault(deps, args.details.instanceId, () => finishOutboundCall(deps, args.details, args.outcome));
     },
     peekStep(instanceId: string) {
       return peekStep(deps, instanceId);

@@ -20,13 +20,18 @@ import { prepareDataDir } from './embedded/data-dir.js';
 import { DefinitionCache } from './engine/definitions.js';
 import { Stops } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
-import { startDevServer } from './temporal/devserver.js';
+import { devServerFairness, startDevServer } from './temporal/devserver.js';
+import { workInFlight } from './alterations/plans.js';
 import { temporalDispatcher } from './temporal/dispatch.js';
 import { type PlanProcessing, startPendingPlans } from './temporal/plans.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
-import { createWorker } from './temporal/worker.js';
+import { createCallsWorker, createWorker } from './temporal/worker.js';
+import { TenantCounter } from './shares.js';
 import type { Clock } from './vocabulary/clock.js';
+
+/** Connections of the calls worker's own pool: each call reads what to call in a few short statements. */
+const CALLS_POOL_SIZE = 4;
 
 /** What one process runs: both (`npm start`), only the API, or only a worker (the production shape). */
 export type Role = 'all' | 'api' | 'worker';
@@ -192,7 +197,9 @@ async function build(
     nativeConnection = await NativeConnection.connect({ address: temporalAddress });
     stops.add('Temporal worker connection', () => nativeConnection.close());
   } else {
+    const fairness = await devServerFairness(config.dataDir, () => workInFlight(pool), logger);
     const devServer = await startDevServer({
+      fairness,
       cliPath: config.temporal.cliPath,
       cacheDir: config.cacheDir,
       dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
@@ -234,47 +241,74 @@ async function build(
     ...(o.clock ? { clock: o.clock } : {}),
   };
 
-  let worker: Worker | undefined;
-  let workerRun: Promise<void> | undefined;
+  // The worker's outbound calls read what to call through a small pool of their own: a call holds a slot of
+  // the calls worker for as long as its endpoint takes, and must never wait for a connection that plan
+  // batches and steps hold (DATABASE_POOL_WORKER is sized to the main worker's slots).
+  const callsPool =
+    role !== 'api'
+      ? createPool(databaseUrl, {
+          max: CALLS_POOL_SIZE,
+          idleInTransactionTimeoutMs,
+          applicationName: 'workflow-alterations-calls',
+        })
+      : undefined;
+  if (callsPool) stops.add('calls database pool', () => callsPool.end());
+  // Per tenant, on this worker: TENANT_OUTBOUND_CALLS of the calls worker's slots.
+  const outboundCalls = new TenantCounter(config.shares.outboundCallsPerTenant, config.shares.outboundCallSlots);
+
+  let workers: Worker[] = [];
+  let workerRuns: Promise<void>[] = [];
   let stoppingWorker = false;
   const startWorker = async () => {
-    if (!workerPool) throw new Error(`a ${role} service runs no worker`);
-    if (worker) throw new Error('the worker is already running');
-    const created = await createWorker({
+    if (!workerPool || !callsPool) throw new Error(`a ${role} service runs no worker`);
+    if (workers.length) throw new Error('the worker is already running');
+    const engine = {
+      definitions,
+      logger,
+      cipher,
+      outbound: { allowNetworks: config.outboundAllowNetworks },
+    };
+    const main = await createWorker({
       connection: nativeConnection,
       namespace,
       taskQueue,
       deps: {
+        ...engine,
         pool: workerPool,
-        definitions,
-        logger,
-        cipher,
         dispatcher,
-        outbound: { allowNetworks: config.outboundAllowNetworks },
         ...(o.recordUndo === false ? { recordUndo: false } : {}),
       },
       workflowBundlePath: o.workflowBundlePath,
       maxConcurrentActivities: workerPoolSize,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
-    worker = created;
-    stoppingWorker = false;
-    workerRun = created.run();
-    // A worker that died leaves an API that accepts work nobody does: the owner decides (main stops, exit 1).
-    workerRun.catch((err: unknown) => {
-      if (stoppingWorker) return;
-      logger.fatal({ err }, 'worker stopped with an error');
-      o.onLost?.('worker failed');
+    const calls = await createCallsWorker({
+      connection: nativeConnection,
+      namespace,
+      taskQueue,
+      deps: { ...engine, pool: callsPool, calls: outboundCalls },
+      slots: config.shares.outboundCallSlots,
+      ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
+    workers = [main, calls];
+    stoppingWorker = false;
+    workerRuns = workers.map((w) => w.run());
+    // A worker that died leaves an API that accepts work nobody does: the owner decides (main stops, exit 1).
+    for (const run of workerRuns) {
+      run.catch((err: unknown) => {
+        if (stoppingWorker) return;
+        logger.fatal({ err }, 'worker stopped with an error');
+        o.onLost?.('worker failed');
+      });
+    }
   };
   const stopWorker = async () => {
-    const running = worker;
-    if (!running) return;
+    if (!workers.length) return;
     stoppingWorker = true;
-    if (running.getState() === 'RUNNING') running.shutdown();
-    await workerRun!.catch(() => undefined);
-    worker = undefined;
-    workerRun = undefined;
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await Promise.all(workerRuns.map((r) => r.catch(() => undefined)));
+    workers = [];
+    workerRuns = [];
   };
   if (workerPool) {
     stops.add('worker', stopWorker);
@@ -340,7 +374,7 @@ async function build(
     embedded,
     generatedKey,
     get worker() {
-      return worker;
+      return workers[0];
     },
     startWorker,
     stopWorker,

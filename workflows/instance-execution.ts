@@ -1,6 +1,7 @@
 import {
   ActivityFailure,
   continueAsNew,
+  sleep,
   defineSignal,
   patched,
   proxyActivities,
@@ -11,11 +12,16 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { CallActivities, CallResult } from '../activities/calls.js';
+import { callsTaskQueue } from './task-queues.js';
 import { TRANSIENT_RETRY } from './retry.js';
 import { DEFINITION_ATTRIBUTE, INSTANCE_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE } from './search-attributes.js';
 
-type StepRetryPolicy = NonNullable<Awaited<ReturnType<Activities['executeInstanceStep']>>['nextRetry']>;
+type StepResult = Awaited<ReturnType<Activities['executeInstanceStep']>>;
+type StepRetryPolicy = NonNullable<StepResult['nextRetry']>;
 const STEP_TIMEOUT = '10 minutes';
+/** A call ends within its connection's timeoutMs (at most 300 s): this is only the backstop. */
+const CALL_TIMEOUT = '6 minutes';
 // Steps heartbeat while they run: a worker that dies mid-step is noticed within this, and the retry runs
 // whatever step is next in Postgres (the interrupted one committed all or nothing).
 const STEP_HEARTBEAT = '10 seconds';
@@ -39,6 +45,50 @@ function stepsWith(policy: StepRetryPolicy) {
       maximumInterval: policy.maximumIntervalMs,
     },
   });
+}
+
+/**
+ * Makes the outbound call a step started (`StepResult.call`) as an activity of the calls task queue, then
+ * records its outcome. A call over its tenant's share on a worker comes back from the queue later (the
+ * activity's retry, not counted here); a call that failed is made again as the activity's resilience
+ * strategy says, with the strategy's backoff as a durable timer, before the fault becomes an incident.
+ */
+async function makeCall(instanceId: string, call: NonNullable<StepResult['call']>): Promise<StepResult> {
+  const calls = proxyActivities<CallActivities>({
+    taskQueue: callsTaskQueue(workflowInfo().taskQueue),
+    startToCloseTimeout: CALL_TIMEOUT,
+    heartbeatTimeout: STEP_HEARTBEAT,
+    retry: TRANSIENT_RETRY,
+  });
+  let result: CallResult;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      result = await calls.callOutbound({ instanceId, recordId: call.recordId });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      const why = err.cause?.message ?? err.message;
+      result = {
+        made: false,
+        details: {
+          instanceId,
+          recordId: call.recordId,
+          activityId: call.activityId,
+          activityType: 'Elsa.Http.SendHttpRequest',
+          connectionName: '',
+        },
+        outcome: { ok: false, error: `the call could not be made: ${why}` },
+      };
+      break;
+    }
+    const o = result.outcome;
+    const failed = !o.ok || o.status < 200 || o.status > 299;
+    const policy = call.retry;
+    if (!result.made || !failed || !policy || attempt >= policy.maximumAttempts) break;
+    await sleep(
+      Math.min(policy.maximumIntervalMs, policy.initialIntervalMs * policy.backoffCoefficient ** (attempt - 1)),
+    );
+  }
+  return steps.finishOutboundCall({ details: result.details, outcome: result.outcome });
 }
 
 export const workAvailable = defineSignal('workAvailable');
@@ -122,17 +172,23 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
   for (;;) {
     signalled = false;
     let step;
+    // Outbound calls are left to this workflow (`callsApart`), to be made on the calls task queue. A run
+    // started before that replays as it ran: its recorded step results carry no call.
     if (policy) {
       try {
-        step = await stepsWith(policy).executeInstanceStep(input.instanceId);
+        step = await stepsWith(policy).executeInstanceStep(input.instanceId, { callsApart: true });
       } catch (err) {
         if (!(err instanceof ActivityFailure)) throw err;
         // The strategy's attempts ran out on something other than the activity's own fault (its last
         // attempt records that as an incident): run the step once more as final, with the default policy.
-        step = await steps.executeInstanceStep(input.instanceId, true);
+        step = await steps.executeInstanceStep(input.instanceId, { finalAttempt: true, callsApart: true });
       }
     } else {
-      step = await steps.executeInstanceStep(input.instanceId);
+      step = await steps.executeInstanceStep(input.instanceId, { callsApart: true });
+    }
+    if (step.call) {
+      show(step.instance);
+      step = await makeCall(input.instanceId, step.call);
     }
     policy = step.nextRetry;
     if (step.executedActivityId) executed.push(step.executedActivityId);

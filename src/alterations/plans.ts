@@ -472,6 +472,20 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
 }
 
 /**
+ * Work that may have a task queued in Temporal: unfinished plans and instances being executed (Pending,
+ * Executing). A suspended or faulted instance waits on nothing Temporal holds.
+ */
+export async function workInFlight(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT (SELECT count(*) FROM alteration_plans WHERE status <> ALL($1::smallint[]))
+          + (SELECT count(*) FROM (SELECT 1 FROM workflow_instances
+                                    WHERE status = 'Running' AND sub_status IN ('Pending', 'Executing') LIMIT 1000) x) AS n`,
+    [[PLAN_STATUS.Completed, PLAN_STATUS.Failed, PLAN_STATUS.Cancelled]],
+  );
+  return rows[0]!.n;
+}
+
+/**
  * Plans stored but not yet started (e.g. the API stopped between storing and starting one), also when
  * paused before they started.
  */

@@ -220,7 +220,7 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     const plan = rows[0];
     if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
     const control = controlOf(plan);
-    const nothing = { toDispatch: [] as string[], processed: 0, failed: 0, control };
+    const nothing = { toDispatch: [] as string[], processed: 0, failed: 0, control, tenant: plan.tenant_id };
     if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
     // The range's jobs still without a result (none when an earlier attempt committed them).
     const jobs = await client.query<BatchJob>(
@@ -317,9 +317,10 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
       processed: jobs.rows.length,
       failed: failedHere,
       control,
+      tenant: plan.tenant_id,
     };
   });
-  const { toDispatch, processed, failed, control } = outcome;
+  const { toDispatch, processed, failed, control, tenant } = outcome;
   if (isFinished(control.status))
     return {
       processed: 0,
@@ -366,7 +367,7 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     );
     dispatch = [...new Set([...toDispatch, ...again.map((r) => r.id)])];
   }
-  await deps.dispatcher.dispatch(dispatch);
+  await deps.dispatcher.dispatch(tenant, dispatch);
   return { processed, failed, batch, dispatched: dispatch.length, stop: false, paused: false, control };
 }
 

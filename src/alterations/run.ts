@@ -65,6 +65,7 @@ async function alterEach(
     });
   });
   await deps.dispatcher.dispatch(
+    tenantKey,
     results.filter((r) => r.isSuccessful && r.workflowHasScheduledWork).map((r) => r.workflowInstanceId),
   );
   return results;

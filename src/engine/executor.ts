@@ -69,6 +69,11 @@ export interface StepResult {
   executedActivityId?: string;
   /** The retry policy of the next step's activity, when it names a resilience strategy. */
   nextRetry?: StepRetryPolicy;
+  /**
+   * With `callsApart`: the step started an outbound call (its record is Running) that the workflow makes
+   * next, as an activity of the calls task queue, then hands to `finishOutboundCall`. Names only, no secret.
+   */
+  call?: { recordId: string; activityId: string; retry?: StepRetryPolicy };
 }
 
 export interface StepOptions {
@@ -76,6 +81,11 @@ export interface StepOptions {
   attempt?: number;
   /** Record a fault as an incident now, whatever attempts the activity's strategy allows. */
   finalAttempt?: boolean;
+  /**
+   * Leave an outbound call to the workflow (`StepResult.call`) instead of making it here: the call then
+   * runs in the calls task queue's own slots, never in a slot a plan batch or another step needs.
+   */
+  callsApart?: boolean;
 }
 
 /**
@@ -120,6 +130,10 @@ interface PendingCall extends CallRequest {
   recordId: string;
   activityId: string;
   activityType: string;
+  /** Where the instance stands with the call started. */
+  standing?: InstanceStanding;
+  /** The retry policy of the calling activity's resilience strategy, if it names one. */
+  retry?: StepRetryPolicy;
 }
 
 const OUTBOUND_TYPE = 'Elsa.Http.SendHttpRequest';
@@ -140,6 +154,13 @@ const OUTBOUND_TYPE = 'Elsa.Http.SendHttpRequest';
 export async function runStep(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
   const first = await withTransaction(deps.pool, (client) => beginStep(deps, client, instanceId, options));
   if (first.kind === 'done') return first.result;
+  if (options.callsApart) {
+    return {
+      hasMoreWork: true,
+      instance: first.standing,
+      call: { recordId: first.recordId, activityId: first.activityId, ...(first.retry ? { retry: first.retry } : {}) },
+    };
+  }
   const outcome = await sendThroughConnection(
     first.configuration as HttpConnectionConfiguration,
     {
@@ -153,18 +174,27 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options));
 }
 
-/**
- * A step that failed with an error no retry can fix (bad data, a failed constraint, a header Node refuses
- * to send, a bug) faults the instance with an incident naming the reason, in its own transaction, instead
- * of being retried by Temporal forever. Transient errors and strategy retries are thrown on.
- */
+/** `runStep`, faulting the instance on an error no retry can fix (`orFault`). */
 export async function runStepOrFault(
   deps: EngineDeps,
   instanceId: string,
   options: StepOptions = {},
 ): Promise<StepResult> {
+  return orFault(deps, instanceId, () => runStep(deps, instanceId, options));
+}
+
+/**
+ * Runs a part of a step; an error that no retry can fix (bad data, a failed constraint, a header Node
+ * refuses to send, a bug) faults the instance with an incident naming the reason, in its own transaction,
+ * instead of being retried by Temporal forever. Transient errors and strategy retries are thrown on.
+ */
+export async function orFault(
+  deps: EngineDeps,
+  instanceId: string,
+  part: () => Promise<StepResult>,
+): Promise<StepResult> {
   try {
-    return await runStep(deps, instanceId, options);
+    return await part();
   } catch (err) {
     if (err instanceof RetryableActivityFault || isTransientError(err)) throw err;
     deps.logger.error(
@@ -194,6 +224,94 @@ export async function runStepOrFault(
 }
 
 type StepStart = { kind: 'done'; result: StepResult } | PendingCall;
+
+/** What the last part of an outbound step needs to know of its call: names and ids, never a secret. */
+export interface CallDetails {
+  instanceId: string;
+  recordId: string;
+  activityId: string;
+  activityType: string;
+  connectionName: string;
+  resultVariable?: string | undefined;
+}
+
+/** A started call as the calls task queue's activity finds it (read with no transaction or lock). */
+export type PreparedCall =
+  /** Make it. */
+  | {
+      kind: 'call';
+      tenantKey: string;
+      details: CallDetails;
+      connection: HttpConnectionConfiguration;
+      request: { method: string; path: string; body?: unknown; idempotencyKey: string };
+    }
+  /** Nothing to call: the instance moved on (finished, cancelled, faulted, the record closed) or cannot call any more. */
+  | { kind: 'skip'; details: CallDetails; why?: string };
+
+/**
+ * Part two of an outbound step made apart (`callsApart`): the started call read back from Postgres, as the
+ * first part recorded it (inputs evaluated again from the instance's variables, the connection resolved by
+ * name in the tenant), with nothing held: no transaction, no row lock.
+ */
+export async function prepareCall(deps: EngineDeps, instanceId: string, recordId: string): Promise<PreparedCall> {
+  const { rows: records } = await deps.pool.query<{ activity_id: string; activity_type: string; status: string }>(
+    'SELECT activity_id, activity_type, status FROM activity_records WHERE id = $1 AND instance_id = $2',
+    [recordId, instanceId],
+  );
+  const record = records[0];
+  const details: CallDetails = {
+    instanceId,
+    recordId,
+    activityId: record?.activity_id ?? 'unknown',
+    activityType: record?.activity_type ?? OUTBOUND_TYPE,
+    connectionName: '',
+  };
+  const { rows } = await deps.pool.query<InstanceRow>(
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1`,
+    [instanceId],
+  );
+  const s = rows[0] ? instanceFromRow(rows[0]) : undefined;
+  if (!s || !record || record.status !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted')
+    return { kind: 'skip', details };
+  const def = await deps.definitions.byVersionId(deps.pool, s.definitionVersionId);
+  const activity = def ? findActivity(def.root, record.activity_id) : undefined;
+  const type = activity ? findActivityType(activity.type) : undefined;
+  if (!def || !activity || !type) return { kind: 'skip', details, why: 'its activity no longer exists' };
+  const inputs = evaluateInputs(type, activity, def, s.variables);
+  const connection = await resolveConnectionInput(deps.pool, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
+    instanceId,
+    activityId: activity.id,
+  });
+  details.connectionName = connection?.name ?? '';
+  if (typeof inputs.resultVariable === 'string' && inputs.resultVariable)
+    details.resultVariable = inputs.resultVariable;
+  if (!connection?.configuration || typeof inputs.method !== 'string' || typeof inputs.path !== 'string')
+    return { kind: 'skip', details, why: 'its connection or inputs no longer resolve' };
+  return {
+    kind: 'call',
+    tenantKey: s.tenantKey,
+    details,
+    connection: connection.configuration as HttpConnectionConfiguration,
+    request: {
+      method: inputs.method,
+      path: inputs.path,
+      body: inputs.body,
+      idempotencyKey: `${instanceId}:${recordId}`,
+    },
+  };
+}
+
+/**
+ * Part three of an outbound step made apart: the outcome recorded as `runStep` would (the instance locked
+ * and re-checked). A strategy's retries were the workflow's, so a fault here is final.
+ */
+export async function finishOutboundCall(
+  deps: EngineDeps,
+  details: CallDetails,
+  outcome: HttpOutcome,
+): Promise<StepResult> {
+  return withTransaction(deps.pool, (client) => finishCall(deps, client, details, outcome, { finalAttempt: true }));
+}
 
 /** Part one of a step, in a transaction holding the instance's row lock. */
 async function beginStep(
@@ -229,12 +347,15 @@ async function beginStep(
         });
         if (connection?.configuration && typeof inputs.method === 'string' && typeof inputs.path === 'string') {
           const call = callRequest(connection.name ?? '', connection.configuration, inputs);
+          const strategy = findResilienceStrategy(activity.resilienceStrategyId);
           return {
             ...call,
             instanceId: s.id,
             recordId: started[0].id,
             activityId: activity.id,
             activityType: activity.type,
+            standing: standingOf(s),
+            ...(strategy ? { retry: retryPolicyOf(strategy) } : {}),
           };
         }
       }
@@ -308,7 +429,15 @@ async function beginStep(
     if (call) {
       // Part one ends here: the record is Running and the activity left the schedule; commit, then call.
       await saveInstance(client, s);
-      return { ...call, instanceId: s.id, recordId, activityId: activity.id, activityType: activity.type };
+      return {
+        ...call,
+        instanceId: s.id,
+        recordId,
+        activityId: activity.id,
+        activityType: activity.type,
+        standing: standingOf(s),
+        ...(strategy ? { retry: retryPolicyOf(strategy) } : {}),
+      };
     }
     settle(s, now);
     await saveInstance(client, s);
@@ -333,7 +462,7 @@ async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, act
 async function finishCall(
   deps: EngineDeps,
   client: pg.PoolClient,
-  call: PendingCall,
+  call: CallDetails,
   outcome: HttpOutcome,
   options: StepOptions,
 ): Promise<StepResult> {
@@ -356,7 +485,11 @@ async function finishCall(
       { instanceId: call.instanceId, activityId: call.activityId },
       'outbound call finished after its instance moved on; outcome recorded on the activity record only',
     );
-    return { hasMoreWork: false, executedActivityId: call.activityId };
+    // Where the instance stands now: a retried last part whose first attempt committed finds the record
+    // closed and the instance moved on, with the work its outcome scheduled still to run.
+    return s
+      ? stepResult(deps, client, s, call.activityId)
+      : { hasMoreWork: false, executedActivityId: call.activityId };
   }
   s.updatedAt = now;
   const def = await deps.definitions.byVersionId(client, s.definitionVersionId);

@@ -5,5 +5,6 @@
 
 /** Hands instances with scheduled work to a worker. */
 export interface Dispatcher {
-  dispatch(instanceIds: readonly string[]): Promise<void>;
+  /** `tenantKey`: the instances' tenant (their work is that tenant's share of the workers). */
+  dispatch(tenantKey: string, instanceIds: readonly string[]): Promise<void>;
 }

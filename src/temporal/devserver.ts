@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -21,6 +21,8 @@ export interface DevServerOptions {
   uiPort?: number;
   /** Called if a dev server we started exits without being stopped. */
   onUnexpectedExit?: (why: string) => void;
+  /** Task Queue Fairness (tenants' tasks take turns on a backlogged queue); on unless false (see `devServerFairness`). */
+  fairness?: boolean;
 }
 
 /** A running dev server and the two connections to it; `teardown` closes them and stops the server. */
@@ -67,12 +69,21 @@ const STOP_TIMEOUT_MS = 20_000;
  * gets the activity in the same answer, instead of polling for it (~30 ms less per plan step here).
  */
 const EAGER_ACTIVITIES = 'system.enableActivityEagerExecution=true';
-const DYNAMIC_CONFIG = [
-  'frontend.enableServerVersionCheck=false',
-  'frontend.enableUpdateWorkflowExecution=true',
-  'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
-  EAGER_ACTIVITIES,
-].flatMap((v) => ['--dynamic-config-value', v]);
+/**
+ * Task Queue Fairness (Temporal 1.29, new matcher): a backlogged task queue hands out tasks to fairness keys
+ * (our tenants) in turn. Its backlog lives in other tables than the classic one: switching it on for a
+ * queue with a classic backlog strands those tasks, which is why `devServerFairness` switches it on for a
+ * data folder only while nothing is in flight.
+ */
+const FAIRNESS = 'matching.enableFairness=true';
+const dynamicConfig = (fairness: boolean) =>
+  [
+    'frontend.enableServerVersionCheck=false',
+    'frontend.enableUpdateWorkflowExecution=true',
+    'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
+    EAGER_ACTIVITIES,
+    ...(fairness ? [FAIRNESS] : []),
+  ].flatMap((v) => ['--dynamic-config-value', v]);
 
 async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port || (await freeLoopbackPort());
@@ -90,7 +101,7 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer
     'json',
     '--log-level',
     'error',
-    ...DYNAMIC_CONFIG,
+    ...dynamicConfig(opts.fairness !== false),
     ...(opts.dbFilename ? ['--db-filename', opts.dbFilename] : []),
     // The plan search attributes (contract section 7), registered before anything starts a plan.
     ...SEARCH_ATTRIBUTES.flatMap((k) => [
@@ -185,6 +196,7 @@ async function runThroughSdk(opts: DevServerOptions): Promise<DevServer> {
         ]),
         '--dynamic-config-value',
         EAGER_ACTIVITIES,
+        ...(opts.fairness !== false ? ['--dynamic-config-value', FAIRNESS] : []),
       ],
     },
   });
@@ -231,4 +243,34 @@ async function stopChild(child: ChildProcess): Promise<void> {
   if (inTime) return;
   child.kill('SIGKILL');
   await exited;
+}
+
+/**
+ * Whether the embedded dev server of a data folder runs with Task Queue Fairness. A new folder: yes, and a
+ * marker file says so from then on. A folder whose Temporal history predates fairness (temporal.sqlite
+ * without the marker): only once nothing is in flight, read from Postgres, the truth (no plan unfinished,
+ * no instance Pending or Executing), since Temporal 1.29 does not carry a queued task across the switch;
+ * until then it runs without, and says so.
+ */
+export async function devServerFairness(
+  dataDir: string,
+  inFlight: () => Promise<number>,
+  logger: { info(msg: string): void; warn(obj: object, msg: string): void },
+): Promise<boolean> {
+  const marker = path.join(dataDir, 'temporal-fairness');
+  if (existsSync(marker)) return true;
+  if (existsSync(path.join(dataDir, 'temporal.sqlite'))) {
+    const busy = await inFlight();
+    if (busy > 0) {
+      logger.warn(
+        { inFlight: busy },
+        "Task Queue Fairness stays off for this start: this data folder's Temporal history predates it and work is in flight; it turns on at the first start with nothing in flight",
+      );
+      return false;
+    }
+    logger.info('Task Queue Fairness is on from now on for this data folder (nothing was in flight)');
+  }
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(marker, 'matching.enableFairness=true since this file was written\n', { mode: 0o600 });
+  return true;
 }

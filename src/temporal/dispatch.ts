@@ -3,6 +3,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { instanceExecution, workAvailable } from '../../workflows/index.js';
 import { instanceWorkflowId } from './names.js';
 import type { Dispatcher } from '../engine/ports.js';
+import { tenantPriority } from './fairness.js';
 
 const DISPATCH_CONCURRENCY = 16;
 
@@ -19,8 +20,9 @@ export function temporalDispatcher(
 ): Dispatcher {
   const searchAttributes = opts.searchAttributes ?? false;
   return {
-    async dispatch(instanceIds) {
+    async dispatch(tenantKey, instanceIds) {
       const queue = [...new Set(instanceIds)];
+      const priority = tenantPriority(tenantKey);
       const workers = Array.from({ length: Math.min(DISPATCH_CONCURRENCY, queue.length) }, async () => {
         for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
           await client.workflow.signalWithStart(instanceExecution, {
@@ -31,6 +33,7 @@ export function temporalDispatcher(
             signal: workAvailable,
             signalArgs: [],
             workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+            priority,
           });
         }
       });

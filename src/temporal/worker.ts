@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../../activities/index.js';
+import { type CallDeps, createCallActivities } from '../../activities/calls.js';
+import { callsTaskQueue } from '../../workflows/task-queues.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 /** Compiled (dist/src/temporal/worker.js): `npm run build` bundled the workflows once, next to dist/src. */
@@ -41,5 +43,34 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     shutdownGraceTime: '10 seconds',
     ...setup.options,
+  });
+}
+
+export interface CallsWorkerSetup {
+  connection: NativeConnection;
+  namespace: string;
+  /** The service's task queue; this worker polls its calls queue (`callsTaskQueue`). */
+  taskQueue: string;
+  deps: CallDeps;
+  /** Outbound calls this worker makes at once (WORKER_OUTBOUND_CALL_SLOTS). */
+  slots: number;
+  options?: Partial<WorkerOptions>;
+}
+
+/**
+ * The worker of the calls task queue: activities only (outbound calls), in slots of their own. A call
+ * holds its slot for as long as its endpoint takes (up to the connection's timeoutMs) and no database
+ * connection meanwhile, so it has its own small pool for reading what to call.
+ */
+export async function createCallsWorker(setup: CallsWorkerSetup): Promise<Worker> {
+  const { workflowBundle: _bundle, workflowsPath: _path, ...options } = setup.options ?? {};
+  return Worker.create({
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: callsTaskQueue(setup.taskQueue),
+    activities: createCallActivities(setup.deps),
+    maxConcurrentActivityTaskExecutions: setup.slots,
+    shutdownGraceTime: '10 seconds',
+    ...options,
   });
 }

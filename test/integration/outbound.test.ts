@@ -266,11 +266,11 @@ describe('one tenant calling a slow endpoint', () => {
       const otherTenant = await h.keyWith(['workflows/definitions:view'], 'other-tenant');
       hold = true;
       received.length = 0;
-      // More calls in flight than the worker has activity slots (10 in the harness).
+      // More calls than the tenant's share of outbound calls on the worker (TENANT_OUTBOUND_CALLS, 5).
       for (let i = 0; i < 15; i++) await start('slow-tenant-call');
       await eventually(
-        async () => (received.length >= 10 ? true : undefined),
-        'the worker slots to fill with slow calls',
+        async () => (received.length >= 5 ? true : undefined),
+        "the tenant's share of calls to fill with slow calls",
       );
       const timings: number[] = [];
       for (let i = 0; i < 10; i++) {

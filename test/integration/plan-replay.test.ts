@@ -34,3 +34,17 @@ describe('the plan workflow', () => {
     await expect(replay(history)).resolves.toBeUndefined();
   });
 });
+
+describe('the instance workflow', () => {
+  // An instance WriteLine → SendHttpRequest (retry-3-quick; the first call answered 503) → WriteLine, run
+  // by commit 0a9d413, before calls ran apart: the call was made inside executeInstanceStep, retried by
+  // Temporal. Today's code makes a call on the calls task queue when a step's result asks for one; the
+  // recorded results of this run ask for none, so it replays as it ran (no patch needed).
+  it('replays a history recorded before calls ran on their own task queue', async () => {
+    const history = await fixture('instance-history-call-inline.bin');
+    const kinds = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    expect(kinds).toContain('executeInstanceStep');
+    expect(kinds).not.toContain('callOutbound');
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+});

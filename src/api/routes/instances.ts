@@ -113,7 +113,7 @@ export function instanceRoutes() {
   app.openapi(create, async (c) => {
     const { pool, dispatcher } = c.get('deps');
     const id = await createInstance(pool, callerTenant(c), c.req.valid('json'));
-    await dispatcher.dispatch([id]);
+    await dispatcher.dispatch(callerTenant(c), [id]);
     c.header('Location', `/workflow-instances/${id}`);
     return c.json({ workflowInstanceId: id }, 202);
   });
@@ -133,7 +133,7 @@ export function instanceRoutes() {
     const { pool, definitions, dispatcher } = c.get('deps');
     const { eventName } = c.req.valid('param');
     const result = await triggerEvent(pool, definitions, callerTenant(c), eventName, c.req.valid('json'));
-    await dispatcher.dispatch(result.toDispatch);
+    await dispatcher.dispatch(callerTenant(c), result.toDispatch);
     return c.json({ resumedWorkflowInstanceIds: result.resumedWorkflowInstanceIds }, 200);
   });
   return app;

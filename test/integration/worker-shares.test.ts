@@ -1,0 +1,145 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote, chain, event, lit, writeLine } from '../support/workflows.js';
+
+/**
+ * Worker capacity is a per-tenant share (contract section 8): outbound calls run in the calls task queue's
+ * own slots, at most TENANT_OUTBOUND_CALLS (5) of one tenant at once on a worker, so that a tenant whose
+ * calls all hang on an endpoint that never answers takes nothing another tenant's plans and instances need.
+ * Real Postgres, real Temporal, a real worker, a local endpoint that holds every request it gets.
+ */
+const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
+let h: Harness;
+let server: Server;
+let port: number;
+const held: { req: IncomingMessage; res: ServerResponse }[] = [];
+let inFlight = 0;
+let maxInFlight = 0;
+let answering = false;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.on('close', () => inFlight--);
+    if (answering) res.end('{}');
+    else held.push({ req, res });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+  h = await createHarness();
+});
+afterAll(async () => {
+  answering = true;
+  for (const x of held) x.res.end('{}');
+  await h?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+const instanceOf = async (key: string, id: string) =>
+  (await h.request('GET', `/workflow-instances/${id}`, { key })).body as { subStatus: string; status: string };
+
+describe("one tenant's calls hanging on an endpoint that never answers", () => {
+  it("take at most its share of the worker: another tenant's plan and new instances run within 10 s", async () => {
+    const keyA = await h.keyWith(['*'], 'noisy');
+    const keyB = await h.keyWith(['*'], 'quiet');
+
+    // Tenant A: 30 instances, each calling an endpoint that holds the request (timeoutMs: 5 minutes).
+    expect(
+      (
+        await h.request('POST', '/connection-configuration', {
+          key: keyA,
+          body: {
+            name: 'never-answers',
+            connectionType: HTTP,
+            connectionConfiguration: { baseUrl: `http://127.0.0.1:${port}/`, timeoutMs: 300_000 },
+          },
+        })
+      ).status,
+    ).toBe(201);
+    const calling = chain('calling', [
+      {
+        id: 'call',
+        type: 'Elsa.Http.SendHttpRequest',
+        connection: {
+          typeName: `ConnectionProperties<${HTTP}>`,
+          expression: { type: 'Literal', value: { connectionName: 'never-answers' } },
+        },
+        method: lit('POST'),
+        path: lit('slow'),
+      },
+      writeLine('after', 'answered'),
+    ]);
+    expect((await h.request('POST', '/workflow-definitions', { key: keyA, body: calling })).status).toBe(201);
+    const noisy: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const r = await h.request('POST', '/workflow-instances', { key: keyA, body: { definitionId: 'calling' } });
+      noisy.push(r.body.workflowInstanceId as string);
+    }
+    await eventually(async () => (held.length >= 5 ? true : undefined), "tenant A's calls to reach the endpoint");
+    // Its share on this worker is 5 calls at once; the others wait in the queue, not in a slot.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(held.length).toBe(5);
+
+    // Tenant B: a plan over 1,000 suspended instances completes within 10 s.
+    const def = await h.request('POST', '/workflow-definitions', { key: keyB, body: approvalWithNote('quiet-def') });
+    await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 1000, tenantId: 'quiet' });
+    const started = performance.now();
+    const submitted = await h.request('POST', '/alterations/submit', {
+      key: keyB,
+      body: {
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }],
+        filter: { definitionIds: ['quiet-def'] },
+      },
+    });
+    expect(submitted.status).toBe(202);
+    const plan = await eventually(
+      async () => {
+        const p = (await h.request('GET', `/alterations/${submitted.body.planId}`, { key: keyB })).body.plan;
+        return p?.status === 4 ? p : undefined;
+      },
+      "tenant B's plan to complete",
+      30_000,
+    );
+    const planSeconds = (performance.now() - started) / 1000;
+    expect(plan.jobCounts).toMatchObject({ total: 1000, completed: 1000 });
+    expect(planSeconds).toBeLessThan(10);
+
+    // Tenant B's new instances reach their first event within 10 s.
+    const waiting = chain('quiet-wait', [writeLine('start', 'started'), event('wait', 'go')]);
+    expect((await h.request('POST', '/workflow-definitions', { key: keyB, body: waiting })).status).toBe(201);
+    const startedAt = performance.now();
+    const quiet: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await h.request('POST', '/workflow-instances', { key: keyB, body: { definitionId: 'quiet-wait' } });
+      quiet.push(r.body.workflowInstanceId as string);
+    }
+    for (const id of quiet) {
+      await eventually(
+        async () => ((await instanceOf(keyB, id)).subStatus === 'Suspended' ? true : undefined),
+        `tenant B's instance ${id} to reach its event`,
+        15_000,
+      );
+    }
+    expect((performance.now() - startedAt) / 1000).toBeLessThan(10);
+    // Still five of A's calls hang, and no more than five were ever in flight at once.
+    expect(held.length).toBe(5);
+    expect(maxInFlight).toBe(5);
+
+    // Once the endpoint answers, A's waiting calls get their turn, five at a time, and all 30 finish.
+    answering = true;
+    for (const x of held.splice(0)) x.res.end('{}');
+    for (const id of noisy) {
+      await eventually(
+        async () => ((await instanceOf(keyA, id)).subStatus === 'Finished' ? true : undefined),
+        `tenant A's instance ${id} to finish`,
+        60_000,
+      );
+    }
+    expect(maxInFlight).toBe(5);
+  }, 150_000);
+});
