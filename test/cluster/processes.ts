@@ -221,9 +221,12 @@ export class TemporalServer {
       'default',
       '--log-level',
       'error',
-      // As the service's own dev server runs (src/temporal/devserver.ts): batches dispatched eagerly.
+      // As the service's own dev server runs (src/temporal/devserver.ts): batches dispatched eagerly, and
+      // Task Queue Fairness (tenants take turns on a backlogged queue).
       '--dynamic-config-value',
       'system.enableActivityEagerExecution=true',
+      '--dynamic-config-value',
+      'matching.enableFairness=true',
     ]);
     await waitFor('Temporal to accept connections', () => accepts(this.port), 60_000, this.proc);
   }

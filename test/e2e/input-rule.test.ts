@@ -315,7 +315,11 @@ describe('methods and the OpenAPI document', () => {
       }
     }
     const limit = doc.paths['/alterations'].get.parameters.find((p: { name: string }) => p.name === 'limit');
-    expect(limit.schema.maximum).toBe(1000);
+    expect(limit.schema.maximum).toBe(100);
+    const jobsLimit = doc.paths['/alterations/{planId}/jobs'].get.parameters.find(
+      (p: { name: string }) => p.name === 'limit',
+    );
+    expect(jobsLimit.schema.maximum).toBe(1000);
     const version = doc.paths['/workflow-definitions/{definitionId}'].get.parameters.find(
       (p: { name: string }) => p.name === 'version',
     );
