@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -43,12 +43,23 @@ export async function loadCredentials(configDir: string): Promise<Credentials | 
   }
 }
 
-/** Written 0600 in a 0700 folder: the file holds a key or tokens. */
+/**
+ * Written 0600 in a 0700 folder: the file holds a key or tokens. A folder that exists with wider rights
+ * is narrowed, and the file is written whole under a new name (created 0600) and renamed over the old one,
+ * so its contents are never readable by others, not even for a moment.
+ */
 export async function saveCredentials(configDir: string, credentials: Credentials): Promise<string> {
   await mkdir(configDir, { recursive: true, mode: 0o700 });
+  await chmod(configDir, 0o700);
   const file = fileOf(configDir);
-  await writeFile(file, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
-  await chmod(file, 0o600);
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    await writeFile(temporary, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+    await rename(temporary, file);
+  } catch (err) {
+    await rm(temporary, { force: true });
+    throw err;
+  }
   return file;
 }
 

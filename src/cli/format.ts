@@ -2,13 +2,37 @@ import { JOB_STATUS, PLAN_STATUS } from '../alterations/model.js';
 
 /** Human output of the CLI: aligned tables, counts with separators, and bars. */
 
+/**
+ * Control characters of C0 and C1 (ESC, BEL, CR, …, but not the newline and tab the CLI lays its output out
+ * with) and the bidirectional overrides that reorder what a terminal shows.
+ */
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// eslint-disable-next-line no-control-regex
+const UNSAFE_IN_CELL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * Text for a terminal: what a server or a stored value says is shown, never obeyed. Escape sequences (a
+ * window title, a cleared screen, forged colours, a clipboard write through OSC 52) and bidi overrides
+ * become visible `\u001b`-style escapes. Human output goes through this; `--json` keeps the data as it is.
+ */
+export function safeText(text: string): string {
+  return text.replace(UNSAFE, escaped);
+}
+
+/** A value inside a table cell or a one-line message: newlines and tabs escaped too, so it cannot add lines. */
+export function safeCell(text: string): string {
+  return text.replace(UNSAFE_IN_CELL, escaped);
+}
+
 const number = new Intl.NumberFormat('en-US');
 export const n = (v: number) => number.format(v);
 
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
   const cell = (v: unknown) =>
-    v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    safeCell(v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (values: string[]) =>
     values

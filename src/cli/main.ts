@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
   type Client,
+  type ClientOptions,
   createClient,
   type PlanSummaryView,
   type PlanView,
@@ -15,7 +16,7 @@ import {
   removeCredentials,
   saveCredentials,
 } from './credentials.js';
-import { jobStatusName, n, planStatusName, stackedBar, table } from './format.js';
+import { jobStatusName, n, planStatusName, safeCell, safeText, stackedBar, table } from './format.js';
 import { watchPlan } from './watch.js';
 
 /**
@@ -28,6 +29,13 @@ interface Io {
   err: (text: string) => void;
   isTty: boolean;
 }
+
+/** An answer larger than this is refused (a plan with its first 1,000 jobs is a few MB at most). */
+const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+/** The service sends a keep-alive on an event stream every 15 s: four missed ones mean it is gone. */
+const STREAM_IDLE_MS = 60_000;
+
+type Bounds = Pick<ClientOptions, 'timeoutMs' | 'maxResponseBytes' | 'streamIdleTimeoutMs'>;
 
 /** Thrown to end with a message and an exit code (1 unless said otherwise). */
 class CliFailure extends Error {
@@ -49,12 +57,21 @@ export async function runCli(
     .description('Bulk, safe alterations of workflow instances: the CLI of workflow-alterations')
     .option('--url <url>', 'the service URL (WFA_URL; default: the one `wfa login` stored, else http://localhost:3000)')
     .option('--json', 'machine-readable JSON output')
+    .option('--timeout <seconds>', 'how long a request may take', positive, 60)
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
 
-  const opts = () => program.opts<{ url?: string; json?: boolean }>();
-  const print = (human: () => string, json: unknown) => io.out(opts().json ? JSON.stringify(json, null, 2) : human());
-  const client = () => connect(env, opts().url);
+  const opts = () => program.opts<{ url?: string; json?: boolean; timeout: number }>();
+  /** What the CLI reads of a server, broken or hostile: a time limit per request and a size limit per answer. */
+  const bounds = (): Bounds => ({
+    timeoutMs: opts().timeout * 1000,
+    maxResponseBytes: MAX_RESPONSE_BYTES,
+    streamIdleTimeoutMs: STREAM_IDLE_MS,
+  });
+  // Human output is shown, never obeyed: control characters from the server or stored data are escaped.
+  const print = (human: () => string, json: unknown) =>
+    io.out(opts().json ? JSON.stringify(json, null, 2) : safeText(human()));
+  const client = () => connect(env, opts().url, bounds());
 
   program
     .command('login')
@@ -65,7 +82,7 @@ export async function runCli(
     .action(async (o: { username: string; password?: string; apiKey?: string }) => {
       const url = opts().url ?? env.url ?? 'http://localhost:3000';
       if (o.apiKey) {
-        const c = createClient({ baseUrl: url, apiKey: o.apiKey });
+        const c = createClient({ ...bounds(), baseUrl: url, apiKey: o.apiKey });
         await c.identity.permissions();
         const file = await saveCredentials(env.configDir, { url, apiKey: o.apiKey });
         return print(() => `Stored the API key for ${url} in ${file}`, { url, file });
@@ -73,7 +90,7 @@ export async function runCli(
       const password = o.password ?? env.password ?? (await readStdinLine());
       if (!password)
         throw new CliFailure('No password: pass --password, set WFA_PASSWORD, or pipe it on standard input', 2);
-      const tokens = await createClient({ baseUrl: url }).identity.login(o.username, password);
+      const tokens = await createClient({ ...bounds(), baseUrl: url }).identity.login(o.username, password);
       const file = await saveCredentials(env.configDir, {
         url,
         accessToken: tokens.accessToken,
@@ -183,7 +200,7 @@ export async function runCli(
       print(
         () =>
           [
-            `${i.id}  ${i.definitionId} v${i.version}  ${i.status}/${i.subStatus}`,
+            safeCell(`${i.id}  ${i.definitionId} v${i.version}  ${i.status}/${i.subStatus}`),
             '',
             table(
               i.variables.map((v) => ({ variable: v.id, type: v.typeName, value: v.value })),
@@ -193,7 +210,7 @@ export async function runCli(
               ? ['', table(i.incidents, ['activityId', 'activityType', 'message', 'timestamp'])]
               : []),
             ...(i.bookmarks.length
-              ? ['', `Waiting on: ${i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', ')}`]
+              ? ['', `Waiting on: ${safeCell(i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', '))}`]
               : []),
           ].join('\n'),
         i,
@@ -232,8 +249,11 @@ export async function runCli(
           [
             `${n(r.matchedCount)} instances match; the first ${r.items.length}:`,
             ...r.items.flatMap((i) => [
-              `  ${i.workflowInstanceId}  ${i.isSuccessful ? 'ok' : `fails: ${i.log.map((l) => l.message).join('; ')}`}`,
-              ...i.changes.map((ch) => `    ${ch.path}: ${JSON.stringify(ch.before)} → ${JSON.stringify(ch.after)}`),
+              `  ${safeCell(i.workflowInstanceId)}  ${i.isSuccessful ? 'ok' : `fails: ${safeCell(i.log.map((l) => l.message).join('; '))}`}`,
+              ...i.changes.map(
+                (ch) =>
+                  `    ${safeCell(ch.path)}: ${safeCell(JSON.stringify(ch.before))} → ${safeCell(JSON.stringify(ch.after))}`,
+              ),
             ]),
           ].join('\n'),
         r,
@@ -413,7 +433,7 @@ export async function runCli(
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    io.err(describeFailure(err));
+    io.err(safeText(describeFailure(err)));
     return err instanceof CliFailure ? err.exitCode : 1;
   }
 }
@@ -475,8 +495,8 @@ function showPlan(p: PlanView): string {
       ].filter(Boolean)
     : [];
   return [
-    `${p.id}  ${planStatusName(p.status)}${p.pauseReason ? ` (${p.pauseReason})` : ''}${p.failureReason ? `: ${p.failureReason}` : ''}`,
-    `  ${p.revertOf ? `reverts plan ${p.revertOf}` : p.alterations.map((a) => a.type).join(', ')}`,
+    `${safeCell(p.id)}  ${planStatusName(p.status)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
+    `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(a.type)).join(', ')}`,
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
     `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
     `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
@@ -485,22 +505,22 @@ function showPlan(p: PlanView): string {
 }
 
 /** WFA_API_KEY, else the stored key or token (refreshed when it expired); the URL by the same order. */
-async function connect(env: CliEnvironment, urlOption: string | undefined): Promise<Client> {
+async function connect(env: CliEnvironment, urlOption: string | undefined, bounds: Bounds): Promise<Client> {
   const stored = await loadCredentials(env.configDir);
   const baseUrl = urlOption ?? env.url ?? stored?.url ?? 'http://localhost:3000';
-  if (env.apiKey) return createClient({ baseUrl, apiKey: env.apiKey });
-  if (stored?.apiKey) return createClient({ baseUrl, apiKey: stored.apiKey });
+  if (env.apiKey) return createClient({ ...bounds, baseUrl, apiKey: env.apiKey });
+  if (stored?.apiKey) return createClient({ ...bounds, baseUrl, apiKey: stored.apiKey });
   if (stored?.accessToken) {
     if ((stored.accessTokenExpiresAt ?? 0) - 30_000 > Date.now() || !stored.refreshToken)
-      return createClient({ baseUrl, accessToken: stored.accessToken });
-    const tokens = await createClient({ baseUrl }).identity.refresh(stored.refreshToken);
+      return createClient({ ...bounds, baseUrl, accessToken: stored.accessToken });
+    const tokens = await createClient({ ...bounds, baseUrl }).identity.refresh(stored.refreshToken);
     await saveCredentials(env.configDir, {
       url: stored.url,
       accessToken: tokens.accessToken,
       refreshToken: tokens.refreshToken,
       accessTokenExpiresAt: Date.now() + tokens.expiresIn * 1000,
     });
-    return createClient({ baseUrl, accessToken: tokens.accessToken });
+    return createClient({ ...bounds, baseUrl, accessToken: tokens.accessToken });
   }
   throw new CliFailure('Not signed in: run `wfa login` (or set WFA_API_KEY)', 2);
 }
@@ -524,14 +544,14 @@ async function readJson<T = unknown>(file: string): Promise<T> {
 
 function describeFailure(err: unknown): string {
   if (err instanceof ProblemError) {
-    const fields = err.errors.map((e) => `  ${e.path || '/'}: ${e.message}`);
-    return [`error: ${err.detail} (HTTP ${err.status})`, ...fields].join('\n');
+    const fields = err.errors.slice(0, 50).map((e) => `  ${safeCell(e.path || '/')}: ${safeCell(e.message)}`);
+    return [`error: ${safeCell(err.detail)} (HTTP ${err.status})`, ...fields].join('\n');
   }
   if (err instanceof CliFailure) return `error: ${err.message}`;
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   if (cause?.code === 'ECONNREFUSED')
     return `error: cannot reach the service (${cause.message}); is it running? (--url, WFA_URL)`;
-  return `error: ${err instanceof Error ? err.message : String(err)}`;
+  return `error: ${safeCell(err instanceof Error ? err.message : String(err))}`;
 }
 
 async function readStdin(): Promise<string> {

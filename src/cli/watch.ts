@@ -1,6 +1,7 @@
 import { PLAN_STATUS } from '../alterations/model.js';
-import type { Client, PlanView } from '../client/index.js';
-import { duration, n, planStatusName, stackedBar } from './format.js';
+import { type Client, type PlanEvent, type PlanView, ProblemError } from '../client/index.js';
+import { StreamLimitError } from '../client/sse.js';
+import { duration, n, planStatusName, safeCell, stackedBar } from './format.js';
 
 interface WatchIo {
   json: boolean;
@@ -9,6 +10,46 @@ interface WatchIo {
 }
 
 const RECONNECTS = 5;
+/** How often a plan is read when its event stream is refused (the tenant's or the node's streams are full). */
+const POLL_MS = 2_000;
+
+/**
+ * The plan's events: its event stream, or, when the service refuses one (429: this tenant holds its share
+ * of streams on that node; 503: the node holds its limit), the same events made from reading the plan
+ * every two seconds. A watch never fails because streams are busy.
+ */
+async function* planEvents(client: Client, planId: string, onFallback: () => void): AsyncGenerator<PlanEvent> {
+  try {
+    yield* client.plans.events(planId);
+    return;
+  } catch (err) {
+    if (!(err instanceof ProblemError) || (err.status !== 429 && err.status !== 503)) throw err;
+  }
+  onFallback();
+  let sample: { at: number; done: number } | undefined;
+  let rate = 0;
+  for (;;) {
+    const { plan } = await client.plans.get(planId);
+    if (
+      plan.status === PLAN_STATUS.Completed ||
+      plan.status === PLAN_STATUS.Failed ||
+      plan.status === PLAN_STATUS.Cancelled
+    ) {
+      yield { event: 'done', data: plan };
+      return;
+    }
+    const c = plan.jobCounts;
+    const done = c.completed + c.failed + c.cancelled;
+    const now = Date.now();
+    if (sample && now > sample.at) rate = Math.round(((done - sample.done) * 1000) / (now - sample.at));
+    sample = { at: now, done };
+    yield {
+      event: 'progress',
+      data: { status: plan.status, jobCounts: c, instancesPerSecond: rate, pauseReason: plan.pauseReason },
+    };
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
 
 /**
  * Follows a plan through its event stream to the end: a progress bar with done/total, instances per
@@ -24,7 +65,11 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
     // A stream cut short (a restarted API node) is picked up again: the service sends the current state at once.
     if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(5_000, 500 * 2 ** attempt)));
     try {
-      for await (const e of client.plans.events(planId)) {
+      const fallback = () => {
+        if (!io.json)
+          io.out('The service has no event stream free for this plan now; following it by reading it every 2 s');
+      };
+      for await (const e of planEvents(client, planId, fallback)) {
         if (e.event === 'done') {
           final = e.data;
           break;
@@ -39,7 +84,7 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
           // Said once per pause, on its own line: the watch goes on until the plan ends.
           if (drawn) process.stdout.write('\n');
           io.out(
-            `Paused (${e.data.pauseReason ?? 'manual'}) after ${n(finished)} of ${n(c.total)}: wfa plans resume ${planId}`,
+            `Paused (${safeCell(e.data.pauseReason ?? 'manual')}) after ${n(finished)} of ${n(c.total)}: wfa plans resume ${safeCell(planId)}`,
           );
         }
         lastPause = e.data.status === PLAN_STATUS.Paused ? e.data.pauseReason : undefined;
@@ -69,7 +114,7 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
         }
       }
     } catch (err) {
-      if (attempt === RECONNECTS || (err as { status?: number }).status) throw err;
+      if (attempt === RECONNECTS || (err as { status?: number }).status || err instanceof StreamLimitError) throw err;
     }
   }
   if (drawn) process.stdout.write('\n');
@@ -81,8 +126,8 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
   } else {
     io.out(
       `${planStatusName(final.status)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
-        (final.failureReason ? ` (${final.failureReason})` : '') +
-        (c.failed ? `\n  see them: wfa plans jobs ${planId} --failed` : ''),
+        (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
+        (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : ''),
     );
   }
   return ok ? 0 : 1;

@@ -52,6 +52,12 @@ export interface ClientOptions {
   /** `Authorization: Bearer …` (from `identity.login`) */
   accessToken?: string | undefined;
   fetch?: typeof fetch;
+  /** A request (not an event stream) that has not fully answered within this many ms fails; none by default. */
+  timeoutMs?: number | undefined;
+  /** An answer larger than this many bytes fails instead of filling memory; no limit by default. */
+  maxResponseBytes?: number | undefined;
+  /** An event stream that sends nothing (not even its keep-alive) for this many ms fails; none by default. */
+  streamIdleTimeoutMs?: number | undefined;
 }
 
 /** A problem+json answer (RFC 9457): `detail` says what is wrong, `errors` names each field. */
@@ -95,13 +101,23 @@ export function createClient(options: ClientOptions) {
   ): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json', ...auth() };
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await doFetch(url(path, opts.query), {
-      method,
-      headers,
-      ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
-    return decode<T>(res);
+    const signals = [opts.signal, options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined].filter(
+      (x): x is AbortSignal => x !== undefined,
+    );
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    try {
+      const res = await doFetch(url(path, opts.query), {
+        method,
+        headers,
+        ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      return await decode<T>(res, options.maxResponseBytes);
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError')
+        throw new Error(`${method} ${path} did not answer within ${options.timeoutMs} ms`, { cause: err });
+      throw err;
+    }
   }
 
   const seg = encodeURIComponent;
@@ -183,8 +199,11 @@ export function createClient(options: ClientOptions) {
           headers: { accept: 'text/event-stream', ...auth() },
           ...(signal ? { signal } : {}),
         });
-        if (!res.ok || !res.body) await decode(res);
-        yield* readServerSentEvents(res.body!);
+        if (!res.ok || !res.body) await decode(res, options.maxResponseBytes);
+        yield* readServerSentEvents(res.body!, {
+          ...(options.streamIdleTimeoutMs ? { idleTimeoutMs: options.streamIdleTimeoutMs } : {}),
+          ...(options.maxResponseBytes ? { maxEventBytes: options.maxResponseBytes } : {}),
+        });
       },
     },
 
@@ -220,8 +239,8 @@ export function createClient(options: ClientOptions) {
 export type Client = ReturnType<typeof createClient>;
 
 /** The JSON of a 2xx answer (undefined for 204), or a ProblemError for anything else. */
-async function decode<T>(res: Response): Promise<T> {
-  const text = await res.text();
+async function decode<T>(res: Response, maxBytes?: number): Promise<T> {
+  const text = await readText(res, maxBytes);
   const json = text ? safeJson(text) : undefined;
   if (res.ok) return json as T;
   const p = (json ?? {}) as { title?: string; detail?: string; errors?: { path: string; message: string }[] };
@@ -239,4 +258,26 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The body as text, failing once it passes `maxBytes` (the rest is not read). */
+async function readText(res: Response, maxBytes?: number): Promise<string> {
+  if (!maxBytes || !res.body) return res.text();
+  const declared = Number(res.headers.get('content-length'));
+  if (declared > maxBytes) {
+    await res.body.cancel().catch(() => undefined);
+    throw new Error(`The answer is ${declared} bytes, more than the ${maxBytes} this client reads`);
+  }
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = '';
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      await res.body.cancel().catch(() => undefined);
+      throw new Error(`The answer is larger than the ${maxBytes} bytes this client reads`);
+    }
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return text + decoder.decode();
 }

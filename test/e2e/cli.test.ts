@@ -103,6 +103,28 @@ describe('wfa, spawned against a running service', () => {
     expect(human.out).toContain('completed 300');
   });
 
+  it('shows stored text with escape sequences as text: a variable and a failed job log set no terminal state', async () => {
+    const hostile = '\u001b]0;PWNED\u0007\u001b[2J\u001b[31mFAKE: all good\u001b[0m';
+    expect(
+      (await wfa(['definitions', 'publish', await file('hostile-def.json', approvalWithNote('cli-hostile'))])).code,
+    ).toBe(0);
+    const { rows } = await pool.query<{ id: string }>(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'cli-hostile'",
+    );
+    const [id] = await seedInstances(pool, {
+      definitionVersionId: rows[0]!.id,
+      count: 1,
+      variables: { note: hostile },
+      namePrefix: 'hostile-',
+    });
+    const shown = await wfa(['instances', 'show', id!]);
+    expect(shown.code).toBe(0);
+    expect(shown.out).not.toContain('\u001b[');
+    expect(shown.out).toContain('\\u001b]0;PWNED');
+    const json = await wfa(['--json', 'instances', 'show', id!]);
+    expect(JSON.parse(json.out).variables.find((v: { id: string }) => v.id === 'note').value).toBe(hostile);
+  });
+
   it('exits 1 from --watch when jobs failed, and lists them with --failed', async () => {
     const plan = await file('bad-var.json', {
       alterations: [{ type: 'ModifyVariable', variableId: 'nope', value: 1 }],
