@@ -84,6 +84,9 @@ export function inputViolations(value: unknown, prefix: (string | number)[] = []
     for (const [key, item] of Object.entries(v)) {
       const why = badString(key);
       if (why) out.push({ path: pointer([...path, key]), message: `Property name: ${why}` });
+      // JavaScript objects cannot hold it as data (it names their prototype): refused, never dropped silently.
+      else if (key === '__proto__')
+        out.push({ path: pointer([...path, key]), message: 'A property named "__proto__" is not accepted' });
       else walk(item, [...path, key], depth + 1);
     }
   };

@@ -87,6 +87,20 @@ describe('strings: no NUL, well-formed Unicode', () => {
   });
 });
 
+describe('property names', () => {
+  it('refuse __proto__ wherever it appears, naming it, instead of dropping it silently', async () => {
+    await expect400('POST', '/workflow-instances', '/variables/__proto__', undefined, {
+      rawBody: '{"definitionId":"input-def","variables":{"__proto__":{"approved":true}}}',
+    });
+    await expect400('POST', '/connection-configuration', '/connectionConfiguration/__proto__', undefined, {
+      rawBody:
+        '{"name":"proto","connectionType":"Elsa.Connections.Http.HttpConnectionConfiguration","connectionConfiguration":{"baseUrl":"http://x.example/","__proto__":{"timeoutMs":5}}}',
+    });
+    const { rowCount } = await h.pool.query("SELECT 1 FROM connection_configurations WHERE name = 'proto'");
+    expect(rowCount).toBe(0);
+  });
+});
+
 describe('integers stored or used in SQL fit in 32 bits', () => {
   it('refuses 2^31 in version, targetVersion and paging values', async () => {
     await expect400('GET', '/workflow-definitions/input-def?version=2147483648', '/query/version');
@@ -297,7 +311,17 @@ describe('methods and the OpenAPI document', () => {
     const r = await h.request('DELETE', '/alterations/submit');
     expect(r.status).toBe(405);
     expect(r.headers.get('content-type')).toBe('application/problem+json');
-    expect(r.headers.get('allow')).toContain('POST');
+    // A route of its own is not also a plan id: /alterations/submit allows POST only.
+    expect(r.headers.get('allow')).toBe('POST');
+    expect((await h.request('OPTIONS', '/alterations/preview')).headers.get('allow')).toBe('POST');
+    expect((await h.request('PATCH', '/alterations/some-plan')).headers.get('allow')).toBe('GET, HEAD');
+    for (const id of ['submit', 'dry-run', 'run', 'preview', 'workflows']) {
+      const taken = await h.request('POST', '/alterations/submit', {
+        body: { id, alterations: [{ type: 'Cancel' }], filter: { names: ['nobody'] } },
+      });
+      expect(taken.status, id).toBe(400);
+      expect(taken.body.errors[0].path).toBe('/id');
+    }
     const health = await h.request('PUT', '/health', { body: {} });
     expect(health.status).toBe(405);
     expect(health.headers.get('allow')).toBe('GET, HEAD');

@@ -46,7 +46,12 @@ const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openap
 
 const Alterations = z.array(AlterationSchema).min(1).max(100);
 const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
-const PlanId = z.string().regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"');
+/** Words that are routes under /alterations: a plan named so could not be reached by its id. */
+const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows'];
+const PlanId = z
+  .string()
+  .regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"')
+  .refine((id) => !ROUTE_WORDS.includes(id), `A plan id may not be ${ROUTE_WORDS.join(', ')} (routes of their own)`);
 
 const SubmitSchema = z
   .strictObject({
