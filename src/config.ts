@@ -45,6 +45,7 @@ const ConfigSchema = z.object({
   TENANT_API_CONNECTIONS: z.coerce.number().int().min(1).max(500).optional(),
   TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
   WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),
+  TENANT_TEMPORAL_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
@@ -118,6 +119,8 @@ export interface TenantShares {
   outboundCallsPerTenant: number;
   /** Outbound calls one worker makes at once, all tenants: the slots of its calls task queue (WORKER_OUTBOUND_CALL_SLOTS). */
   outboundCallSlots: number;
+  /** Requests to Temporal (instance starts and signals) one tenant's work has in flight at once from a process (TENANT_TEMPORAL_REQUESTS). */
+  temporalRequestsPerTenant: number;
 }
 
 export class ConfigError extends Error {}
@@ -168,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiConnectionsPerTenant: apiConnectionsPerTenant(e.TENANT_API_CONNECTIONS, e.DATABASE_POOL_API),
       outboundCallsPerTenant: e.TENANT_OUTBOUND_CALLS,
       outboundCallSlots: e.WORKER_OUTBOUND_CALL_SLOTS,
+      temporalRequestsPerTenant: e.TENANT_TEMPORAL_REQUESTS,
     },
     alterations: {
       batchSize: e.ALTERATION_BATCH_SIZE,

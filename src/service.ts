@@ -221,7 +221,10 @@ async function build(
     ...config.alterations,
     searchAttributes: await ensureSearchAttributes(connection, namespace, logger),
   };
-  const dispatcher = temporalDispatcher(client, taskQueue, { searchAttributes: planProcessing.searchAttributes });
+  const dispatcher = temporalDispatcher(client, taskQueue, {
+    searchAttributes: planProcessing.searchAttributes,
+    requestsPerTenant: config.shares.temporalRequestsPerTenant,
+  });
 
   const definitions = new DefinitionCache();
   // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.

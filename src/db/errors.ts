@@ -54,6 +54,8 @@ export function isTransientError(err: unknown): boolean {
     }
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && TRANSIENT_NETWORK_CODES.has(code)) return true;
+    // A tenant's turn at a shared resource did not come in time (src/shares.ts): later it may.
+    if (e instanceof Error && e.name === 'ShareTimeoutError') return true;
     const message = e instanceof Error ? e.message : '';
     // node-postgres: the pool gave no client within connectionTimeoutMillis, or the socket closed mid-query.
     if (
