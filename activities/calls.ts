@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { HttpOutcome } from '../src/connections/http.js';
 import { sendThroughConnection } from '../src/connections/http.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
@@ -30,24 +30,39 @@ export const SHARE_FULL = 'TenantOutboundShareFull';
  */
 export function createCallActivities(deps: CallDeps) {
   return {
-    async callOutbound(args: { instanceId: string; recordId: string }): Promise<CallResult> {
-      const prepared = await prepareCall(deps, args.instanceId, args.recordId);
+    /** `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other work. */
+    async callOutbound(args: { instanceId: string; recordId: string; tenantKey?: string }): Promise<CallResult> {
+      // Over the tenant's share: back to the queue at once, having cost no query. A call that waits long
+      // comes back less often (up to every 10 s), so that waiting calls cost the others next to nothing.
+      const share = (tenant: string) => {
+        if (deps.calls.tryTake(tenant) === 'taken') return;
+        const attempt = Context.current().info.attempt;
+        const delay = Math.min(10_000, 500 * 2 ** Math.min(attempt - 1, 5));
+        throw ApplicationFailure.create({
+          type: SHARE_FULL,
+          message: `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
+          // Spread out, so that the waiting calls of one tenant do not come back all at once.
+          nextRetryDelay: Math.round(delay * (0.75 + Math.random() / 2)),
+        });
+      };
+      if (args.tenantKey !== undefined) share(args.tenantKey);
+      let prepared;
+      try {
+        prepared = await prepareCall(deps, args.instanceId, args.recordId);
+      } catch (err) {
+        if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
+        throw err;
+      }
       if (prepared.kind === 'skip') {
+        if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
         return {
           made: false,
           details: prepared.details,
           outcome: { ok: false, error: `the call was not made: ${prepared.why ?? 'the instance moved on'}` },
         };
       }
-      const taken = deps.calls.tryTake(prepared.tenantKey);
-      if (taken !== 'taken') {
-        throw ApplicationFailure.create({
-          type: SHARE_FULL,
-          message: `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
-          // Spread out, so that the waiting calls of one tenant do not come back all at once.
-          nextRetryDelay: 1_000 + Math.floor(Math.random() * 1_000),
-        });
-      }
+      // A call scheduled before the tenant came with it takes its share here.
+      if (args.tenantKey === undefined) share(prepared.tenantKey);
       try {
         const outcome = await withHeartbeat(() =>
           sendThroughConnection(prepared.connection, prepared.request, deps.outbound),

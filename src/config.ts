@@ -46,6 +46,7 @@ const ConfigSchema = z.object({
   TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
   WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),
   TENANT_TEMPORAL_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
+  WORKER_BATCH_SLOTS: z.coerce.number().int().min(1).max(498).optional(),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
@@ -93,6 +94,8 @@ export interface Config {
   database: {
     apiPoolSize: number;
     workerPoolSize: number;
+    /** Of the worker pool's connections, the plan batches' slots (WORKER_BATCH_SLOTS); the rest are the steps'. */
+    batchSlots: number;
     apiStatementTimeoutMs: number;
     idleInTransactionTimeoutMs: number;
   };
@@ -162,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: {
       apiPoolSize: e.DATABASE_POOL_API,
       workerPoolSize: e.DATABASE_POOL_WORKER,
+      batchSlots: batchSlots(e.WORKER_BATCH_SLOTS ?? Math.max(2, os.availableParallelism()), e.DATABASE_POOL_WORKER),
       apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
@@ -190,6 +194,21 @@ function networks(value: string, setting: string): string[] {
   } catch (err) {
     throw new ConfigError(`Invalid configuration in the environment: ${(err as Error).message}`);
   }
+}
+
+/**
+ * WORKER_BATCH_SLOTS, by default the cores of this machine (at least 2): a batch keeps a core of the worker
+ * and of Postgres busy, so more at once only makes each slower (bench/README.md: 2 slots on 2 cores gave
+ * another tenant's plan 1.2–1.7x its time alone beside a big plan, 3 slots 2.0x, 4 slots 2.1–2.9x). The
+ * worker pool keeps at least two connections for instance steps besides.
+ */
+function batchSlots(slots: number, pool: number): number {
+  if (slots > pool - 2) {
+    throw new ConfigError(
+      `Invalid configuration in the environment: WORKER_BATCH_SLOTS (${slots}) must leave at least 2 of DATABASE_POOL_WORKER (${pool}) to instance steps`,
+    );
+  }
+  return slots;
 }
 
 /** TENANT_API_CONNECTIONS, by default half the API pool (at least one); never more than the pool. */

@@ -26,7 +26,7 @@ import { temporalDispatcher } from './temporal/dispatch.js';
 import { type PlanProcessing, startPendingPlans } from './temporal/plans.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
-import { createCallsWorker, createWorker } from './temporal/worker.js';
+import { createBatchWorker, createCallsWorker, createWorker } from './temporal/worker.js';
 import { TenantCounter } from './shares.js';
 import type { Clock } from './vocabulary/clock.js';
 
@@ -158,7 +158,8 @@ async function build(
 
   // Two budgets: the worker never takes the API's last connection, nor the API the worker's. The
   // start-up steps use the API's pool (or the worker's, in a worker-only process).
-  const { apiPoolSize, workerPoolSize, apiStatementTimeoutMs, idleInTransactionTimeoutMs } = config.database;
+  const { apiPoolSize, workerPoolSize, batchSlots, apiStatementTimeoutMs, idleInTransactionTimeoutMs } =
+    config.database;
   const apiPool =
     role !== 'worker'
       ? createPool(databaseUrl, {
@@ -282,7 +283,21 @@ async function build(
         ...(o.recordUndo === false ? { recordUndo: false } : {}),
       },
       workflowBundlePath: o.workflowBundlePath,
-      maxConcurrentActivities: workerPoolSize,
+      // Each activity holds at most one of the pool's connections: steps get what batches do not.
+      maxConcurrentActivities: workerPoolSize - batchSlots,
+      ...(o.workerOptions ? { options: o.workerOptions } : {}),
+    });
+    const batches = await createBatchWorker({
+      connection: nativeConnection,
+      namespace,
+      taskQueue,
+      deps: {
+        ...engine,
+        pool: workerPool,
+        dispatcher,
+        ...(o.recordUndo === false ? { recordUndo: false } : {}),
+      },
+      slots: batchSlots,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
     const calls = await createCallsWorker({
@@ -293,7 +308,7 @@ async function build(
       slots: config.shares.outboundCallSlots,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
-    workers = [main, calls];
+    workers = [main, batches, calls];
     stoppingWorker = false;
     workerRuns = workers.map((w) => w.run());
     // A worker that died leaves an API that accepts work nobody does: the owner decides (main stops, exit 1).

@@ -18,6 +18,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { PLAN_STATUS_ATTRIBUTE } from './search-attributes.js';
+import { batchesTaskQueue } from './task-queues.js';
 import { PLAN_RETRY as RETRY } from './retry.js';
 
 // generateJobs and completePlan as (non-local) activities: only for plans started before LOCAL_STEPS_PATCH.
@@ -37,17 +38,33 @@ const local = proxyLocalActivities<Activities>({
 const LOCAL_STEPS_PATCH = 'plan-local-steps';
 /** Since this patch: a plan's batches come in whole rounds of the window, at least two (`evenBatchSize`). */
 const EVEN_BATCHES_PATCH = 'plan-even-batches';
+/** Since this patch: batches run on the batches task queue, weighted by the plan's size (`batchWeight`). */
+const BATCH_QUEUE_PATCH = 'plan-batch-queue';
+/** On the batches queue, a plan keeps this many windows of batches scheduled (see `depthOf`). */
+const LOOKAHEAD = 2;
+
+/**
+ * The Task Queue Fairness weight of a plan's batches: a plan of 100,000 jobs weighs 1, one of 10,000 weighs
+ * 10 (up to 100 for 1,000 jobs or fewer; down to 0.1 for a million or more). Between two tenants with a plan
+ * running each, the smaller plan's batches are handed out that many times as often: a 10,000-job plan
+ * beside a 100,000-job one gets 10 of every 11 batches, so it ends in about the time it takes alone while
+ * the big one slows by a tenth; plans of a size share evenly. No plan waits forever: a weight is never 0.
+ */
+export function batchWeight(total: number): number {
+  return Math.min(1000, Math.max(0.001, (100_000 / Math.max(1, total)) ** 2));
+}
 const { completePlan, failPlan, pausePlan, planControl } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: RETRY,
 });
 // A batch is one short transaction. A worker that dies mid-batch stops heartbeating and is noticed within
 // the heartbeat timeout; the retry finds the committed jobs done and the uncommitted ones still pending.
-const { runJobBatch } = proxyActivities<Activities>({
+const BATCH_OPTIONS = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
-});
+} as const;
+const { runJobBatch } = proxyActivities<Activities>(BATCH_OPTIONS);
 
 type PauseReason = 'manual' | 'canary' | 'failures';
 /** The plan row's steering, as the activities read it (src/alterations/processing.ts PlanControl). */
@@ -190,6 +207,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
   const carried = input.progress;
   const localSteps = patched(LOCAL_STEPS_PATCH);
   const evenBatches = localSteps && patched(EVEN_BATCHES_PATCH);
+  const batchQueue = evenBatches && patched(BATCH_QUEUE_PATCH);
   const batchSizeOf = (total: number) =>
     evenBatches
       ? evenBatchSize(total, input.batchSize, input.window)
@@ -267,6 +285,11 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       const rate = control.rollout?.rate;
       return rate ? Math.max(1, Math.min(batchSize, Math.floor(rate / 4))) : batchSize;
     };
+    // Batches scheduled at once. On the batches queue, twice the window: the worker's batch slots run as
+    // many as they can, and the rest wait in the queue, so a slot that frees is taken at once by the next
+    // batch (no workflow task in between), and a plan always has batches waiting where Task Queue Fairness
+    // can weigh them against other tenants'. A throttled plan keeps its window (its batches are spaced).
+    const depthOf = () => (batchQueue && !control.rollout?.rate ? input.window * LOOKAHEAD : input.window);
 
     for (;;) {
       if (dirty) {
@@ -303,7 +326,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         steer(await pausePlan(planId, reason));
         continue;
       }
-      if (inFlight.size >= input.window) {
+      if (inFlight.size >= depthOf()) {
         await Promise.race(inFlight);
         continue;
       }
@@ -352,10 +375,20 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         if (due > now) notBefore = Math.ceil(due);
       }
       startedThisRun++;
+      const summary = `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(total)}`;
       const p: Promise<void> = runJobBatch
-        .executeWithOptions({ summary: `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(total)}` }, [
-          { planId, fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) },
-        ])
+        .executeWithOptions(
+          batchQueue
+            ? {
+                ...BATCH_OPTIONS,
+                summary,
+                taskQueue: batchesTaskQueue(workflowInfo().taskQueue),
+                // The fairness key (the tenant) comes with the workflow; the weight is the plan's size's.
+                priority: { fairnessWeight: batchWeight(total) },
+              }
+            : { summary },
+          [{ planId, fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) }],
+        )
         .then((r) => {
           steer(r.control);
           if (r.stop) stop = true;

@@ -63,7 +63,7 @@ async function makeCall(instanceId: string, call: NonNullable<StepResult['call']
   let result: CallResult;
   for (let attempt = 1; ; attempt++) {
     try {
-      result = await calls.callOutbound({ instanceId, recordId: call.recordId });
+      result = await calls.callOutbound({ instanceId, recordId: call.recordId, tenantKey: call.tenantKey });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       const why = err.cause?.message ?? err.message;

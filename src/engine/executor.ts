@@ -73,7 +73,7 @@ export interface StepResult {
    * With `callsApart`: the step started an outbound call (its record is Running) that the workflow makes
    * next, as an activity of the calls task queue, then hands to `finishOutboundCall`. Names only, no secret.
    */
-  call?: { recordId: string; activityId: string; retry?: StepRetryPolicy };
+  call?: { recordId: string; activityId: string; tenantKey: string; retry?: StepRetryPolicy };
 }
 
 export interface StepOptions {
@@ -127,6 +127,7 @@ export async function peekStep(
 /** An outbound call prepared by the first part of a step: recorded as started, not yet made. */
 interface PendingCall extends CallRequest {
   instanceId: string;
+  tenantKey: string;
   recordId: string;
   activityId: string;
   activityType: string;
@@ -158,7 +159,12 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
     return {
       hasMoreWork: true,
       instance: first.standing,
-      call: { recordId: first.recordId, activityId: first.activityId, ...(first.retry ? { retry: first.retry } : {}) },
+      call: {
+        recordId: first.recordId,
+        activityId: first.activityId,
+        tenantKey: first.tenantKey,
+        ...(first.retry ? { retry: first.retry } : {}),
+      },
     };
   }
   const outcome = await sendThroughConnection(
@@ -351,6 +357,7 @@ async function beginStep(
           return {
             ...call,
             instanceId: s.id,
+            tenantKey: s.tenantKey,
             recordId: started[0].id,
             activityId: activity.id,
             activityType: activity.type,
@@ -432,6 +439,7 @@ async function beginStep(
       return {
         ...call,
         instanceId: s.id,
+        tenantKey: s.tenantKey,
         recordId,
         activityId: activity.id,
         activityType: activity.type,

@@ -76,13 +76,19 @@ const EAGER_ACTIVITIES = 'system.enableActivityEagerExecution=true';
  * data folder only while nothing is in flight.
  */
 const FAIRNESS = 'matching.enableFairness=true';
+/**
+ * One partition per task queue: Temporal orders a backlog (by fairness key, weight, priority) within a
+ * partition, and pollers take from partitions at random, so with the default four a backlog of a few
+ * batches is handed out nearly at random. A dev server is one host; partitions only spread load over hosts.
+ */
+const ONE_PARTITION = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'];
 const dynamicConfig = (fairness: boolean) =>
   [
     'frontend.enableServerVersionCheck=false',
     'frontend.enableUpdateWorkflowExecution=true',
     'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
     EAGER_ACTIVITIES,
-    ...(fairness ? [FAIRNESS] : []),
+    ...(fairness ? [FAIRNESS, ...ONE_PARTITION] : []),
   ].flatMap((v) => ['--dynamic-config-value', v]);
 
 async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer> {
@@ -196,7 +202,7 @@ async function runThroughSdk(opts: DevServerOptions): Promise<DevServer> {
         ]),
         '--dynamic-config-value',
         EAGER_ACTIVITIES,
-        ...(opts.fairness !== false ? ['--dynamic-config-value', FAIRNESS] : []),
+        ...(opts.fairness !== false ? [FAIRNESS, ...ONE_PARTITION].flatMap((v) => ['--dynamic-config-value', v]) : []),
       ],
     },
   });

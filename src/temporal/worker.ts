@@ -4,7 +4,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../../activities/index.js';
 import { type CallDeps, createCallActivities } from '../../activities/calls.js';
-import { callsTaskQueue } from '../../workflows/task-queues.js';
+import { batchesTaskQueue, callsTaskQueue } from '../../workflows/task-queues.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 /** Compiled (dist/src/temporal/worker.js): `npm run build` bundled the workflows once, next to dist/src. */
@@ -69,6 +69,27 @@ export async function createCallsWorker(setup: CallsWorkerSetup): Promise<Worker
     namespace: setup.namespace,
     taskQueue: callsTaskQueue(setup.taskQueue),
     activities: createCallActivities(setup.deps),
+    maxConcurrentActivityTaskExecutions: setup.slots,
+    shutdownGraceTime: '10 seconds',
+    ...options,
+  });
+}
+
+/**
+ * The worker of the batches task queue: plan batches only, WORKER_BATCH_SLOTS at once. Few slots on
+ * purpose: batches are bound by Postgres and the cores, so more at once only make each slower, and a queue
+ * that backs up is where Task Queue Fairness takes turns between tenants (and weights small plans ahead).
+ */
+export async function createBatchWorker(
+  setup: Omit<CallsWorkerSetup, 'deps'> & { deps: ActivityDeps },
+): Promise<Worker> {
+  const { workflowBundle: _bundle, workflowsPath: _path, ...options } = setup.options ?? {};
+  const { runJobBatch } = createActivities(setup.deps);
+  return Worker.create({
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: batchesTaskQueue(setup.taskQueue),
+    activities: { runJobBatch },
     maxConcurrentActivityTaskExecutions: setup.slots,
     shutdownGraceTime: '10 seconds',
     ...options,

@@ -227,6 +227,10 @@ export class TemporalServer {
       'system.enableActivityEagerExecution=true',
       '--dynamic-config-value',
       'matching.enableFairness=true',
+      '--dynamic-config-value',
+      'matching.numTaskqueueReadPartitions=1',
+      '--dynamic-config-value',
+      'matching.numTaskqueueWritePartitions=1',
     ]);
     await waitFor('Temporal to accept connections', () => accepts(this.port), 60_000, this.proc);
   }

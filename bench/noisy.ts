@@ -1,0 +1,337 @@
+/**
+ * Noisy neighbour benchmark: `npm run bench:noisy`.
+ *
+ * The service runs as its own process (`tsx src/main.ts`, API and worker, as `npm start` runs it) on an
+ * embedded Postgres and a Temporal dev server (Task Queue Fairness on) that this script starts; the script
+ * is the tenants' clients, over HTTP, and an endpoint that never answers. Measured:
+ *   tenant B's plan (one ModifyVariable over NOISY_B instances, default 10,000) alone, NOISY_RUNS times;
+ *   then, while tenant A runs a plan over NOISY_A instances (default 100,000) and has NOISY_CALLS (60)
+ *   instances calling the endpoint that never answers, B's same plan again, NOISY_RUNS times;
+ *   B's time ratio (median noisy / median alone; target ≤ 1.5x), `/health` latency (p50, p99, max) in both
+ *   phases, probed every 100 ms, and how many of A's calls the endpoint held at once (its share: 5).
+ * Results: a table on stdout and bench/results/noisy-latest.json (NOISY_RESULTS_FILE).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
+import pg from 'pg';
+import { eventMs, type HistoryEvent, longToNumber } from './history.js';
+import { loadConfig } from '../src/config.js';
+import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
+import { createLogger } from '../src/logger.js';
+import { startDevServer } from '../src/temporal/devserver.js';
+import { installTemporalRuntime } from '../src/temporal/runtime.js';
+import { freePort } from '../test/support/free-port.js';
+import { DEFINITION, recreateDatabase } from './size.js';
+import { dbUrl, round, sleep } from './util.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const RESULTS_FILE = process.env.NOISY_RESULTS_FILE ?? path.join(ROOT, 'bench', 'results', 'noisy-latest.json');
+const A_SIZE = Number(process.env.NOISY_A ?? 100_000);
+const B_SIZE = Number(process.env.NOISY_B ?? 10_000);
+const CALLS = Number(process.env.NOISY_CALLS ?? 60);
+const RUNS = Number(process.env.NOISY_RUNS ?? 3);
+const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
+const log = (msg: string) => process.stdout.write(`[noisy] ${msg}\n`);
+
+const SEED_SQL = `
+  INSERT INTO workflow_instances
+    (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
+     variables, scheduled, bookmarks, created_at, updated_at)
+  SELECT gen_random_uuid()::text, $3, d.definition_id, d.id, d.version, 'noisy-' || n, 'noisy-' || n, 'Running', 'Suspended',
+         '{"amount":0}'::jsonb, '[]'::jsonb, '[{"activityId":"wait","eventName":"approve"}]'::jsonb,
+         now() + n * interval '1 microsecond', now()
+    FROM workflow_definitions d, generate_series(1, $2::int) AS n
+   WHERE d.id = $1`;
+
+interface Stat {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  n: number;
+}
+const quantiles = (xs: number[]): Stat => {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+  return { p50Ms: round(at(0.5)), p99Ms: round(at(0.99)), maxMs: round(s[s.length - 1] ?? 0), n: s.length };
+};
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger('warn');
+  installTemporalRuntime(logger);
+  const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-noisy-'));
+  const stops: (() => Promise<unknown>)[] = [() => rm(work, { recursive: true, force: true })];
+  let service: ChildProcess | undefined;
+  const held: ServerResponse[] = [];
+  let heldNow = 0;
+  let heldMax = 0;
+  const endpoint = createServer((req, res) => {
+    req.resume();
+    heldNow++;
+    heldMax = Math.max(heldMax, heldNow);
+    res.on('close', () => heldNow--);
+    held.push(res);
+  });
+  try {
+    const pgPort = Number(process.env.BENCH_PG_PORT ?? 54349);
+    const postgres = await startEmbeddedPostgres({
+      dataDir: path.join(os.tmpdir(), 'wfa-noisy', 'postgres'),
+      port: pgPort,
+      database: 'postgres',
+      logger,
+    });
+    stops.unshift(() => postgres.stop());
+    const temporal = await startDevServer({
+      cliPath: config.temporal.cliPath,
+      cacheDir: config.cacheDir,
+      dbFilename: path.join(work, 'temporal.sqlite'),
+      namespace: 'default',
+      port: await freePort(),
+      uiPort: 0,
+    });
+    stops.unshift(() => temporal.teardown());
+    await recreateDatabase(postgres.adminUrl, 'wfa_noisy');
+    const databaseUrl = dbUrl(postgres.adminUrl, 'wfa_noisy');
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+    stops.unshift(async () => {
+      for (const r of held) r.destroy();
+      await new Promise((resolve) => endpoint.close(resolve));
+    });
+
+    // The service, as its own process.
+    const port = await freePort();
+    const adminKey = `wfa_noisy_${randomBytes(16).toString('hex')}`;
+    service = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATA_DIR: path.join(work, 'data'),
+        DATABASE_URL: databaseUrl,
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_TASK_QUEUE: `noisy-${process.pid}`,
+        ADMIN_API_KEY: adminKey,
+        AUTH_SIGNING_KEY: randomBytes(32).toString('base64url'),
+        OUTBOUND_HTTP_ALLOW_NETWORKS: '127.0.0.0/8',
+        LOG_LEVEL: 'warn',
+        MALLOC_ARENA_MAX: '2',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const exited = new Promise<void>((resolve) => service!.once('exit', () => resolve()));
+    stops.unshift(async () => {
+      service?.kill('SIGTERM');
+      await exited;
+    });
+    const base = `http://127.0.0.1:${port}`;
+    for (const deadline = Date.now() + 120_000; ;) {
+      const ok = await fetch(`${base}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      if (Date.now() > deadline || service.exitCode !== null) throw new Error('the service did not become healthy');
+      await sleep(250);
+    }
+    log(`service pid ${service.pid} on ${base}; Postgres ${pgPort}; Temporal ${temporal.address}`);
+
+    const call = async <T = any>(key: string, method: string, p: string, body?: unknown) => {
+      const res = await fetch(`${base}${p}`, {
+        method,
+        headers: { authorization: `ApiKey ${key}`, 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${p}: HTTP ${res.status} ${text.slice(0, 300)}`);
+      return (text ? JSON.parse(text) : undefined) as T;
+    };
+    const keyOf = async (tenantId: string) =>
+      (
+        await call<{ key: string }>(adminKey, 'POST', '/identity/api-keys', {
+          name: tenantId,
+          permissions: ['*'],
+          tenantId,
+        })
+      ).key;
+    const keyA = await keyOf('tenant-a');
+    const keyB = await keyOf('tenant-b');
+
+    const seed = async (key: string, tenantId: string, n: number) => {
+      const def = await call<{ id: string }>(key, 'POST', '/workflow-definitions', DEFINITION);
+      const db = new pg.Client({ connectionString: databaseUrl });
+      await db.connect();
+      await db.query(SEED_SQL, [def.id, n, tenantId]);
+      await db.query('VACUUM ANALYZE workflow_instances');
+      await db.end();
+    };
+    log(`seeding ${A_SIZE} instances of tenant A and ${B_SIZE} of tenant B`);
+    await seed(keyA, 'tenant-a', A_SIZE);
+    await seed(keyB, 'tenant-b', B_SIZE);
+
+    // A plan, watched on its event stream as a user would; its time from submit to `done`.
+    let value = 0;
+    const runPlan = async (key: string) => {
+      const t0 = performance.now();
+      const { planId } = await call<{ planId: string }>(key, 'POST', '/alterations/submit', {
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: ++value }],
+        filter: { definitionIds: [DEFINITION.definitionId] },
+      });
+      const res = await fetch(`${base}/alterations/${planId}/events`, { headers: { authorization: `ApiKey ${key}` } });
+      if (!res.ok) throw new Error(`events: HTTP ${res.status}`);
+      const text = await res.text();
+      if (!text.includes('event: done')) throw new Error(`plan ${planId}: the stream ended without done`);
+      return { planId, ms: performance.now() - t0 };
+    };
+
+    // /health, every 100 ms, in both phases.
+    let health: number[] = [];
+    let probing = true;
+    const prober = (async () => {
+      while (probing) {
+        const t = performance.now();
+        const r = await fetch(`${base}/health`).catch(() => undefined);
+        await r?.text();
+        health.push(r?.ok ? performance.now() - t : Number.POSITIVE_INFINITY);
+        await sleep(100);
+      }
+    })();
+
+    await runPlan(keyB); // warm-up: the worker's first plan loads the workflow code
+    health = [];
+    const alone: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const b = await runPlan(keyB);
+      alone.push(b.ms);
+      if (process.env.NOISY_TIMELINE === '1') await timeline(new Client({ connection: temporal.connection }), b.planId);
+    }
+    const healthAlone = quantiles(health);
+    log(`B alone: ${alone.map((ms) => round(ms)).join(', ')} ms`);
+
+    // Tenant A: calls that never end, then its big plan.
+    await call(keyA, 'POST', '/connection-configuration', {
+      name: 'never-answers',
+      connectionType: HTTP,
+      connectionConfiguration: {
+        baseUrl: `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/`,
+        timeoutMs: 300_000,
+      },
+    });
+    await call(keyA, 'POST', '/workflow-definitions', {
+      definitionId: 'calling',
+      root: {
+        type: 'Elsa.Flowchart',
+        id: 'flow1',
+        activities: [
+          {
+            id: 'call',
+            type: 'Elsa.Http.SendHttpRequest',
+            connection: {
+              typeName: `ConnectionProperties<${HTTP}>`,
+              expression: { type: 'Literal', value: { connectionName: 'never-answers' } },
+            },
+            method: { typeName: 'String', expression: { type: 'Literal', value: 'POST' } },
+            path: { typeName: 'String', expression: { type: 'Literal', value: 'hang' } },
+          },
+        ],
+        connections: [],
+      },
+    });
+    for (let i = 0; i < CALLS; i++) await call(keyA, 'POST', '/workflow-instances', { definitionId: 'calling' });
+    for (const deadline = Date.now() + 30_000; held.length < 5 && Date.now() < deadline;) await sleep(100);
+    log(`A: ${CALLS} instances calling the endpoint; it holds ${held.length} of them`);
+
+    const noisy: number[] = [];
+    const aPlans: number[] = [];
+    health = [];
+    for (let i = 0; i < RUNS; i++) {
+      const a = runPlan(keyA);
+      // B's plan starts once A's is well under way (its jobs generated and batches running).
+      await sleep(2_000);
+      const b = await runPlan(keyB);
+      noisy.push(b.ms);
+      aPlans.push((await a).ms);
+      if (process.env.NOISY_TIMELINE === '1') await timeline(new Client({ connection: temporal.connection }), b.planId);
+    }
+    const healthNoisy = quantiles(health);
+    probing = false;
+    await prober;
+    log(
+      `B with A running: ${noisy.map((ms) => round(ms)).join(', ')} ms (A's plans: ${aPlans.map((ms) => round(ms)).join(', ')} ms)`,
+    );
+
+    const ratio = round(median(noisy) / median(alone), 2);
+    const cpus = os.cpus();
+    const report = {
+      date: new Date().toISOString(),
+      command: 'npm run bench:noisy',
+      machine: {
+        cpus: os.availableParallelism(),
+        cpuModel: cpus[0]?.model ?? '?',
+        memTotalGb: round(os.totalmem() / 1024 ** 3),
+        node: process.version,
+      },
+      sizes: { tenantA: A_SIZE, tenantB: B_SIZE, callsOfA: CALLS, runs: RUNS },
+      tenantB: { aloneMs: alone.map((x) => round(x)), withNoisyAMs: noisy.map((x) => round(x)), ratio, target: 1.5 },
+      tenantAPlanMs: aPlans.map((x) => round(x)),
+      health: { alone: healthAlone, withNoisyA: healthNoisy },
+      endpoint: { heldAtOnceMax: heldMax, share: 5 },
+    };
+    await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+    await writeFile(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
+    process.stdout.write(
+      [
+        '',
+        `tenant B's plan of ${B_SIZE}: alone median ${round(median(alone))} ms; with A's plan of ${A_SIZE} and ${CALLS} hanging calls median ${round(median(noisy))} ms; ratio ${ratio}x (target ≤ 1.5x)`,
+        `/health: alone p50 ${healthAlone.p50Ms} ms, p99 ${healthAlone.p99Ms} ms; with A p50 ${healthNoisy.p50Ms} ms, p99 ${healthNoisy.p99Ms} ms, max ${healthNoisy.maxMs} ms`,
+        `A's calls held by the endpoint at once: at most ${heldMax} (its share 5)`,
+        `results: ${RESULTS_FILE}`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    for (const stop of stops) await stop().catch((err: unknown) => log(`error while stopping: ${String(err)}`));
+  }
+}
+
+/** NOISY_TIMELINE=1: where a plan's time went, from its Temporal history (batches: wait in queue, run). */
+async function timeline(client: Client, planId: string): Promise<void> {
+  const history = await client.workflow.getHandle(`alteration-plan-${planId}`).fetchHistory();
+  const events = (history.events ?? []) as HistoryEvent[];
+  const t0 = eventMs(events[0] ?? {});
+  const scheduled = new Map<string, number>();
+  const started = new Map<string, number>();
+  for (const e of events) {
+    const id = String(longToNumber(e.eventId));
+    const at = Math.round(eventMs(e) - t0);
+    if (e.activityTaskScheduledEventAttributes) scheduled.set(id, at);
+    else if (e.activityTaskStartedEventAttributes)
+      started.set(String(longToNumber(e.activityTaskStartedEventAttributes.scheduledEventId)), at);
+    else if (e.activityTaskCompletedEventAttributes) {
+      const sid = String(longToNumber(e.activityTaskCompletedEventAttributes.scheduledEventId));
+      log(
+        `  batch scheduled ${scheduled.get(sid)} ms, waited ${started.get(sid)! - scheduled.get(sid)!} ms, ran ${at - started.get(sid)!} ms`,
+      );
+    } else if (e.workflowTaskStartedEventAttributes) {
+      log(`  workflow task started at ${at} ms`);
+    } else if (e.markerRecordedEventAttributes) {
+      log(`  marker (a local activity or a patch) at ${at} ms`);
+    }
+  }
+  log(`  last event at ${Math.round(eventMs(events[events.length - 1] ?? {}) - t0)} ms`);
+}
+
+main().then(
+  () => undefined,
+  (err: unknown) => {
+    process.stderr.write(`noisy bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
