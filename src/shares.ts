@@ -30,14 +30,6 @@ export class TenantCounter {
     else this.held.set(tenant, mine - 1);
     this.all = Math.max(0, this.all - 1);
   }
-
-  holding(tenant: string): number {
-    return this.held.get(tenant) ?? 0;
-  }
-
-  get total(): number {
-    return this.all;
-  }
 }
 
 /** Thrown by `TenantGate.acquire` when the tenant's turn did not come within the time allowed. */
@@ -88,10 +80,6 @@ export class TenantGate {
       signal?.addEventListener('abort', onAbort, { once: true });
       queue.push(turn);
     });
-  }
-
-  holding(tenant: string): number {
-    return this.held.get(tenant) ?? 0;
   }
 
   /** Releases once (a second call does nothing), handing the place to the tenant's next waiter. */

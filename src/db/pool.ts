@@ -31,7 +31,7 @@ export interface PoolOptions {
 
 const DEFAULT_ACQUIRE_TIMEOUT_MS = 10_000;
 /** DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS's default: every pool sets one (contract section 8). */
-export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
 export function createPool(connectionString: string, options: number | PoolOptions = 10): pg.Pool {
   const o: PoolOptions = typeof options === 'number' ? { max: options } : options;

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
+
+describe('TenantCounter', () => {
+  it('refuses a tenant past its share before the overall limit, and gives places back', () => {
+    const c = new TenantCounter(2, 3);
+    expect([c.tryTake('a'), c.tryTake('a'), c.tryTake('a')]).toEqual(['taken', 'taken', 'tenant']);
+    expect(c.tryTake('b')).toBe('taken');
+    expect(c.tryTake('c')).toBe('overall');
+    c.give('a');
+    expect(c.tryTake('c')).toBe('taken');
+    expect(c.tryTake('a')).toBe('overall');
+  });
+});
+
+describe('TenantGate', () => {
+  it('lets a tenant hold its share, queues its further callers first come first served, and leaves others alone', async () => {
+    const gate = new TenantGate(2);
+    const a1 = await gate.acquire('a', 1_000);
+    const a2 = await gate.acquire('a', 1_000);
+    const order: string[] = [];
+    const a3 = gate.acquire('a', 1_000).then((release) => (order.push('a3'), release));
+    const a4 = gate.acquire('a', 1_000).then((release) => (order.push('a4'), release));
+    // Another tenant is not queued behind a.
+    const b = await gate.acquire('b', 10);
+    b();
+    a1();
+    (await a3)();
+    a2();
+    (await a4)();
+    expect(order).toEqual(['a3', 'a4']);
+  });
+
+  it('times out a waiting caller, and an aborted one leaves the queue at once; a release counts once', async () => {
+    const gate = new TenantGate(1);
+    const held = await gate.acquire('a', 1_000);
+    await expect(gate.acquire('a', 50)).rejects.toBeInstanceOf(ShareTimeoutError);
+    const controller = new AbortController();
+    const waiting = gate.acquire('a', 10_000, controller.signal);
+    controller.abort(new Error('client went away'));
+    await expect(waiting).rejects.toThrow('client went away');
+    held();
+    held();
+    const next = await gate.acquire('a', 50);
+    await expect(gate.acquire('a', 50)).rejects.toBeInstanceOf(ShareTimeoutError);
+    next();
+  });
+});
