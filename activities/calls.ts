@@ -1,5 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { HttpOutcome } from '../src/connections/http.js';
+import { isTransientError } from '../src/db/errors.js';
 import { sendThroughConnection } from '../src/connections/http.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
 import type { TenantCounter } from '../src/shares.js';
@@ -31,7 +32,12 @@ export const SHARE_FULL = 'TenantOutboundShareFull';
 export function createCallActivities(deps: CallDeps) {
   return {
     /** `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other work. */
-    async callOutbound(args: { instanceId: string; recordId: string; tenantKey?: string }): Promise<CallResult> {
+    async callOutbound(args: {
+      instanceId: string;
+      recordId: string;
+      tenantKey?: string;
+      activityId?: string;
+    }): Promise<CallResult> {
       // Over the tenant's share: back to the queue at once, having cost no query. A call that waits long
       // comes back less often (up to every 10 s), so that waiting calls cost the others next to nothing.
       const share = (tenant: string) => {
@@ -51,7 +57,21 @@ export function createCallActivities(deps: CallDeps) {
         prepared = await prepareCall(deps, args.instanceId, args.recordId);
       } catch (err) {
         if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
-        throw err;
+        if (isTransientError(err)) throw err;
+        // What no retry can fix (a configuration that no longer decrypts, a bug): the step faults with it
+        // instead of the call being tried again forever.
+        deps.logger.error({ err, instanceId: args.instanceId }, 'an outbound call could not be prepared');
+        return {
+          made: false,
+          details: {
+            instanceId: args.instanceId,
+            recordId: args.recordId,
+            activityId: args.activityId ?? 'unknown',
+            activityType: 'Elsa.Http.SendHttpRequest',
+            connectionName: '',
+          },
+          outcome: { ok: false, error: `the call could not be prepared: ${(err as Error).message}` },
+        };
       }
       if (prepared.kind === 'skip') {
         if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);

@@ -50,7 +50,7 @@ const ConfigSchema = z.object({
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
-  DATABASE_POOL_WORKER: z.coerce.number().int().min(2).max(500).default(20),
+  DATABASE_POOL_WORKER: z.coerce.number().int().min(5).max(500).default(20),
   ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(2000),
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
@@ -165,7 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: {
       apiPoolSize: e.DATABASE_POOL_API,
       workerPoolSize: e.DATABASE_POOL_WORKER,
-      batchSlots: batchSlots(e.WORKER_BATCH_SLOTS ?? Math.max(2, os.availableParallelism()), e.DATABASE_POOL_WORKER),
+      batchSlots: batchSlots(e.WORKER_BATCH_SLOTS, e.DATABASE_POOL_WORKER),
       apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
@@ -197,19 +197,25 @@ function networks(value: string, setting: string): string[] {
 }
 
 /**
- * WORKER_BATCH_SLOTS, by default the cores of this machine (at least 2): a batch keeps a core of the worker
- * and of Postgres busy, so more at once only makes each slower (bench/README.md: 2 slots on 2 cores gave
- * another tenant's plan 1.2–1.7x its time alone beside a big plan, 3 slots 2.0x, 4 slots 2.1–2.9x). The
- * worker pool keeps at least two connections for instance steps besides.
+ * WORKER_BATCH_SLOTS, by default the cores of this machine (at least 2), at most half the worker pool: a
+ * batch keeps a core of the worker and of Postgres busy, so more at once only makes each slower
+ * (bench/README.md: 2 slots on 2 cores gave another tenant's plan 1.2–1.7x its time alone beside a big plan,
+ * 3 slots 2.0x, 4 slots 2.1–2.9x). A value set explicitly must leave at least 4 of DATABASE_POOL_WORKER to
+ * instance steps and plan generation.
  */
-function batchSlots(slots: number, pool: number): number {
-  if (slots > pool - 2) {
+function batchSlots(configured: number | undefined, pool: number): number {
+  if (configured === undefined)
+    return Math.max(1, Math.min(Math.max(2, os.availableParallelism()), Math.floor(pool / 2)));
+  if (configured > pool - RESERVED_FOR_STEPS) {
     throw new ConfigError(
-      `Invalid configuration in the environment: WORKER_BATCH_SLOTS (${slots}) must leave at least 2 of DATABASE_POOL_WORKER (${pool}) to instance steps`,
+      `Invalid configuration in the environment: WORKER_BATCH_SLOTS (${configured}) must leave at least ${RESERVED_FOR_STEPS} of DATABASE_POOL_WORKER (${pool}) to instance steps and plan generation`,
     );
   }
-  return slots;
+  return configured;
 }
+
+/** Worker pool connections kept from plan batches: steps (2) and plan generation and completion (2). */
+const RESERVED_FOR_STEPS = 4;
 
 /** TENANT_API_CONNECTIONS, by default half the API pool (at least one); never more than the pool. */
 function apiConnectionsPerTenant(configured: number | undefined, pool: number): number {

@@ -30,6 +30,12 @@ import { createBatchWorker, createCallsWorker, createWorker } from './temporal/w
 import { TenantCounter } from './shares.js';
 import type { Clock } from './vocabulary/clock.js';
 
+/**
+ * Plan generations and completions (local activities of plan workflows) a worker runs at once: each holds
+ * a connection for one long statement; more would take the connections steps and batches need.
+ */
+const LOCAL_ACTIVITY_SLOTS = 2;
+
 /** Connections of the calls worker's own pool: each call reads what to call in a few short statements. */
 const CALLS_POOL_SIZE = 4;
 
@@ -283,8 +289,10 @@ async function build(
         ...(o.recordUndo === false ? { recordUndo: false } : {}),
       },
       workflowBundlePath: o.workflowBundlePath,
-      // Each activity holds at most one of the pool's connections: steps get what batches do not.
-      maxConcurrentActivities: workerPoolSize - batchSlots,
+      // Each activity holds at most one of the pool's connections: batches have theirs, plan generation and
+      // completion (local activities) theirs, and steps the rest.
+      maxConcurrentActivities: workerPoolSize - batchSlots - LOCAL_ACTIVITY_SLOTS,
+      maxConcurrentLocalActivities: LOCAL_ACTIVITY_SLOTS,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
     const batches = await createBatchWorker({

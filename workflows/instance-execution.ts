@@ -63,7 +63,12 @@ async function makeCall(instanceId: string, call: NonNullable<StepResult['call']
   let result: CallResult;
   for (let attempt = 1; ; attempt++) {
     try {
-      result = await calls.callOutbound({ instanceId, recordId: call.recordId, tenantKey: call.tenantKey });
+      result = await calls.callOutbound({
+        instanceId,
+        recordId: call.recordId,
+        tenantKey: call.tenantKey,
+        activityId: call.activityId,
+      });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       const why = err.cause?.message ?? err.message;

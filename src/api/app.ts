@@ -18,6 +18,8 @@ import { instanceRoutes } from './routes/instances.js';
 import { serviceRoutes } from './routes/service.js';
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
+/** API connections no tenant's requests take: credential checks and `/health` always find one. */
+const RESERVED_CONNECTIONS = 2;
 
 /** Builds the HTTP app from its dependencies; tests drive it in process with `app.request()`. */
 export function createApp(deps: AppDeps) {
@@ -58,21 +60,27 @@ export function createApp(deps: AppDeps) {
 
   // Each request's statements run through a view of the pool that cancels them when the client goes away,
   // and whose connections count against its tenant's share (TENANT_API_CONNECTIONS): a tenant whose
-  // requests hold their share waits its turn while the others go on. Requests not signed in (yet: the
-  // credentials themselves are looked up with a connection) share one share of their own.
+  // requests hold their share waits its turn while the others go on. All tenants' requests together hold
+  // at most the pool less RESERVED_CONNECTIONS, which are for what no share counts: credential checks
+  // (the tenant is not known before them; each is one indexed read) and `/health`, through `ungatedPool`.
+  // Public requests (sign-in, refresh) share one share of their own.
   const connections = new TenantGate(deps.config.shares.apiConnectionsPerTenant);
+  const overall = new TenantGate(Math.max(1, deps.config.database.apiPoolSize - RESERVED_CONNECTIONS));
   app.use('*', async (c, next) => {
     const key = () => {
       const principal = c.get('principal');
       return principal ? `tenant:${tenantKey(principal.tenantId)}` : 'anonymous';
     };
+    const signal = c.req.raw.signal;
     c.set('deps', {
       ...deps,
-      pool: requestPool(deps.pool, c.req.raw.signal, {
+      pool: requestPool(deps.pool, signal, {
         gate: connections,
+        overall,
         key,
         waitMs: deps.apiAcquireTimeoutMs ?? 5_000,
       }),
+      ungatedPool: requestPool(deps.pool, signal),
     });
     await next();
   });

@@ -32,17 +32,17 @@ export async function authenticate(
           permissions: ['*'],
         };
       }
-      const principal = await findApiKeyPrincipal(deps.pool, credential);
+      const principal = await findApiKeyPrincipal(deps.ungatedPool ?? deps.pool, credential);
       if (!principal) {
         // Guessing keys is throttled per client address (one atomic count per unknown key: 429 past the
         // limit); a valid key costs nothing extra.
-        await countAttempt(deps.pool, addressKey(address), ADDRESS_RULE);
+        await countAttempt(deps.ungatedPool ?? deps.pool, addressKey(address), ADDRESS_RULE);
         throw new UnauthorizedError('Unknown or expired API key');
       }
       return principal;
     }
     case 'bearer':
-      return principalFromAccessToken(deps.pool, deps.tokens, credential);
+      return principalFromAccessToken(deps.ungatedPool ?? deps.pool, deps.tokens, credential);
     default:
       throw new UnauthorizedError(`Unsupported authorization scheme "${scheme}"; use ApiKey or Bearer`);
   }

@@ -14,7 +14,10 @@ import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
 export interface AppDeps {
-  config: Pick<Config, 'permissionModel' | 'maxBodyBytes' | 'temporal' | 'alterations' | 'trustedProxies' | 'shares'>;
+  config: Pick<
+    Config,
+    'permissionModel' | 'maxBodyBytes' | 'temporal' | 'alterations' | 'trustedProxies' | 'shares' | 'database'
+  >;
   pool: pg.Pool;
   temporal: Client;
   dispatcher: Dispatcher;
@@ -30,6 +33,11 @@ export interface AppDeps {
   adminApiKeyHash?: string | undefined;
   /** Wakes event streams when their plan's status changes; without it they only poll. */
   planStatus?: PlanStatusListener | undefined;
+  /**
+   * Per request: the pool without the tenant shares, for the short reads that must never wait behind a
+   * tenant (credential checks, `/health`); set by the app, the API pool itself otherwise.
+   */
+  ungatedPool?: pg.Pool;
   /** How long a request waits for a database connection (its tenant's turn, then the pool's); default 5000. */
   apiAcquireTimeoutMs?: number | undefined;
   /** Aborted when the node stops: long answers (event streams) end at once instead of holding the stop up. */

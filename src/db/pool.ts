@@ -57,6 +57,11 @@ export function createPool(connectionString: string, options: number | PoolOptio
 /** The per-tenant share a request's connections count against (src/shares.ts). */
 export interface ConnectionShare {
   gate: TenantGate;
+  /**
+   * All tenants' requests together (one key): fewer than the pool's connections, so that what no tenant's
+   * share counts (credential checks, `/health`) always finds one.
+   */
+  overall?: TenantGate;
   /** The share the request counts against, asked at each connect (the principal is known only after auth). */
   key: () => string;
   /** How long a request waits for its tenant's turn before it fails (a 503). */
@@ -93,8 +98,10 @@ export function requestPool(pool: pg.Pool, signal: AbortSignal, share?: Connecti
     let leave = () => undefined as void;
     if (share) {
       const key = share.key();
+      const until = Date.now() + share.waitMs;
+      let mine: () => void;
       try {
-        leave = await share.gate.acquire(key, share.waitMs, signal);
+        mine = await share.gate.acquire(key, share.waitMs, signal);
       } catch (err) {
         if (signal.aborted) throw aborted();
         throw new ConnectionShareTimeout(
@@ -102,6 +109,23 @@ export function requestPool(pool: pg.Pool, signal: AbortSignal, share?: Connecti
           { cause: err },
         );
       }
+      let all = () => undefined as void;
+      if (share.overall) {
+        try {
+          all = await share.overall.acquire('all', Math.max(1, until - Date.now()), signal);
+        } catch (err) {
+          mine();
+          if (signal.aborted) throw aborted();
+          throw new ConnectionShareTimeout(
+            `The tenants' requests held all ${share.overall.perTenant} database connections this node gives them for ${share.waitMs} ms; retry later`,
+            { cause: err },
+          );
+        }
+      }
+      leave = () => {
+        all();
+        mine();
+      };
     }
     let client: pg.PoolClient;
     try {

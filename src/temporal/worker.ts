@@ -26,6 +26,8 @@ export interface WorkerSetup {
    * the worker pool's size: a slot never waits for a connection another slot of the same worker holds.
    */
   maxConcurrentActivities: number;
+  /** Local activities (plan generation and completion) run at once; each holds a connection too. */
+  maxConcurrentLocalActivities?: number;
   /** Extra worker options (tests shorten the shutdown grace time). */
   options?: Partial<WorkerOptions>;
 }
@@ -41,6 +43,9 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(setup.deps),
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
+    ...(setup.maxConcurrentLocalActivities
+      ? { maxConcurrentLocalActivityExecutions: setup.maxConcurrentLocalActivities }
+      : {}),
     shutdownGraceTime: '10 seconds',
     ...setup.options,
   });

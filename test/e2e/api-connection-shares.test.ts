@@ -18,6 +18,8 @@ let base: string;
 let keyA: string;
 let keyB: string;
 let idsA: string[];
+let keyC: string;
+let idsC: string[];
 
 beforeAll(async () => {
   h = await createHarness({ worker: false });
@@ -28,6 +30,9 @@ beforeAll(async () => {
   keyB = await h.keyWith(['*'], 'tenant-b');
   const def = await h.request('POST', '/workflow-definitions', { key: keyA, body: approvalWithNote('a-def') });
   idsA = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 12, tenantId: 'tenant-a' });
+  keyC = await h.keyWith(['*'], 'tenant-c');
+  const defC = await h.request('POST', '/workflow-definitions', { key: keyC, body: approvalWithNote('c-def') });
+  idsC = await seedInstances(h.pool, { definitionVersionId: defC.body.id, count: 12, tenantId: 'tenant-c' });
   expect(
     (await h.request('POST', '/workflow-definitions', { key: keyB, body: approvalWithNote('b-def') })).status,
   ).toBe(201);
@@ -126,6 +131,48 @@ describe("one tenant's requests holding database connections", () => {
       await locker.query('ROLLBACK');
       const statuses = (await Promise.all(flood)).map((r) => r.status).sort();
       expect(statuses).toEqual([200, 200, 200, 200, 200, 503]);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+    }
+  });
+});
+
+describe('two tenants holding their whole shares', () => {
+  it('leave the connections credential checks and /health need: both answer at once', async () => {
+    const locker = new pg.Client({ connectionString: h.databaseUrl });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('SELECT 1 FROM workflow_instances WHERE id = ANY($1::text[]) FOR UPDATE', [[...idsA, ...idsC]]);
+    const run = (key: string, id: string) =>
+      fetch(`${base}/alterations/run`, {
+        method: 'POST',
+        headers: { authorization: `ApiKey ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }],
+          workflowInstanceIds: [id],
+        }),
+      }).then((r) => r.status);
+    try {
+      const flood = [...idsA.slice(0, 6).map((id) => run(keyA, id)), ...idsC.slice(0, 6).map((id) => run(keyC, id))];
+      // A holds its 5, C the 3 left of the 8 the tenants may hold together (10 less 2 kept back).
+      await waitFor(async () => {
+        const { rows } = await h.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'workflow-alterations-api'`,
+        );
+        return rows[0]!.n >= 8;
+      });
+      for (let i = 0; i < 5; i++) {
+        const health = await timed('/health', keyB);
+        expect(health.status).toBe(200);
+        expect(health.ms).toBeLessThan(1_000);
+        const unknown = await timed('/workflow-definitions', 'wfa_not_a_key');
+        expect(unknown.status).toBe(401);
+        expect(unknown.ms).toBeLessThan(1_000);
+      }
+      await locker.query('ROLLBACK');
+      expect((await Promise.all(flood)).every((status) => status === 200 || status === 503)).toBe(true);
     } finally {
       await locker.query('ROLLBACK').catch(() => undefined);
       await locker.end();

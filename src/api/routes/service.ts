@@ -59,9 +59,10 @@ const DOCS_HTML = `<!doctype html>
 export function serviceRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(health, async (c) => {
-    const { pool, temporal } = c.get('deps');
+    const { pool, ungatedPool, temporal } = c.get('deps');
+    // Through no tenant's share: the probe answers whatever the tenants' requests hold.
     const [pg, tp] = await Promise.all([
-      probe(() => pool.query('SELECT 1')),
+      probe(() => (ungatedPool ?? pool).query('SELECT 1')),
       probe(() => temporal.connection.workflowService.getSystemInfo({})),
     ]);
     const checks = {
