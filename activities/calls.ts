@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { HttpOutcome } from '../src/connections/http.js';
 import { isTransientError } from '../src/db/errors.js';
 import { sendThroughConnection } from '../src/connections/http.js';
@@ -30,6 +30,7 @@ export const SHARE_FULL = 'TenantOutboundShareFull';
  * where Task Queue Fairness lets other tenants' calls pass, and never in a slot.
  */
 export function createCallActivities(deps: CallDeps) {
+  const turnedBack = new DecayingCount(10_000);
   return {
     /** `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other work. */
     async callOutbound(args: {
@@ -38,12 +39,13 @@ export function createCallActivities(deps: CallDeps) {
       tenantKey?: string;
       activityId?: string;
     }): Promise<CallResult> {
-      // Over the tenant's share: back to the queue at once, having cost no query. A call that waits long
-      // comes back less often (up to every 10 s), so that waiting calls cost the others next to nothing.
+      // Over the tenant's share: back to the queue at once, having cost no query. How soon it comes again
+      // grows with how many of the tenant's calls this worker turned back lately (about the square root of
+      // its backlog, from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's
+      // waiting calls cost the server little however many they are, and none of them starves.
       const share = (tenant: string) => {
         if (deps.calls.tryTake(tenant) === 'taken') return;
-        const attempt = Context.current().info.attempt;
-        const delay = Math.min(10_000, 500 * 2 ** Math.min(attempt - 1, 5));
+        const delay = Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant));
         throw ApplicationFailure.create({
           type: SHARE_FULL,
           message: `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
@@ -96,3 +98,24 @@ export function createCallActivities(deps: CallDeps) {
 }
 
 export type CallActivities = ReturnType<typeof createCallActivities>;
+
+/** Per tenant, how many events happened lately: each counts 1, fading with time constant `tauMs`. */
+class DecayingCount {
+  private readonly counts = new Map<string, { value: number; at: number }>();
+
+  constructor(private readonly tauMs: number) {}
+
+  /** Counts one for `key`; answers the count now. */
+  add(key: string, now = Date.now()): number {
+    const c = this.counts.get(key);
+    const value = (c ? c.value * Math.exp(-(now - c.at) / this.tauMs) : 0) + 1;
+    this.counts.set(key, { value, at: now });
+    if (this.counts.size > 10_000) this.forgetFaded(now);
+    return value;
+  }
+
+  private forgetFaded(now: number): void {
+    for (const [key, c] of this.counts)
+      if (c.value * Math.exp(-(now - c.at) / this.tauMs) < 0.5) this.counts.delete(key);
+  }
+}

@@ -84,7 +84,7 @@ export function clientAddress(c: {
   let trusted = trustedLists.get(proxies);
   if (!trusted) trustedLists.set(proxies, (trusted = networkList(proxies)));
   if (!inNetworks(trusted, socket)) return unmapped(socket);
-  const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((h) => h.trim());
+  const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((h) => bareAddress(h.trim()));
   let client = socket;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!;
@@ -94,4 +94,12 @@ export function clientAddress(c: {
     if (!inNetworks(trusted, hop)) break;
   }
   return unmapped(client);
+}
+
+/** An address as proxies write it in X-Forwarded-For: `1.2.3.4`, `1.2.3.4:5678`, `[2001:db8::1]:443` or bare IPv6. */
+function bareAddress(hop: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(hop);
+  if (bracketed) return bracketed[1]!;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(hop);
+  return v4WithPort ? v4WithPort[1]! : hop;
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { Queryable } from '../db/pool.js';
 import { TooManyAttemptsError } from '../errors.js';
 
@@ -24,8 +25,26 @@ const MAX_BLOCK_SECONDS = 15 * 60;
 
 /** A user name as people tell names apart: case, surrounding space and compatibility forms do not count. */
 export const normalizedUserName = (name: string) => name.normalize('NFKC').trim().toLowerCase();
-export const userAddressKey = (name: string, address: string) => `user:${normalizedUserName(name)}@${address}`;
-export const addressKey = (address: string) => `addr:${address}`;
+/**
+ * The client an address stands for, as throttling counts it: an IPv4 address itself, an IPv6 address its
+ * /64 (one subscriber is usually given a whole /64, so a guesser could otherwise take a new address for
+ * every attempt).
+ */
+export function throttledClient(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const [head, tail] = address.toLowerCase().split('::') as [string, string | undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  // Only the first four groups count; a dotted IPv4 tail (rare past the mapped form) does not reach them.
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+export const userAddressKey = (name: string, address: string) =>
+  `user:${normalizedUserName(name)}@${throttledClient(address)}`;
+export const addressKey = (address: string) => `addr:${throttledClient(address)}`;
 
 /**
  * Counts one attempt for `key` under `rule`, atomically, and throws 429 with Retry-After when the key is

@@ -67,7 +67,8 @@ export function duration(seconds: number): string {
 
 const nameOf = (values: Record<string, number>) => {
   const names = new Map(Object.entries(values).map(([k, v]) => [v, k]));
-  return (status: number) => names.get(status) ?? String(status);
+  // A status this CLI does not know is shown as sent, escaped (it comes from the server).
+  return (status: number) => names.get(status) ?? safeCell(String(status));
 };
 export const planStatusName = nameOf(PLAN_STATUS);
 export const jobStatusName = nameOf(JOB_STATUS);

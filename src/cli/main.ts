@@ -286,7 +286,7 @@ export async function runCli(
           ...(Object.keys(rollout).length ? { rollout } : {}),
         });
         if (!o.watch) return print(() => `Submitted plan ${planId}`, { planId });
-        if (!opts().json) io.out(`Submitted plan ${planId}`);
+        if (!opts().json) io.out(`Submitted plan ${safeCell(planId)}`);
         exitCode = await watchPlan(c, planId, { json: Boolean(opts().json), ...io });
       },
     );
@@ -374,7 +374,7 @@ export async function runCli(
       const c = await client();
       const r = await c.plans.revert(planId, o.id ? { id: o.id } : {});
       if (!o.watch) return print(() => `Reverting plan ${planId} with plan ${r.planId}`, r);
-      if (!opts().json) io.out(`Reverting plan ${planId} with plan ${r.planId}`);
+      if (!opts().json) io.out(safeCell(`Reverting plan ${planId} with plan ${r.planId}`));
       exitCode = await watchPlan(c, r.planId, { json: Boolean(opts().json), ...io });
     });
   plans

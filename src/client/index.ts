@@ -195,10 +195,24 @@ export function createClient(options: ClientOptions) {
         }),
       /** The plan's live events (`progress` …, then `done`); ends after `done`, or when `signal` aborts. */
       async *events(planId: string, signal?: AbortSignal): AsyncGenerator<PlanEvent> {
-        const res = await doFetch(url(`/alterations/${seg(planId)}/events`), {
-          headers: { accept: 'text/event-stream', ...auth() },
-          ...(signal ? { signal } : {}),
-        });
+        // The answer's headers within timeoutMs; the stream after them is bounded by streamIdleTimeoutMs.
+        const opening = new AbortController();
+        const timer = options.timeoutMs ? setTimeout(() => opening.abort(), options.timeoutMs) : undefined;
+        let res: Response;
+        try {
+          res = await doFetch(url(`/alterations/${seg(planId)}/events`), {
+            headers: { accept: 'text/event-stream', ...auth() },
+            signal: signal ? AbortSignal.any([signal, opening.signal]) : opening.signal,
+          });
+        } catch (err) {
+          if (opening.signal.aborted)
+            throw new Error(`GET /alterations/${planId}/events did not answer within ${options.timeoutMs} ms`, {
+              cause: err,
+            });
+          throw err;
+        } finally {
+          clearTimeout(timer);
+        }
         if (!res.ok || !res.body) await decode(res, options.maxResponseBytes);
         yield* readServerSentEvents(res.body!, {
           ...(options.streamIdleTimeoutMs ? { idleTimeoutMs: options.streamIdleTimeoutMs } : {}),

@@ -127,6 +127,23 @@ describe('wfa against a hostile server', () => {
     expect(JSON.parse(data.out).failureReason).toBe(`broken ${HOSTILE}\nforged line`);
   });
 
+  it('escapes what a watch prints from the stream: an unknown status and the final line', async () => {
+    route = (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const progress = {
+        status: HOSTILE,
+        jobCounts: { total: 2, pending: 1, running: 0, completed: 1, failed: 0, cancelled: 0 },
+        instancesPerSecond: 1,
+        pauseReason: null,
+      };
+      res.write(`event: progress\ndata: ${JSON.stringify(progress)}\n\n`);
+      res.end(`event: done\ndata: ${JSON.stringify(plan({ status: 4 }))}\n\n`);
+    };
+    const r = await wfa(['plans', 'watch', 'p3']);
+    expect(r.out + r.err).not.toContain(ESC);
+    expect(r.out).toContain('\\u001b[2J');
+  });
+
   it('refuses an answer larger than it reads, without reading it all', async () => {
     route = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -149,6 +149,29 @@ describe('behind a trusted proxy', () => {
   const viaProxy = (forwardedFor: string, password: string) =>
     post(port, '127.0.0.9', '/identity/login', { username: 'proxied', password }, { 'x-forwarded-for': forwardedFor });
 
+  it('reads the forms proxies write, and counts an IPv6 client by its /64', async () => {
+    const r = await h.request('POST', '/identity/users', {
+      body: { name: 'proxied-v6', password: 'correct horse battery', permissions: [] },
+    });
+    expect(r.status).toBe(201);
+    const login = (forwardedFor: string, password: string) =>
+      post(
+        port,
+        '127.0.0.9',
+        '/identity/login',
+        { username: 'proxied-v6', password },
+        { 'x-forwarded-for': forwardedFor },
+      );
+    // Twelve addresses of one /64, in the bracketed-with-port form: one client, 5 attempts.
+    const guesses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => login(`[2001:db8:0:7::${(i + 1).toString(16)}]:443`, `wrong ${i}`)),
+    );
+    expect(count(guesses, 401)).toBe(5);
+    // Another /64, and an IPv4 client with a port, are other clients.
+    expect((await login('2001:db8:0:8::1', 'correct horse battery')).status).toBe(200);
+    expect((await login('198.51.100.20:51234', 'correct horse battery')).status).toBe(200);
+  });
+
   it('counts each forwarded client address on its own', async () => {
     const attacker = await Promise.all(Array.from({ length: 12 }, (_, i) => viaProxy('198.51.100.7', `wrong ${i}`)));
     expect(count(attacker, 401)).toBe(5);

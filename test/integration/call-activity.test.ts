@@ -1,6 +1,6 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCallActivities } from '../../activities/calls.js';
+import { type CallResult, createCallActivities } from '../../activities/calls.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
 import { createLogger } from '../../src/logger.js';
 import { TenantCounter } from '../../src/shares.js';
@@ -20,7 +20,8 @@ let recordId: string;
 beforeAll(async () => {
   h = await createHarness({ worker: false });
   const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('call-prep') });
-  [instanceId] = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 1, subStatus: 'Executing' });
+  const seeded = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 1, subStatus: 'Executing' });
+  instanceId = seeded[0]!;
   const { rows } = await h.pool.query<{ id: string }>(
     `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, status, started_at)
      VALUES ($1, '', 'start', 'flow1:start', 'Elsa.Http.SendHttpRequest', 'Running', now()) RETURNING id::text`,
@@ -43,7 +44,7 @@ describe('callOutbound', () => {
   it('turns an error no retry can fix into a failed call (the step faults with it), giving the share back', async () => {
     const calls = new TenantCounter(1, 10);
     const broken = { byVersionId: () => Promise.reject(new Error('the definition cache is broken')) };
-    const result = await new MockActivityEnvironment().run(activities(calls, broken).callOutbound, {
+    const result: CallResult = await new MockActivityEnvironment().run(activities(calls, broken).callOutbound, {
       instanceId,
       recordId,
       tenantKey: '',

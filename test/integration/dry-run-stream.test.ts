@@ -76,6 +76,28 @@ describe('the streamed dry-run', () => {
     expect(rows[0]!.n).toBe(0);
   });
 
+  it('is broken off, never ended as if whole, when a page fails after the answer began', async () => {
+    const res = await h.app.request('/alterations/dry-run', {
+      method: 'POST',
+      headers: { authorization: `ApiKey ${h.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ definitionIds: ['stream-big'] }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const head = await reader.read();
+    expect(new TextDecoder().decode(head.value)).toContain('{"workflowInstanceIds":[');
+    // The next page's statement fails: the table is gone for a moment.
+    await h.pool.query('ALTER TABLE workflow_instances RENAME TO workflow_instances_away');
+    try {
+      const rest = (async () => {
+        for (;;) if ((await reader.read()).done) return 'ended';
+      })();
+      await expect(rest).rejects.toBeDefined();
+    } finally {
+      await h.pool.query('ALTER TABLE workflow_instances_away RENAME TO workflow_instances');
+    }
+  });
+
   it('is still a problem+json answer when the query fails before the first page', async () => {
     const r = await h.request('POST', '/alterations/dry-run', {
       body: {

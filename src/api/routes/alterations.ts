@@ -379,6 +379,12 @@ export function alterationRoutes() {
           sep = ',';
         }
         await out.write(']}\n');
+      } catch (err) {
+        // A page failed after the answer began (the database went away, a statement timed out): the
+        // response is broken off, so that no client takes a cut answer for a whole one (a 200 that ends
+        // normally would look complete at the HTTP level).
+        c.get('logger').warn({ err }, 'a streamed dry-run failed after its first page; the answer is broken off');
+        await (out as unknown as { writer: WritableStreamDefaultWriter }).writer.abort(err).catch(() => undefined);
       } finally {
         await pages.return(undefined);
       }
