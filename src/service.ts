@@ -228,10 +228,14 @@ async function build(
     ...config.alterations,
     searchAttributes: await ensureSearchAttributes(connection, namespace, logger),
   };
+  // API requests dispatch through a per-tenant share of requests to Temporal (TENANT_TEMPORAL_REQUESTS): any
+  // number of a tenant's requests may run at once. Plan batches dispatch without it: they are bounded by the
+  // batch slots already, and a batch waiting for its tenant's turn would hold a slot another tenant needs.
   const dispatcher = temporalDispatcher(client, taskQueue, {
     searchAttributes: planProcessing.searchAttributes,
     requestsPerTenant: config.shares.temporalRequestsPerTenant,
   });
+  const workerDispatcher = temporalDispatcher(client, taskQueue, { searchAttributes: planProcessing.searchAttributes });
 
   const definitions = new DefinitionCache();
   // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.
@@ -285,7 +289,7 @@ async function build(
       deps: {
         ...engine,
         pool: workerPool,
-        dispatcher,
+        dispatcher: workerDispatcher,
         ...(o.recordUndo === false ? { recordUndo: false } : {}),
       },
       workflowBundlePath: o.workflowBundlePath,
@@ -302,7 +306,7 @@ async function build(
       deps: {
         ...engine,
         pool: workerPool,
-        dispatcher,
+        dispatcher: workerDispatcher,
         ...(o.recordUndo === false ? { recordUndo: false } : {}),
       },
       slots: batchSlots,

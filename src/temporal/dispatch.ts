@@ -20,13 +20,14 @@ const TURN_WAIT_MS = 5 * 60_000;
 export function temporalDispatcher(
   client: Client,
   taskQueue: string,
+  /** `requestsPerTenant`: the share of Temporal requests one tenant's dispatches have in flight at once; none without. */
   opts: { searchAttributes?: boolean; requestsPerTenant?: number } = {},
 ): Dispatcher {
   const searchAttributes = opts.searchAttributes ?? false;
   // Temporal is shared by every tenant: one tenant's requests in flight from this process, whatever number
   // of its dispatches run at once (ten triggers of thousands of instances), are TENANT_TEMPORAL_REQUESTS at
   // most, so that another tenant's start or signal is not queued behind them.
-  const turns = new TenantGate(opts.requestsPerTenant ?? DISPATCH_CONCURRENCY);
+  const turns = opts.requestsPerTenant === undefined ? undefined : new TenantGate(opts.requestsPerTenant);
   return {
     async dispatch(tenantKey, instanceIds) {
       const queue = [...new Set(instanceIds)];
@@ -44,7 +45,7 @@ export function temporalDispatcher(
         });
       const workers = Array.from({ length: Math.min(DISPATCH_CONCURRENCY, queue.length) }, async () => {
         for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-          const done = await turns.acquire(tenantKey, TURN_WAIT_MS);
+          const done = turns ? await turns.acquire(tenantKey, TURN_WAIT_MS) : () => undefined;
           try {
             await send(id);
           } finally {
