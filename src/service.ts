@@ -282,16 +282,17 @@ async function build(
       cipher,
       outbound: { allowNetworks: config.outboundAllowNetworks },
     };
+    // Steps and batches: the worker pool, and plan batches' dispatches outside the Temporal request share.
+    const activityDeps = {
+      ...engine,
+      pool: workerPool,
+      dispatcher: workerDispatcher,
+      ...(o.recordUndo === false ? { recordUndo: false } : {}),
+    };
+    const where = { connection: nativeConnection, namespace, taskQueue };
     const main = await createWorker({
-      connection: nativeConnection,
-      namespace,
-      taskQueue,
-      deps: {
-        ...engine,
-        pool: workerPool,
-        dispatcher: workerDispatcher,
-        ...(o.recordUndo === false ? { recordUndo: false } : {}),
-      },
+      ...where,
+      deps: activityDeps,
       workflowBundlePath: o.workflowBundlePath,
       // Each activity holds at most one of the pool's connections: batches have theirs, plan generation and
       // completion (local activities) theirs, and steps the rest.
@@ -300,22 +301,13 @@ async function build(
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
     const batches = await createBatchWorker({
-      connection: nativeConnection,
-      namespace,
-      taskQueue,
-      deps: {
-        ...engine,
-        pool: workerPool,
-        dispatcher: workerDispatcher,
-        ...(o.recordUndo === false ? { recordUndo: false } : {}),
-      },
+      ...where,
+      deps: activityDeps,
       slots: batchSlots,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
     const calls = await createCallsWorker({
-      connection: nativeConnection,
-      namespace,
-      taskQueue,
+      ...where,
       deps: { ...engine, pool: callsPool, calls: outboundCalls },
       slots: config.shares.outboundCallSlots,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),

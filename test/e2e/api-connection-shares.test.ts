@@ -72,11 +72,7 @@ describe("one tenant's requests holding database connections", () => {
         }),
       );
       await waitFor(async () => {
-        const { rows } = await h.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'workflow-alterations-api'`,
-        );
-        return rows[0]!.n >= 5;
+        return (await waitingOnLocks()) >= 5;
       });
       // A holds its five; B is served as if A were not there, and so is /health.
       const b = [];
@@ -85,11 +81,7 @@ describe("one tenant's requests holding database connections", () => {
       expect(Math.max(...b.map((r) => r.ms))).toBeLessThan(1_000);
       const health = await fetch(`${base}/health`);
       expect(health.status).toBe(200);
-      const { rows } = await h.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'workflow-alterations-api'`,
-      );
-      expect(rows[0]!.n).toBe(5);
+      expect(await waitingOnLocks()).toBe(5);
 
       // Once A's locks go, its waiting requests get their turn and all ten succeed.
       await locker.query('ROLLBACK');
@@ -157,11 +149,7 @@ describe('two tenants holding their whole shares', () => {
       const flood = [...idsA.slice(0, 6).map((id) => run(keyA, id)), ...idsC.slice(0, 6).map((id) => run(keyC, id))];
       // A holds its 5, C the 3 left of the 8 the tenants may hold together (10 less 2 kept back).
       await waitFor(async () => {
-        const { rows } = await h.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'workflow-alterations-api'`,
-        );
-        return rows[0]!.n >= 8;
+        return (await waitingOnLocks()) >= 8;
       });
       for (let i = 0; i < 5; i++) {
         const health = await timed('/health', keyB);
@@ -179,6 +167,15 @@ describe('two tenants holding their whole shares', () => {
     }
   });
 });
+
+/** The API's connections waiting on a row lock now: requests holding a connection while they wait. */
+async function waitingOnLocks(): Promise<number> {
+  const { rows } = await h.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'workflow-alterations-api'`,
+  );
+  return rows[0]!.n;
+}
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

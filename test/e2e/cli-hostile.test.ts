@@ -1,18 +1,16 @@
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runWfa } from '../support/wfa.js';
 
 /**
  * The `wfa` CLI, as a spawned process, against a server that is broken or hostile: what it prints is shown,
  * never obeyed by the terminal; answers are bounded in size and time; a refused event stream falls back to
  * reading the plan; credentials stay private.
  */
-const WFA = path.join(fileURLToPath(new URL('../..', import.meta.url)), 'src', 'cli', 'wfa.js');
 const ESC = '\u001b';
 const HOSTILE = `${ESC}]0;PWNED-TITLE\u0007${ESC}[2J${ESC}[31mFAKE: all good${ESC}[0m${ESC}]52;c;ZXZpbA==\u0007`;
 
@@ -38,32 +36,8 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-function wfa(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; out: string; err: string; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WFA, ...args], {
-      cwd: work,
-      env: {
-        PATH: process.env.PATH,
-        HOME: work,
-        XDG_CONFIG_HOME: path.join(work, 'config'),
-        WFA_URL: url,
-        WFA_API_KEY: 'wfa_anything',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, out, err, ms: performance.now() - started }));
-  });
-}
+const wfa = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  runWfa(args, work, { WFA_URL: url, WFA_API_KEY: 'wfa_anything', ...env });
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': status >= 400 ? 'application/problem+json' : 'application/json' });

@@ -1,17 +1,14 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
+import { runWfa } from '../support/wfa.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const WFA = path.join(ROOT, 'src', 'cli', 'wfa.js');
 const run = randomBytes(4).toString('hex');
 let adminKey: string;
 const password = `cli-password-${run}`;
@@ -21,34 +18,9 @@ let url: string;
 let work: string;
 let pool: pg.Pool;
 
-/** The CLI as a user runs it: a separate process, its output and exit code. */
-function wfa(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-  stdin?: string,
-): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WFA, ...args], {
-      cwd: work,
-      env: {
-        PATH: process.env.PATH,
-        HOME: work,
-        XDG_CONFIG_HOME: path.join(work, 'config'),
-        WFA_URL: url,
-        WFA_API_KEY: adminKey,
-        ...env,
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, out, err }));
-    child.stdin.end(stdin ?? '');
-  });
-}
+/** The CLI as a user runs it (test/support/wfa.ts), against the spawned service. */
+const wfa = (args: string[], env: NodeJS.ProcessEnv = {}, stdin?: string) =>
+  runWfa(args, work, { WFA_URL: url, WFA_API_KEY: adminKey, ...env }, stdin);
 
 async function file(name: string, body: unknown): Promise<string> {
   const p = path.join(work, name);
