@@ -49,6 +49,8 @@ export const addressKey = (address: string) => `addr:${throttledClient(address)}
 /**
  * Counts one attempt for `key` under `rule`, atomically, and throws 429 with Retry-After when the key is
  * blocked or this attempt is over the limit (a blocked key's attempts are not counted).
+ * The wait is capped at the block's length: a statement that began before the one that set the block
+ * (and waited on its row lock) has an earlier now() and would otherwise report a second too many.
  */
 export async function countAttempt(db: Queryable, key: string, rule: ThrottleRule): Promise<void> {
   const { rows } = await db.query<{ wait: number | null }>(
@@ -72,7 +74,7 @@ export async function countAttempt(db: Queryable, key: string, rule: ThrottleRul
          WHEN t.window_start < now() - make_interval(secs => $2) THEN NULL
          WHEN t.failures + 1 > $3 THEN now() + make_interval(secs => least($4, greatest($5, t.block_seconds * 2)))
          ELSE t.blocked_until END
-     RETURNING ceil(extract(epoch FROM blocked_until - now()))::int AS wait`,
+     RETURNING least(block_seconds, ceil(extract(epoch FROM blocked_until - now())))::int AS wait`,
     [key, rule.windowSeconds, rule.limit, MAX_BLOCK_SECONDS, FIRST_BLOCK_SECONDS],
   );
   const wait = rows[0]?.wait;
