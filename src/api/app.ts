@@ -46,7 +46,9 @@ export function createApp(deps: AppDeps) {
     await next();
     c.header('x-request-id', requestId);
     const principal = c.get('principal');
-    logger.info(
+    // A health probe every few seconds (a load balancer, Kubernetes) is noise at info; a failing one is not.
+    const probe = c.req.path === '/health' || c.req.path.startsWith('/health/');
+    logger[probe && c.res.status < 500 ? 'debug' : 'info'](
       {
         method: c.req.method,
         path: c.req.path,

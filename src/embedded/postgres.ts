@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
 import { postgresBinaries } from './binaries.js';
+import { guardChild } from './guardian.js';
 import { type RunAs, systemPostgresUser } from './system-user.js';
 
 export interface EmbeddedPostgresHandle {
@@ -203,6 +204,8 @@ async function runPostgres(
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: process.platform !== 'win32',
   });
+  // Stopped even if this process dies without stopping it (kill -9): SIGINT, SIGKILL past the deadline.
+  guardChild(child, { signal: 'INT', graceSeconds: STOP_TIMEOUT_MS / 1000 });
   const recent: string[] = [];
   const onOutput = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {

@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { cachedCliPath, CliUnavailableError, ensureCliBinary } from './cli-binary.js';
+import { guardChild } from '../embedded/guardian.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
 
 export interface DevServerOptions {
@@ -19,6 +20,8 @@ export interface DevServerOptions {
   port?: number;
   /** 0 or absent: no Web UI. */
   uiPort?: number;
+  /** Where the server's pid is written while it runs (a later start stops one a killed run left behind). */
+  pidFile?: string;
   /** Called if a dev server we started exits without being stopped. */
   onUnexpectedExit?: (why: string) => void;
   /** Task Queue Fairness (tenants' tasks take turns on a backlogged queue); on unless false (see `devServerFairness`). */
@@ -117,6 +120,13 @@ async function runCli(binary: string, opts: DevServerOptions): Promise<DevServer
     ...(ui ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
   ];
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
+  // Stopped even if this process dies without stopping it (kill -9): SIGTERM, SIGKILL past the deadline.
+  guardChild(child, { signal: 'TERM', graceSeconds: STOP_TIMEOUT_MS / 1000 });
+  const { pidFile } = opts;
+  if (pidFile && child.pid !== undefined) {
+    await writeFile(pidFile, `${child.pid}\n`, { mode: 0o600 });
+    child.once('exit', () => void rm(pidFile, { force: true }));
+  }
   const recent: string[] = [];
   const keep = (chunk: Buffer) => {
     recent.push(...chunk.toString('utf8').split('\n').filter(Boolean));

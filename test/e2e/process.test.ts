@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, stat, unlink } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -7,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
+import { noneLeft, processTable, processTree, type Spawned, spawnKept, exitWithin } from '../support/processes.js';
 
 /**
  * The service as a user runs it (`node --import tsx src/main.ts`) in embedded mode: its own Postgres and
@@ -38,12 +38,7 @@ async function freePorts(): Promise<Ports> {
   return { api: await freePort(), postgres: await freePort(), temporal: await freePort() };
 }
 
-interface Service {
-  child: ChildProcess;
-  out: () => string;
-  err: () => string;
-  exited: Promise<number | null>;
-}
+type Service = Spawned;
 
 function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv = {}, viaNpm = false): Service {
   const env: NodeJS.ProcessEnv = { ...process.env };
@@ -60,20 +55,12 @@ function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv
     ...extraEnv,
   });
   const [command, args] = viaNpm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
-  const child = spawn(command, args as string[], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, out: () => out, err: () => err, exited };
+  return spawnKept(command, args as string[], { cwd: ROOT, env });
 }
 
 async function waitHealthy(service: Service, port: number): Promise<void> {
   const deadline = Date.now() + 120_000;
-  let exited = false;
-  void service.exited.then(() => (exited = true));
-  while (Date.now() < deadline && !exited) {
+  while (Date.now() < deadline && !service.done()) {
     const status = await fetch(`http://127.0.0.1:${port}/health`).then(
       (r) => r.status,
       () => 0,
@@ -81,56 +68,7 @@ async function waitHealthy(service: Service, port: number): Promise<void> {
     if (status === 200) return;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`service not healthy (exited: ${exited})\nstdout: ${service.out()}\nstderr: ${service.err()}`);
-}
-
-/** pid → parent pid, state, command line: every process on the machine, from /proc. */
-function processTable() {
-  const table = new Map<number, { ppid: number; state: string; cmdline: string }>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      table.set(Number(name), { state: rest[0]!, ppid: Number(rest[1]), cmdline });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return table;
-}
-
-/** The pid and all its descendants. */
-function processTree(pid: number): number[] {
-  const table = processTable();
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) {
-    for (const [child, info] of table) if (info.ppid === tree[i]) tree.push(child);
-  }
-  return tree;
-}
-
-/** Live (not zombie) processes among pids, or whose command line names the data folder. */
-function survivors(pids: number[], dataDir: string): string[] {
-  const table = processTable();
-  const left: string[] = [];
-  for (const [pid, info] of table) {
-    if (info.state === 'Z') continue;
-    if (pids.includes(pid) || info.cmdline.includes(dataDir)) left.push(`${pid} ${info.cmdline}`);
-  }
-  return left;
-}
-
-async function noneLeft(pids: number[], dataDir: string): Promise<string[]> {
-  // A helper such as tsx's esbuild ends when its pipe closes, a moment after the service exits.
-  const deadline = Date.now() + 10_000;
-  let left = survivors(pids, dataDir);
-  while (left.length > 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 200));
-    left = survivors(pids, dataDir);
-  }
-  return left;
+  throw new Error(`service not healthy (exited: ${service.done()})\n${service.tail()}`);
 }
 
 const passwordOf = async (dataDir: string) => (await readFile(path.join(dataDir, 'postgres.password'), 'utf8')).trim();
@@ -193,7 +131,7 @@ describe('npm start in embedded mode', () => {
         }
 
         service.child.kill(signal);
-        const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+        const code = await exitWithin(service, 60_000).then((e) => (e === 'hung' ? e : e.code));
         expect(code, `${signal} stop ${i + 1}: ${service.err()}`).toBe(0);
         expect(service.out()).toContain('"msg":"stopped"');
         expect(await noneLeft(pids, dataDir), `${signal} stop ${i + 1}`).toEqual([]);
@@ -209,7 +147,7 @@ describe('npm start in embedded mode', () => {
     await waitHealthy(service, ports.api);
     const pids = processTree(service.child.pid!);
     service.child.kill('SIGTERM');
-    const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+    const code = await exitWithin(service, 60_000).then((e) => (e === 'hung' ? e : e.code));
     expect(code, service.err()).toBe(0);
     expect(service.out()).toContain('"msg":"stopped"');
     expect(await noneLeft(pids, dataDir)).toEqual([]);
@@ -228,7 +166,7 @@ describe('npm start in embedded mode', () => {
       await new Promise<void>((resolve) => blocker.listen(ports[which], '127.0.0.1', resolve));
       try {
         const service = spawnService(dataDir, ports);
-        const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+        const code = await exitWithin(service, 60_000).then((e) => (e === 'hung' ? e : e.code));
         expect(code).not.toBe(0);
         expect(code).not.toBe('hung');
         expect(service.out()).toBe('');
@@ -250,7 +188,7 @@ describe('npm start in embedded mode', () => {
     const service = spawnService(dataDir, await freePorts(), {
       TEMPORAL_CLI_PATH: path.join(dataDir, 'no-such-temporal'),
     });
-    const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 90_000))]);
+    const code = await exitWithin(service, 90_000).then((e) => (e === 'hung' ? e : e.code));
     expect(code).toBe(1);
     expect(service.err()).toContain('Startup failed: The Temporal dev server did not start');
     // Postgres had started (and made its folder): it was stopped, in order.
@@ -268,7 +206,7 @@ describe('npm start in embedded mode', () => {
     const temporal = pids.find((pid) => processTable().get(pid)?.cmdline.includes(`--port ${ports.temporal}`));
     expect(temporal).toBeDefined();
     process.kill(temporal!, 'SIGKILL');
-    const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+    const code = await exitWithin(service, 60_000).then((e) => (e === 'hung' ? e : e.code));
     expect(code).toBe(1);
     expect(service.out()).toContain('Temporal dev server exited');
     expect(service.out()).toContain('"msg":"stopped"');
@@ -281,7 +219,7 @@ describe('npm start in embedded mode', () => {
       const closed = await freshDataDir(); // 0700, root's
       const dataDir = path.join(closed, 'data');
       const service = spawnService(dataDir, await freePorts());
-      expect(await service.exited).toBe(1);
+      expect((await service.exited).code).toBe(1);
       expect(service.err()).toContain(`cannot enter ${closed} (mode 700). Set DATA_DIR to a folder outside it`);
       expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
     },
@@ -305,7 +243,7 @@ describe('npm start in embedded mode', () => {
       expect(statSync(path.join(dataDir, 'postgres')).uid).toBe(statSync(`/proc/${postmaster![0]}`).uid);
       expect(mode(dataDir)).toBe('701');
       service.child.kill('SIGTERM');
-      expect(await service.exited).toBe(0);
+      expect((await service.exited).code).toBe(0);
       expect(await noneLeft(pids, dataDir)).toEqual([]);
     },
     180_000,

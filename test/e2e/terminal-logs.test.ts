@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
 import { freePort } from '../support/free-port.js';
+import { exitWithin, spawnKept } from '../support/processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -32,19 +32,22 @@ async function output(tty: boolean): Promise<string> {
     LOG_LEVEL: 'info',
   };
   const command = 'node --import tsx src/main.ts';
-  const child = tty
-    ? spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] })
-    : spawn('sh', ['-c', `exec ${command}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  const deadline = Date.now() + 60_000;
-  while (!out.includes('Ctrl-C stops everything') && Date.now() < deadline && child.exitCode === null)
+  const proc = tty
+    ? spawnKept('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env, stdin: 'pipe' })
+    : spawnKept('sh', ['-c', `exec ${command}`], { cwd: ROOT, env });
+  const deadline = Date.now() + 90_000;
+  while (!proc.out().includes('Ctrl-C stops everything') && Date.now() < deadline && !proc.done())
     await new Promise((r) => setTimeout(r, 100));
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
+  const started = proc.out().includes('Ctrl-C stops everything');
+  proc.child.kill('SIGTERM');
+  const exit = await exitWithin(proc, 60_000);
+  if (exit === 'hung') proc.child.kill('SIGKILL');
+  if (!started || exit === 'hung')
+    throw new Error(
+      `the service (${tty ? 'terminal' : 'pipe'}) ${started ? 'did not stop' : 'did not start'}\n${proc.tail()}`,
+    );
   await rm(work, { recursive: true, force: true });
-  return out;
+  return proc.out();
 }
 
 describe('logs', () => {

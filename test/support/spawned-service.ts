@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
 import { freePort } from './free-port.js';
+import { exitWithin, type Spawned, spawnKept } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -14,6 +15,8 @@ export interface SpawnedService {
   databaseUrl: string;
   adminKey: string;
   child: ChildProcess;
+  /** Its output (kept for a failure's message) and exit. */
+  proc: Spawned;
   stop(): Promise<void>;
 }
 
@@ -36,7 +39,7 @@ export async function spawnService(
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const adminKey = `wfa_${name}_${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const proc = spawnKept(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -50,8 +53,8 @@ export async function spawnService(
       LOG_LEVEL: 'warn',
       ...env,
     },
-    stdio: 'ignore',
   });
+  const { child } = proc;
   const deadline = Date.now() + 120_000;
   const health = () =>
     fetch(`${url}/health`).then(
@@ -59,7 +62,12 @@ export async function spawnService(
       () => 0,
     );
   while ((await health()) !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the ${name} service did not become healthy`);
+    if (Date.now() > deadline || proc.done()) {
+      if (!proc.done()) child.kill('SIGKILL');
+      throw new Error(
+        `the ${name} service did not become healthy within 120 s (${proc.done() ? 'it exited' : 'killed'})\n${proc.tail()}`,
+      );
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
   return {
@@ -67,11 +75,14 @@ export async function spawnService(
     databaseUrl: dbUrl.toString(),
     adminKey,
     child,
+    proc,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
+      if (proc.done()) return;
       child.kill('SIGTERM');
-      await exited;
+      if ((await exitWithin(proc, 60_000)) !== 'hung') return;
+      child.kill('SIGKILL');
+      await proc.exited;
+      throw new Error(`the ${name} service did not stop within 60 s of SIGTERM\n${proc.tail()}`);
     },
   };
 }
