@@ -1,8 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+// The lifecycle test (test/e2e/lifecycle.test.ts) loads the machine on purpose (busy processes on both
+// cores while it stops and starts the service): it runs alone, after every other file.
+const LIFECYCLE = 'test/e2e/lifecycle.test.ts';
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     // vitest's own report, then one plain closing line with the counts (test/support/summary-reporter.ts).
     reporters: ['default', './test/support/summary-reporter.ts'],
@@ -12,5 +15,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: [LIFECYCLE] } },
+      { extends: true, test: { name: 'lifecycle', include: [LIFECYCLE], sequence: { groupOrder: 1 } } },
+    ],
   },
 });
