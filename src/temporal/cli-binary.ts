@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -45,8 +45,43 @@ export function parseGoVersion(output: string): [number, number] | undefined {
 const goTooOld = (v: [number, number]) => v[0] < MIN_GO[0] || (v[0] === MIN_GO[0] && v[1] < MIN_GO[1]);
 
 const INSTALL_GO =
-  `Building the Temporal dev server needs Go ${MIN_GO.join('.')} or newer (Debian/Ubuntu: apt-get install golang-go; else https://go.dev/dl); ` +
-  'or set TEMPORAL_CLI_PATH to a temporal binary, or TEMPORAL_ADDRESS to a running Temporal.';
+  `Building the Temporal dev server needs Go ${MIN_GO.join('.')} or newer (packaged Go may be older: Debian 12's golang-go is 1.19). ` +
+  '`bash .ci/install-go` in the clone installs Go from the Go module proxy into ~/.cache/wf-alter/go, where the start finds it ' +
+  '(or see https://go.dev/dl); or set TEMPORAL_CLI_PATH to a temporal binary, or TEMPORAL_ADDRESS to a running Temporal.';
+
+/** Go toolchains `.ci/install-go` put in the cache ({cacheDir}/go/go1.x.y/bin/go), newest first. */
+async function cachedGos(cacheDir: string): Promise<string[]> {
+  const names = await readdir(path.join(cacheDir, 'go')).catch(() => [] as string[]);
+  const version = (n: string) => (n.match(/\d+/g) ?? []).map(Number);
+  return names
+    .filter((n) => /^go\d+\.\d+(\.\d+)?$/.test(n))
+    .sort((a, b) => {
+      const [x, y] = [version(a), version(b)];
+      for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (y[i] ?? 0) - (x[i] ?? 0);
+      return 0;
+    })
+    .map((n) => path.join(cacheDir, 'go', n, 'bin', 'go'));
+}
+
+/**
+ * The Go to build with: `opts.go` if given, else the first of `go` on PATH and the cached toolchains that is
+ * new enough. Throws with what to install when there is none.
+ */
+async function findGo(opts: BuildOptions, env: NodeJS.ProcessEnv): Promise<{ go: string; version: [number, number] }> {
+  const candidates = opts.go ? [opts.go] : ['go', ...(await cachedGos(opts.cacheDir))];
+  let tooOld: [number, number] | undefined;
+  for (const go of candidates) {
+    const version = await run(go, ['version'], env).then(
+      (r) => (r.code === 0 ? parseGoVersion(r.output) : undefined),
+      () => undefined,
+    );
+    if (!version) continue;
+    if (!goTooOld(version)) return { go, version };
+    tooOld ??= version;
+  }
+  if (tooOld) throw new CliUnavailableError(`Go ${tooOld.join('.')} is too old. ${INSTALL_GO}`);
+  throw new CliUnavailableError(`No Temporal dev server is cached and Go was not found. ${INSTALL_GO}`);
+}
 
 /**
  * The cached CLI, built now if absent. Two processes starting at once build once: the first takes a lock
@@ -90,14 +125,8 @@ export async function ensureCliBinary(opts: BuildOptions): Promise<string> {
 }
 
 async function build(opts: BuildOptions, target: string): Promise<void> {
-  const go = opts.go ?? 'go';
   const env = { ...(opts.env ?? process.env) };
-  const version = await run(go, ['version'], env).then(
-    (r) => (r.code === 0 ? parseGoVersion(r.output) : undefined),
-    () => undefined,
-  );
-  if (!version) throw new CliUnavailableError(`No Temporal dev server is cached and Go was not found. ${INSTALL_GO}`);
-  if (goTooOld(version)) throw new CliUnavailableError(`Go ${version.join('.')} is too old. ${INSTALL_GO}`);
+  const { go, version } = await findGo(opts, env);
 
   const work = await mkdtemp(path.join(path.dirname(target), '.build-'));
   const started = Date.now();

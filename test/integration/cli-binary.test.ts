@@ -83,6 +83,21 @@ describe('the Temporal CLI, built with Go when none is cached', () => {
     expect(await readdir(path.join(cacheDir, 'temporal-cli', 'v1.5.1'))).toEqual([]);
   });
 
+  it('builds with the Go that .ci/install-go cached when the Go on PATH is too old (Debian 12: 1.19)', async () => {
+    const cacheDir = path.join(work, 'cache-c');
+    const old = await fakeGo('1.19');
+    const cached = path.join(cacheDir, 'go', 'go1.25.14', 'bin');
+    await mkdir(cached, { recursive: true });
+    // The cached toolchain: a copy of a fake 1.25 in its place ({cacheDir}/go/go1.25.14/bin/go).
+    await writeFile(path.join(cached, 'go'), await readFile(await fakeGo('1.25')));
+    await chmod(path.join(cached, 'go'), 0o755);
+    const out = sink();
+    const env = { ...process.env, PATH: `${path.dirname(old)}:${process.env.PATH}` };
+    const built = await ensureCliBinary({ cacheDir, env, progress: out.stream });
+    expect(built).toBe(cachedCliPath(cacheDir));
+    expect(out.text()).toMatch(/with Go 1\.25 /);
+  });
+
   it('npm start on a machine without Go and no cache: exit 1 with one sentence saying what to install, nothing left', async () => {
     const home = await mkdtemp(path.join(work, 'home-'));
     const database = `wfa_nogo_${path
@@ -118,7 +133,7 @@ describe('the Temporal CLI, built with Go when none is cached', () => {
     const code = await new Promise((r) => child.once('exit', r));
     expect(code).toBe(1);
     expect(err.trim()).toMatch(
-      /^Startup failed: No Temporal dev server is cached and Go was not found\. Building the Temporal dev server needs Go 1\.21 or newer \(.*\); or set TEMPORAL_CLI_PATH to a temporal binary, or TEMPORAL_ADDRESS to a running Temporal\.$/,
+      /^Startup failed: No Temporal dev server is cached and Go was not found\. Building the Temporal dev server needs Go 1\.21 or newer \(.*\)\. `bash \.ci\/install-go` in the clone installs Go from the Go module proxy .*; or set TEMPORAL_CLI_PATH to a temporal binary, or TEMPORAL_ADDRESS to a running Temporal\.$/,
     );
     // Nothing was built or left half-written in the empty cache.
     expect(await readdir(path.join(home, '.cache', 'wf-alter', 'temporal-cli', 'v1.5.1'))).toEqual([]);
