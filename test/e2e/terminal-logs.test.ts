@@ -59,5 +59,5 @@ describe('logs', () => {
     const piped = await output(false);
     expect(piped).toContain('Ctrl-C stops everything');
     expect(piped).toMatch(/^\{"level":30,.*"msg":"applied migration"\}$/m);
-  }, 150_000);
+  }, 300_000);
 });
