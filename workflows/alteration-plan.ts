@@ -107,18 +107,45 @@ export interface AlterationPlanInput {
 }
 
 type WorkflowStatus = 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
+/**
+ * How the jobs of a Completed plan ended (the plan view's `outcome`, src/alterations/model.ts PLAN_OUTCOMES;
+ * not imported: workflow code stays free of the API's modules).
+ */
+export type PlanOutcome = 'allSucceeded' | 'someFailed' | 'allFailed' | 'noJobs';
 
-/** What the `progress` query answers, and (counts) what the workflow returns. */
+/**
+ * What the `progress` query answers and the workflow returns: the plan view's job counts (as far as the
+ * batches have reported them) and its batches, and the same line the Temporal UI shows as current details.
+ */
 export interface PlanWorkflowProgress {
   status: WorkflowStatus;
   /** Jobs of the plan (instances matched), known once they are generated. */
   total: number | null;
   completed: number;
   failed: number;
+  /** Jobs that will not run: those left when the plan was cancelled. */
+  cancelled?: number;
+  /** Jobs without a result yet (in flight or still to start); null until the jobs are generated. */
+  pending?: number | null;
   batchesDone: number;
-  /** Batches of the plan's size at the configured batch size (a throttled plan runs smaller ones). */
+  /**
+   * Batches the plan runs: those done, those in flight and those still to start at the batch size in force
+   * (a rate makes batches smaller, a canary cuts one short at its ordinal), so never fewer than
+   * `batchesDone`; once every job has run, equal to it. A rate changed mid-way changes it.
+   */
   batches: number | null;
   pauseReason?: PauseReason | null;
+  /** Set when the plan is Completed: `allFailed` when every job failed (the plan is Completed all the same). */
+  outcome?: PlanOutcome | null;
+  /** The current details in plain text ("Completed (all 5 jobs failed) · 5 jobs done of 5 (100%) · …"). */
+  summary?: string;
+}
+
+/** How the jobs of a Completed plan of `total` jobs with `failed` failed ones ended. */
+export function planOutcome(total: number, failed: number): PlanOutcome {
+  if (total === 0) return 'noJobs';
+  if (failed === 0) return 'allSucceeded';
+  return failed >= total ? 'allFailed' : 'someFailed';
 }
 
 export const progressQuery = defineQuery<PlanWorkflowProgress>('progress');
@@ -219,29 +246,48 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     total: carried?.total ?? null,
     completed: carried?.completed ?? 0,
     failed: carried?.failed ?? 0,
+    cancelled: 0,
+    pending: carried ? carried.total - (carried.completed ?? 0) - (carried.failed ?? 0) : null,
     batchesDone: carried?.batchesDone ?? 0,
-    batches: carried ? Math.ceil(carried.total / batchSizeOf(carried.total)) : null,
+    // Known once the batch size in force is (below): the batches are counted, never derived from the
+    // configured size, which a rate or a canary does not keep to.
+    batches: null,
     pauseReason: null,
+    outcome: null,
+    summary: '',
   };
+  /** Batches in flight and still to start, once the plan's jobs and steering are known. */
+  let batchesLeft: (() => number) | null = null;
   let dirty = false;
   setHandler(progressQuery, () => state);
   setHandler(planChangedSignal, () => {
     dirty = true;
   });
-  // What the Temporal UI shows beside the summary, current after each batch.
+  // What the Temporal UI shows beside the summary, current after each batch. It only sets state and the
+  // details (no command), but for the search attribute on a change of status, as it always did.
   const show = (status: WorkflowStatus) => {
     if (status !== state.status && input.searchAttributes)
       upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
     state.status = status;
     const done = state.completed + state.failed;
+    if (batchesLeft) state.batches = state.batchesDone + batchesLeft();
+    state.cancelled = status === 'Cancelled' && state.total !== null ? Math.max(0, state.total - done) : 0;
+    state.pending = state.total === null ? null : Math.max(0, state.total - done - state.cancelled);
+    state.outcome = status === 'Completed' ? planOutcome(state.total ?? 0, state.failed) : null;
     const of =
       state.total === null
         ? ''
         : ` of ${number(state.total)} (${state.total ? Math.floor((100 * done) / state.total) : 100}%)`;
-    const why = status === 'Paused' && state.pauseReason ? ` (${state.pauseReason})` : '';
-    setCurrentDetails(
-      `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed · batch ${state.batchesDone} of ${state.batches ?? '?'}`,
-    );
+    const why =
+      status === 'Paused' && state.pauseReason
+        ? ` (${state.pauseReason})`
+        : state.outcome === 'allFailed'
+          ? ` (all ${number(state.failed)} jobs failed)`
+          : '';
+    const cancelled = state.cancelled ? ` · ${number(state.cancelled)} cancelled` : '';
+    const line = `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed${cancelled} · batch ${state.batchesDone} of ${state.batches ?? '?'}`;
+    state.summary = line.replace(/\*\*/g, '');
+    setCurrentDetails(line);
     return state;
   };
   show(state.status);
@@ -259,7 +305,6 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       state.total = total;
     }
     const batchSize = batchSizeOf(total);
-    state.batches = Math.ceil(total / batchSize);
     let nextOrd = carried?.nextOrd ?? 0;
     const redo: [number, number][] = [...(carried?.redo ?? [])];
     const canaryOf = () => control.rollout?.canary ?? null;
@@ -290,6 +335,22 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     // batch (no workflow task in between), and a plan always has batches waiting where Task Queue Fairness
     // can weigh them against other tenants'. A throttled plan keeps its window (its batches are spaced).
     const depthOf = () => (batchQueue && !control.rollout?.rate ? input.window * LOOKAHEAD : input.window);
+    // Batches started whose result has not come back.
+    let running = 0;
+    // The batches still to come, as the loop below will cut them: the ranges to run again, then the rest at
+    // the size in force, cut at the canary's ordinal until the canary is done.
+    batchesLeft = () => {
+      const size = sizeOf();
+      let from = nextOrd;
+      let left = running + redo.length;
+      const canary = canaryOf();
+      if (!canaryDone && canary !== null && from < canary) {
+        left += Math.ceil((Math.min(canary, total) - from) / size);
+        from = canary;
+      }
+      return from < total ? left + Math.ceil((total - from) / size) : left;
+    };
+    show(state.status);
 
     for (;;) {
       if (dirty) {
@@ -375,6 +436,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         if (due > now) notBefore = Math.ceil(due);
       }
       startedThisRun++;
+      running++;
       const summary = `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(total)}`;
       const p: Promise<void> = runJobBatch
         .executeWithOptions(
@@ -390,10 +452,14 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
           [{ planId, fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) }],
         )
         .then((r) => {
+          running--;
           steer(r.control);
           if (r.stop) stop = true;
-          if (r.paused) {
+          if (r.paused || r.stop) {
+            // The batch did nothing (it read Paused, or a finished plan): its range is still to run, after a
+            // resume; a finished plan runs it never, and counts its jobs as the plan view does (cancelled).
             redo.push([fromOrd, toOrd]);
+            show(state.status);
             return;
           }
           // The batch's own counts, exact even when a retried attempt found its jobs already done.

@@ -33,6 +33,24 @@ describe('the plan workflow', () => {
     expect(batches).toHaveLength(8);
     await expect(replay(history)).resolves.toBeUndefined();
   });
+
+  // Recorded by commit d49ef9f, before the batch count was counted (issue 23): a plan of 60 jobs at 20 a
+  // second (batches of 5) with a canary of 12 (5 + 5 + 2, then the pause, a resume and 10 more batches), 8
+  // batches per run, so it continued as new with its throttle and canary carried; and a plan at 20 a
+  // second cancelled after 20 jobs, two of its batches in flight reading Cancelled. That code answered
+  // "batch 13 of 2" and "batch 6 of 4"; today's counts the batches it runs, which is no command: both replay.
+  it.each([
+    ['plan-history-rate-canary-run1.bin', 8],
+    ['plan-history-rate-canary-run2.bin', 5],
+    ['plan-history-rate-cancelled.bin', 6],
+  ])('replays %s, a throttled plan recorded before honest progress', async (name, batches) => {
+    const history = await fixture(name);
+    const scheduled = (history.events ?? []).filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runJobBatch',
+    );
+    expect(scheduled).toHaveLength(batches);
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
 });
 
 describe('the instance workflow', () => {
