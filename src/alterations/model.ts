@@ -33,6 +33,22 @@ export const UNFINISHED_STATUSES = [
 export const PAUSE_REASONS = ['manual', 'canary', 'failures'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
+/**
+ * How the jobs of a Completed plan ended. The contract keeps a plan whose jobs failed Completed (its status
+ * enum is fixed), so the plan view says it here: `allFailed` when every job failed. The plan workflow's
+ * result and progress query carry the same value (workflows/alteration-plan.ts `planOutcome`).
+ */
+export const PLAN_OUTCOMES = ['allSucceeded', 'someFailed', 'allFailed', 'noJobs'] as const;
+export type PlanOutcome = (typeof PLAN_OUTCOMES)[number];
+
+/** The outcome of a Completed plan from its job counts (null for a plan in any other status). */
+export function planOutcome(status: number, counts: { total: number; failed: number }): PlanOutcome | null {
+  if (status !== PLAN_STATUS.Completed) return null;
+  if (counts.total === 0) return 'noJobs';
+  if (counts.failed === 0) return 'allSucceeded';
+  return counts.failed >= counts.total ? 'allFailed' : 'someFailed';
+}
+
 const rolloutControls = {
   rate: z
     .number()

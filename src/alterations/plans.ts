@@ -15,6 +15,7 @@ import {
   type LogEntry,
   isFinished,
   type PauseReason,
+  planOutcome,
   PLAN_STATUS,
   type PlanStatus,
   type Rollout,
@@ -241,6 +242,7 @@ function planView(r: PlanRow, counts: JobCounts): PlanView {
     rollout: r.rollout ?? { rate: null, canary: null, stopOnFailureRatio: null },
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
+    outcome: planOutcome(r.status, counts),
   };
 }
 

@@ -5,6 +5,7 @@ import {
   JOB_STATUS,
   LOG_LEVEL,
   PAUSE_REASONS,
+  PLAN_OUTCOMES,
   PLAN_STATUS,
   RolloutSchema,
 } from './model.js';
@@ -67,6 +68,14 @@ export const PlanSchema = z
       .nullable()
       .openapi({ description: 'Why the plan is Paused (manual, canary or failures); null unless Paused' }),
     revertOf: z.string().nullable().openapi({ description: 'The plan this plan reverts; null for other plans' }),
+    outcome: z
+      .enum(PLAN_OUTCOMES)
+      .nullable()
+      .openapi({
+        description:
+          'How the jobs of a Completed plan ended: allSucceeded, someFailed, allFailed (every job failed; the plan ' +
+          'is Completed all the same, as the contract says) or noJobs (the filter matched nothing); null unless Completed',
+      }),
   })
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;
