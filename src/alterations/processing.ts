@@ -350,9 +350,13 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
   }
 
   let dispatch = toDispatch;
-  // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed.
+  // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed. So
+  // does a batch that found its whole range written: a range run again after a resume whose earlier run
+  // committed, then failed (say, to dispatch) and was retried into the pause, which reported nothing done.
+  // Its jobs are counted once all the same (the workflow counted none of that paused run's), and what they
+  // left runnable is dispatched.
   let batch = { completed: processed - failed, failed };
-  if (args.redispatch) {
+  if (args.redispatch || processed === 0) {
     const { rows: counted } = await deps.pool.query<{ completed: number; failed: number }>(
       'SELECT completed, failed FROM alteration_batch_counts WHERE plan_id = $1 AND from_ord = $2',
       [args.planId, args.fromOrd],
