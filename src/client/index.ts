@@ -5,7 +5,11 @@ import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/v
 import type { DefinitionSchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
 import type { InstanceSummary, InstanceView } from '../engine/instance-views.js';
-import { type PlanEvent, readServerSentEvents } from './sse.js';
+import { connectionError, ProblemError, type RequestInfo, UnexpectedAnswerError } from './errors.js';
+import * as shapes from './shapes.js';
+import { MalformedEventError, type PlanEvent, readServerSentEvents } from './sse.js';
+
+export { ConnectionError, type ConnectionFailure, ProblemError, UnexpectedAnswerError } from './errors.js';
 
 /**
  * A typed client for the whole HTTP API, for TypeScript projects and the `wfa` CLI:
@@ -60,23 +64,29 @@ export interface ClientOptions {
   streamIdleTimeoutMs?: number | undefined;
 }
 
-/** A problem+json answer (RFC 9457): `detail` says what is wrong, `errors` names each field. */
-export class ProblemError extends Error {
-  override name = 'ProblemError';
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    readonly detail: string,
-    readonly errors: { path: string; message: string }[] = [],
-  ) {
-    super(detail || title);
-  }
-}
-
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
+
+/**
+ * Why `url` cannot be a base URL (no http or https scheme, a query, credentials in it), or undefined when it
+ * can. `localhost:3000` parses as a URL of the scheme `localhost:`, so the scheme is checked by name.
+ */
+export function baseUrlProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'it is not a URL';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'it does not start with http:// or https://';
+  if (parsed.username || parsed.password) return 'it has a user name or password in it (give credentials apart)';
+  if (parsed.search || parsed.hash) return 'it has a query or fragment (give the base URL only)';
+  return undefined;
+}
 
 export function createClient(options: ClientOptions) {
   const base = options.baseUrl.replace(/\/+$/, '');
+  const invalid = baseUrlProblem(base);
+  if (invalid) throw new TypeError(`Invalid baseUrl ${JSON.stringify(options.baseUrl)}: ${invalid}`);
   const doFetch = options.fetch ?? fetch;
   const auth = (): Record<string, string> =>
     options.accessToken
@@ -94,11 +104,17 @@ export function createClient(options: ClientOptions) {
     return u.toString();
   };
 
+  /**
+   * One request: its answer checked against `shape` (null: no body is expected), within timeoutMs and
+   * maxResponseBytes; a failure is a ProblemError, a ConnectionError or an UnexpectedAnswerError.
+   */
   async function call<T>(
     method: string,
     path: string,
+    shape: z.ZodType | null,
     opts: { body?: unknown; query?: Query; signal?: AbortSignal } = {},
   ): Promise<T> {
+    const request: RequestInfo = { baseUrl: base, method, path };
     const headers: Record<string, string> = { accept: 'application/json', ...auth() };
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const signals = [opts.signal, options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined].filter(
@@ -112,10 +128,52 @@ export function createClient(options: ClientOptions) {
         ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
         ...(signal ? { signal } : {}),
       });
-      return await decode<T>(res, options.maxResponseBytes);
+      return await decode<T>(res, request, shape, options.maxResponseBytes);
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError')
-        throw new Error(`${method} ${path} did not answer within ${options.timeoutMs} ms`, { cause: err });
+      if (opts.signal?.aborted) throw err;
+      throw connectionError(err, request, options.timeoutMs);
+    }
+  }
+
+  /** The plan's event stream, opened within timeoutMs; then its events, checked, within streamIdleTimeoutMs. */
+  async function* planEvents(planId: string, signal?: AbortSignal): AsyncGenerator<PlanEvent> {
+    const request: RequestInfo = { baseUrl: base, method: 'GET', path: `/alterations/${seg(planId)}/events` };
+    const opening = new AbortController();
+    const timer = options.timeoutMs ? setTimeout(() => opening.abort(timeoutReason()), options.timeoutMs) : undefined;
+    let res: Response;
+    try {
+      res = await doFetch(url(request.path), {
+        headers: { accept: 'text/event-stream', ...auth() },
+        signal: signal ? AbortSignal.any([signal, opening.signal]) : opening.signal,
+      });
+      if (!res.ok || !res.body) await decode(res, request, null, options.maxResponseBytes);
+      if (contentTypeOf(res) !== 'text/event-stream') {
+        await res.body?.cancel().catch(() => undefined);
+        throw new UnexpectedAnswerError(request, res.status, contentTypeOf(res), 'not an event stream');
+      }
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      throw connectionError(err, request, options.timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
+    const stream = readServerSentEvents(res.body!, {
+      ...(options.streamIdleTimeoutMs ? { idleTimeoutMs: options.streamIdleTimeoutMs } : {}),
+      ...(options.maxResponseBytes ? { maxEventBytes: options.maxResponseBytes } : {}),
+    });
+    try {
+      for await (const e of stream) {
+        // An event this client does not know (a newer service's) is skipped; the known ones are checked.
+        const shape = e.event === 'progress' ? shapes.progressEvent : e.event === 'done' ? shapes.doneEvent : null;
+        if (!shape) continue;
+        const wrong = shapes.mismatch(shape, e.data);
+        if (wrong)
+          throw new UnexpectedAnswerError(request, res.status, 'text/event-stream', `${e.event} event: ${wrong}`);
+        yield e;
+      }
+    } catch (err) {
+      if (err instanceof MalformedEventError)
+        throw new UnexpectedAnswerError(request, res.status, 'text/event-stream', err.message);
       throw err;
     }
   }
@@ -124,14 +182,17 @@ export function createClient(options: ClientOptions) {
 
   return {
     baseUrl: base,
-    health: () => call<{ status: string; checks: Record<string, string> }>('GET', '/health'),
+    health: () => call<{ status: string; checks: Record<string, string> }>('GET', '/health', shapes.health),
 
     definitions: {
       publish: (definition: DefinitionRequest) =>
-        call<Definition>('POST', '/workflow-definitions', { body: definition }),
+        call<Definition>('POST', '/workflow-definitions', shapes.definition, { body: definition }),
       get: (definitionId: string, version?: number) =>
-        call<Definition>('GET', `/workflow-definitions/${seg(definitionId)}`, { query: { version } }),
-      list: () => call<{ items: Definition[]; totalCount: number }>('GET', '/workflow-definitions'),
+        call<Definition>('GET', `/workflow-definitions/${seg(definitionId)}`, shapes.definition, {
+          query: { version },
+        }),
+      list: () =>
+        call<{ items: Definition[]; totalCount: number }>('GET', '/workflow-definitions', shapes.definitionList),
     },
 
     instances: {
@@ -141,8 +202,8 @@ export function createClient(options: ClientOptions) {
         name?: string;
         correlationId?: string;
         variables?: Record<string, unknown>;
-      }) => call<{ workflowInstanceId: string }>('POST', '/workflow-instances', { body }),
-      get: (id: string) => call<InstanceView>('GET', `/workflow-instances/${seg(id)}`),
+      }) => call<{ workflowInstanceId: string }>('POST', '/workflow-instances', shapes.started, { body }),
+      get: (id: string) => call<InstanceView>('GET', `/workflow-instances/${seg(id)}`, shapes.instance),
       list: (
         query: {
           definitionId?: string;
@@ -153,122 +214,157 @@ export function createClient(options: ClientOptions) {
           after?: string;
           limit?: number;
         } = {},
-      ) => call<Page<InstanceSummary>>('GET', '/workflow-instances', { query }),
+      ) => call<Page<InstanceSummary>>('GET', '/workflow-instances', shapes.instancePage, { query }),
       trigger: (eventName: string, body: { correlationId?: string; workflowInstanceId?: string } = {}) =>
-        call<{ resumedWorkflowInstanceIds: string[] }>('POST', `/events/${seg(eventName)}/trigger`, { body }),
+        call<{ resumedWorkflowInstanceIds: string[] }>('POST', `/events/${seg(eventName)}/trigger`, shapes.triggered, {
+          body,
+        }),
     },
 
     plans: {
       submit: (body: { id?: string; alterations: Alteration[]; filter: Filter; rollout?: Rollout }) =>
-        call<{ planId: string }>('POST', '/alterations/submit', { body }),
+        call<{ planId: string }>('POST', '/alterations/submit', shapes.planId, { body }),
       dryRun: (filter: Filter) =>
-        call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', { body: filter }),
+        call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', shapes.dryRun, { body: filter }),
       /** How many instances the filter selects, without their ids. */
       count: (filter: Filter) =>
-        call<{ count: number }>('POST', '/alterations/dry-run', { body: filter, query: { countOnly: 'true' } }),
+        call<{ count: number }>('POST', '/alterations/dry-run', shapes.count, {
+          body: filter,
+          query: { countOnly: 'true' },
+        }),
       /** What the plan would do to the first `limit` matched instances; nothing is written. */
       preview: (body: { alterations: Alteration[]; filter: Filter; limit?: number }) =>
-        call<{ matchedCount: number; items: PreviewItem[] }>('POST', '/alterations/preview', { body }),
-      get: (planId: string) => call<{ plan: PlanView; jobs: JobView[] }>('GET', `/alterations/${seg(planId)}`),
+        call<{ matchedCount: number; items: PreviewItem[] }>('POST', '/alterations/preview', shapes.preview, { body }),
+      get: (planId: string, opts: { signal?: AbortSignal } = {}) =>
+        call<{ plan: PlanView; jobs: JobView[] }>('GET', `/alterations/${seg(planId)}`, shapes.planWithJobs, opts),
       /** Plan summaries (without their filters), newest first; `limit` 1 to 100 (default 20). */
       list: (query: { status?: number | string; after?: string; limit?: number } = {}) =>
-        call<Page<PlanSummaryView>>('GET', '/alterations', { query }),
+        call<Page<PlanSummaryView>>('GET', '/alterations', shapes.planPage, { query }),
       jobs: (planId: string, query: { status?: number | string; after?: string; limit?: number } = {}) =>
-        call<Page<JobView>>('GET', `/alterations/${seg(planId)}/jobs`, { query }),
+        call<Page<JobView>>('GET', `/alterations/${seg(planId)}/jobs`, shapes.jobPage, { query }),
       cancel: (planId: string) =>
-        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/cancel`),
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/cancel`, shapes.planState),
       /** Batches in flight finish, none starts until resumed (status Paused 7). */
-      pause: (planId: string) => call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/pause`),
+      pause: (planId: string) =>
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/pause`, shapes.planState),
       resume: (planId: string) =>
-        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/resume`),
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/resume`, shapes.planState),
       /** Change the rate or failure ratio of a running or paused plan (null removes one). */
       rollout: (planId: string, body: RolloutPatch) =>
-        call<PlanView>('PATCH', `/alterations/${seg(planId)}/rollout`, { body }),
+        call<PlanView>('PATCH', `/alterations/${seg(planId)}/rollout`, shapes.plan, { body }),
       /** A new plan that restores what a finished plan changed (instances changed since are left alone). */
       revert: (planId: string, body: { id?: string } = {}) =>
-        call<{ planId: string }>('POST', `/alterations/${seg(planId)}/revert`, { body }),
+        call<{ planId: string }>('POST', `/alterations/${seg(planId)}/revert`, shapes.planId, { body }),
       run: (workflowInstanceIds: string[], alterations: Alteration[]) =>
-        call<{ results: RunResultView[] }>('POST', '/alterations/run', { body: { workflowInstanceIds, alterations } }),
+        call<{ results: RunResultView[] }>('POST', '/alterations/run', shapes.results, {
+          body: { workflowInstanceIds, alterations },
+        }),
       retry: (workflowInstanceIds: string[], activityIds?: string[]) =>
-        call<{ results: RunResultView[] }>('POST', '/alterations/workflows/retry', {
+        call<{ results: RunResultView[] }>('POST', '/alterations/workflows/retry', shapes.results, {
           body: { workflowInstanceIds, ...(activityIds ? { activityIds } : {}) },
         }),
       /** The plan's live events (`progress` …, then `done`); ends after `done`, or when `signal` aborts. */
-      async *events(planId: string, signal?: AbortSignal): AsyncGenerator<PlanEvent> {
-        // The answer's headers within timeoutMs; the stream after them is bounded by streamIdleTimeoutMs.
-        const opening = new AbortController();
-        const timer = options.timeoutMs ? setTimeout(() => opening.abort(), options.timeoutMs) : undefined;
-        let res: Response;
-        try {
-          res = await doFetch(url(`/alterations/${seg(planId)}/events`), {
-            headers: { accept: 'text/event-stream', ...auth() },
-            signal: signal ? AbortSignal.any([signal, opening.signal]) : opening.signal,
-          });
-        } catch (err) {
-          if (opening.signal.aborted)
-            throw new Error(`GET /alterations/${planId}/events did not answer within ${options.timeoutMs} ms`, {
-              cause: err,
-            });
-          throw err;
-        } finally {
-          clearTimeout(timer);
-        }
-        if (!res.ok || !res.body) await decode(res, options.maxResponseBytes);
-        yield* readServerSentEvents(res.body!, {
-          ...(options.streamIdleTimeoutMs ? { idleTimeoutMs: options.streamIdleTimeoutMs } : {}),
-          ...(options.maxResponseBytes ? { maxEventBytes: options.maxResponseBytes } : {}),
-        });
-      },
+      events: planEvents,
     },
 
     connections: {
-      list: () => call<{ items: Connection[]; totalCount: number }>('GET', '/connection-configuration'),
-      get: (id: string) => call<Connection>('GET', `/connection-configuration/${seg(id)}`),
-      create: (body: ConnectionRequest) => call<Connection>('POST', '/connection-configuration', { body }),
+      list: () =>
+        call<{ items: Connection[]; totalCount: number }>('GET', '/connection-configuration', shapes.connectionList),
+      get: (id: string) => call<Connection>('GET', `/connection-configuration/${seg(id)}`, shapes.connection),
+      create: (body: ConnectionRequest) =>
+        call<Connection>('POST', '/connection-configuration', shapes.connection, { body }),
       update: (id: string, body: ConnectionRequest) =>
-        call<Connection>('PUT', `/connection-configuration/${seg(id)}`, { body }),
-      delete: (id: string) => call<void>('DELETE', `/connection-configuration/${seg(id)}`),
+        call<Connection>('PUT', `/connection-configuration/${seg(id)}`, shapes.connection, { body }),
+      delete: (id: string) => call<void>('DELETE', `/connection-configuration/${seg(id)}`, null),
     },
 
     identity: {
       login: (username: string, password: string) =>
-        call<TokenPair>('POST', '/identity/login', { body: { username, password } }),
-      refresh: (refreshToken: string) => call<TokenPair>('POST', '/identity/refresh', { body: { refreshToken } }),
+        call<TokenPair>('POST', '/identity/login', shapes.tokens, { body: { username, password } }),
+      refresh: (refreshToken: string) =>
+        call<TokenPair>('POST', '/identity/refresh', shapes.tokens, { body: { refreshToken } }),
       logout: (refreshToken?: string) =>
-        call<void>('POST', '/identity/logout', { body: refreshToken ? { refreshToken } : {} }),
+        call<void>('POST', '/identity/logout', null, { body: refreshToken ? { refreshToken } : {} }),
       createApiKey: (body: { name: string; permissions: string[]; tenantId?: string | null; expiresAt?: string }) =>
-        call<{ id: string; key: string; name: string; permissions: string[] }>('POST', '/identity/api-keys', { body }),
+        call<{ id: string; key: string; name: string; permissions: string[] }>(
+          'POST',
+          '/identity/api-keys',
+          shapes.apiKey,
+          { body },
+        ),
       listApiKeys: () =>
         call<{ items: { id: string; name: string; permissions: string[] }[]; totalCount: number }>(
           'GET',
           '/identity/api-keys',
+          shapes.apiKeyList,
         ),
-      revokeApiKey: (id: string) => call<void>('DELETE', `/identity/api-keys/${seg(id)}`),
+      revokeApiKey: (id: string) => call<void>('DELETE', `/identity/api-keys/${seg(id)}`, null),
       permissions: () =>
-        call<{ model: string; permissions: string[]; wildcards: string[] }>('GET', '/identity/permissions'),
+        call<{ model: string; permissions: string[]; wildcards: string[] }>(
+          'GET',
+          '/identity/permissions',
+          shapes.anyObject,
+        ),
     },
   };
 }
 
 export type Client = ReturnType<typeof createClient>;
 
-/** The JSON of a 2xx answer (undefined for 204), or a ProblemError for anything else. */
-async function decode<T>(res: Response, maxBytes?: number): Promise<T> {
-  const text = await readText(res, maxBytes);
-  const json = text ? safeJson(text) : undefined;
-  if (res.ok) return json as T;
-  const p = (json ?? {}) as { title?: string; detail?: string; errors?: { path: string; message: string }[] };
-  throw new ProblemError(
-    res.status,
-    p.title ?? res.statusText,
-    p.detail ?? (text.slice(0, 200) || `HTTP ${res.status}`),
-    p.errors ?? [],
-  );
+const timeoutReason = () => new DOMException('The operation timed out.', 'TimeoutError');
+
+/** The media type of an answer, without its parameters ("text/html"), or "no content type". */
+function contentTypeOf(res: Response): string {
+  return res.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase() || 'no content type';
 }
 
-function safeJson(text: string): unknown {
+/**
+ * The JSON of a 2xx answer that has `shape` (null: an empty body or any JSON), a ProblemError for the
+ * service's problem+json, or an UnexpectedAnswerError for anything else (another server answered).
+ */
+async function decode<T>(res: Response, request: RequestInfo, shape: z.ZodType | null, maxBytes?: number): Promise<T> {
+  const text = await readText(res, maxBytes);
+  const json = parseJson(text);
+  const unexpected = (reason: string) => new UnexpectedAnswerError(request, res.status, contentTypeOf(res), reason);
+  if (!res.ok) throw problemOf(json) ?? unexpected(notAProblem(res.status, text, json, contentTypeOf(res)));
+  if (shape === null && text.trim() === '') return undefined as T;
+  if (!json) throw unexpected(notJson(text, contentTypeOf(res)));
+  const wrong = shape ? shapes.mismatch(shape, json.value) : undefined;
+  if (wrong) throw unexpected(wrong);
+  return json.value as T;
+
+  function problemOf(parsed: { value: unknown } | undefined): ProblemError | undefined {
+    const p = parsed?.value as Record<string, unknown> | undefined;
+    if (!p || typeof p !== 'object' || Array.isArray(p)) return undefined;
+    if (typeof p.detail !== 'string' && typeof p.title !== 'string') return undefined;
+    const title = typeof p.title === 'string' ? p.title : res.statusText;
+    const detail = typeof p.detail === 'string' ? p.detail : title;
+    const errors = Array.isArray(p.errors)
+      ? p.errors.filter(
+          (e): e is { path: string; message: string } =>
+            typeof e?.path === 'string' && typeof (e as { message?: unknown }).message === 'string',
+        )
+      : [];
+    return new ProblemError(res.status, title, detail, errors, p);
+  }
+}
+
+function notAProblem(status: number, text: string, json: { value: unknown } | undefined, contentType: string): string {
+  if (status === 502 || status === 503 || status === 504)
+    return 'a gateway or proxy answered: the service behind it may be down';
+  if (json) return 'JSON that is not a problem document';
+  return notJson(text, contentType);
+}
+
+function notJson(text: string, contentType: string): string {
+  if (text.trim() === '') return 'an empty body';
+  return contentType === 'text/html' || /^\s*<(!doctype|html)/i.test(text) ? 'an HTML page' : 'not JSON';
+}
+
+function parseJson(text: string): { value: unknown } | undefined {
+  if (text.trim() === '') return undefined;
   try {
-    return JSON.parse(text);
+    return { value: JSON.parse(text) };
   } catch {
     return undefined;
   }

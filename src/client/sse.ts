@@ -15,6 +15,11 @@ export class StreamLimitError extends Error {
   override name = 'StreamLimitError';
 }
 
+/** An event whose data is not JSON: the stream is not this service's. */
+export class MalformedEventError extends Error {
+  override name = 'MalformedEventError';
+}
+
 /** Bounds of a stream read from a server that may be broken or hostile. */
 export interface StreamLimits {
   /** Fail when nothing arrives for this long (the service sends a keep-alive every 15 s). */
@@ -26,7 +31,8 @@ export interface StreamLimits {
 /**
  * Reads a text/event-stream body (the WHATWG format: `event:`/`data:` lines, a blank line ends an event,
  * `:` lines are comments) and yields its events with their JSON data, until the stream ends. Each chunk is
- * scanned once (a line that never ends costs no more than its bytes), within `limits`.
+ * scanned once and a line's pieces are joined once it ends (a line that never ends costs no more than its
+ * bytes), within `limits`.
  */
 export async function* readServerSentEvents(
   body: ReadableStream<Uint8Array>,
@@ -34,8 +40,10 @@ export async function* readServerSentEvents(
 ): AsyncGenerator<PlanEvent> {
   const decoder = new TextDecoder();
   const reader = body.getReader();
-  let buffer = '';
-  let scanned = 0;
+  let partial: string[] = [];
+  let partialLength = 0;
+  /** The last line ended with CR: a LF that comes next (maybe in the next chunk) belongs to it. */
+  let afterCr = false;
   let pending = 0;
   let event = 'message';
   let data: string[] = [];
@@ -43,25 +51,21 @@ export async function* readServerSentEvents(
     for (;;) {
       const next = await readWithin(reader, limits.idleTimeoutMs);
       if (next.done) break;
-      buffer += decoder.decode(next.value, { stream: true });
-      for (;;) {
-        let newline = -1;
-        for (let i = scanned; i < buffer.length; i++) {
-          const ch = buffer.charCodeAt(i);
-          if (ch === 10 || ch === 13) {
-            newline = i;
-            break;
-          }
-        }
-        if (newline < 0) {
-          scanned = buffer.length;
-          break;
-        }
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
-        scanned = 0;
+      let text = decoder.decode(next.value, { stream: true });
+      if (afterCr && text.startsWith('\n')) text = text.slice(1);
+      if (text) afterCr = false;
+      let start = 0;
+      for (let i = 0; i < text.length; i++) {
+        const ch = text.charCodeAt(i);
+        if (ch !== 10 && ch !== 13) continue;
+        const line = partial.join('') + text.slice(start, i);
+        partial = [];
+        partialLength = 0;
+        if (ch === 13 && text.charCodeAt(i + 1) === 10) i++;
+        else if (ch === 13 && i === text.length - 1) afterCr = true;
+        start = i + 1;
         if (line === '') {
-          if (data.length > 0) yield { event, data: JSON.parse(data.join('\n')) } as PlanEvent;
+          if (data.length > 0) yield { event, data: parseData(event, data.join('\n')) } as PlanEvent;
           event = 'message';
           data = [];
           pending = 0;
@@ -76,11 +80,23 @@ export async function* readServerSentEvents(
           }
         }
       }
-      if (limits.maxEventBytes && pending + buffer.length > limits.maxEventBytes)
+      if (start < text.length) {
+        partial.push(text.slice(start));
+        partialLength += text.length - start;
+      }
+      if (limits.maxEventBytes && pending + partialLength > limits.maxEventBytes)
         throw new StreamLimitError(`The event stream sent an event larger than ${limits.maxEventBytes} bytes`);
     }
   } finally {
     await reader.cancel().catch(() => undefined);
+  }
+}
+
+function parseData(event: string, data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw new MalformedEventError(`a ${event} event whose data is not JSON`);
   }
 }
 
