@@ -1,4 +1,5 @@
 import { JOB_STATUS, PLAN_STATUS } from '../alterations/model.js';
+import type { JobCounts } from '../alterations/views.js';
 
 /** Human output of the CLI: aligned tables, counts with separators, and bars. */
 
@@ -30,18 +31,41 @@ const number = new Intl.NumberFormat('en-US');
 export const n = (v: number) => number.format(v);
 
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
-  if (rows.length === 0) return '(none)';
-  const cell = (v: unknown) =>
-    safeCell(v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const lines: string[] = [];
+  const writer = tableWriter(columns, (line) => lines.push(line));
+  writer.add(rows);
+  writer.end();
+  return lines.join('\n');
+}
+
+const cellText = (v: unknown) =>
+  safeCell(v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+/**
+ * A table written as its rows arrive (page after page): the header and the column widths come from the
+ * first rows; a later cell wider than its column widens that row only. No rows at all: `(none)`.
+ */
+export function tableWriter(columns: string[], write: (line: string) => void) {
+  let widths: number[] | undefined;
   const line = (values: string[]) =>
     values
-      .map((v, i) => v.padEnd(widths[i]!))
+      .map((v, i) => v.padEnd(widths![i]!))
       .join('  ')
       .trimEnd();
-  return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join(
-    '\n',
-  );
+  return {
+    add(rows: Record<string, unknown>[]) {
+      if (rows.length === 0) return;
+      const cells = rows.map((r) => columns.map((c) => cellText(r[c])));
+      if (!widths) {
+        widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+        write(line(columns.map((c) => c.toUpperCase())));
+      }
+      for (const r of cells) write(line(r));
+    },
+    end() {
+      if (!widths) write('(none)');
+    },
+  };
 }
 
 /** A bar of `width` cells split by parts (done, failed, …), each drawn with its own character. */
@@ -72,3 +96,19 @@ const nameOf = (values: Record<string, number>) => {
 };
 export const planStatusName = nameOf(PLAN_STATUS);
 export const jobStatusName = nameOf(JOB_STATUS);
+
+/**
+ * A plan's status with what its jobs came to when that is not plain success: a Completed plan whose jobs
+ * failed is still Completed (contract section 4), which alone would read as success.
+ */
+export function planOutcome(status: number, counts: JobCounts): string {
+  const name = planStatusName(status);
+  if (status !== PLAN_STATUS.Completed || counts.failed === 0) return name;
+  if (counts.failed < counts.total) return `${name} — ${n(counts.failed)} of ${n(counts.total)} jobs failed`;
+  return `${name} — ${counts.total === 1 ? 'its one job failed' : `all ${n(counts.total)} jobs failed`}`;
+}
+
+/** A word as a POSIX shell reads it back: as it is when it is plain, else in single quotes. */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}

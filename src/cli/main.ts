@@ -6,22 +6,36 @@ import {
   createClient,
   type PlanSummaryView,
   type PlanView,
-  ProblemError,
   type RunResultView,
 } from '../client/index.js';
 import {
   type CliEnvironment,
+  type Credentials,
   cliEnvironment,
   loadCredentials,
   removeCredentials,
   saveCredentials,
 } from './credentials.js';
-import { jobStatusName, n, planStatusName, safeCell, safeText, stackedBar, table } from './format.js';
+import { CliFailure, exitCodeOf, humanProblem, jsonProblem, problemOf } from './failure.js';
+import {
+  jobStatusName,
+  n,
+  planOutcome,
+  planStatusName,
+  safeCell,
+  safeText,
+  shellWord,
+  stackedBar,
+  table,
+} from './format.js';
+import { nextPageCommand, type PagingOptions, printPages } from './paging.js';
+import { readHidden } from './prompt.js';
+import { type Target, targetOf, targetProblem } from './target.js';
 import { watchPlan } from './watch.js';
 
 /**
- * `wfa`: the service from a terminal. Human tables by default, `--json` for scripts; a failed request
- * prints the problem's detail and the paths of the offending fields, never a stack.
+ * `wfa`: the service from a terminal. Human tables by default, `--json` for scripts; a failure prints the
+ * problem's detail and the paths of the offending fields (src/cli/failure.ts), never a stack.
  */
 
 interface Io {
@@ -37,31 +51,31 @@ const STREAM_IDLE_MS = 60_000;
 
 type Bounds = Pick<ClientOptions, 'timeoutMs' | 'maxResponseBytes' | 'streamIdleTimeoutMs'>;
 
-/** Thrown to end with a message and an exit code (1 unless said otherwise). */
-class CliFailure extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
-  }
-}
-
 export async function runCli(
   argv: string[],
   env: CliEnvironment = cliEnvironment(),
   io: Io = defaultIo(),
 ): Promise<number> {
   let exitCode = 0;
+  /** Where the CLI talks to, once known: failures name it. */
+  let target: Target | undefined;
   const program = new Command('wfa')
     .description('Bulk, safe alterations of workflow instances: the CLI of workflow-alterations')
     .option('--url <url>', 'the service URL (WFA_URL; default: the one `wfa login` stored, else http://localhost:3000)')
-    .option('--json', 'machine-readable JSON output')
+    .option('--json', 'machine-readable JSON output; a failure is {"error": {…}} on standard error')
     .option('--timeout <seconds>', 'how long a request may take', positive, 60)
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
+    .configureOutput({
+      writeOut: (s) => io.out(s.replace(/\n$/, '')),
+      writeErr: (s) => io.err(s.replace(/\n$/, '')),
+      // A usage error (unknown option, missing argument) is a problem like any other under --json.
+      outputError: (s, write) =>
+        write(wantsJson() ? jsonProblem(problemOf(new CliFailure(s.replace(/^error: /, '').trim(), 2), target)) : s),
+    });
 
   const opts = () => program.opts<{ url?: string; json?: boolean; timeout: number }>();
+  /** --json, also when commander stopped before reading it (an error in the arguments before it). */
+  const wantsJson = () => Boolean(opts().json) || optionWords(argv).includes('--json');
   /** What the CLI reads of a server, broken or hostile: a time limit per request and a size limit per answer. */
   const bounds = (): Bounds => ({
     timeoutMs: opts().timeout * 1000,
@@ -71,23 +85,47 @@ export async function runCli(
   // Human output is shown, never obeyed: control characters from the server or stored data are escaped.
   const print = (human: () => string, json: unknown) =>
     io.out(opts().json ? JSON.stringify(json, null, 2) : safeText(human()));
-  const client = () => connect(env, opts().url, bounds());
+  const client = async () => {
+    const stored = await loadCredentials(env.configDir);
+    target = checked(targetOf(opts().url, env.url, stored?.url));
+    return connect(env, stored, target.url, bounds());
+  };
+  /** How to follow a plan again (after Ctrl-C), with the --url this command was given. */
+  const watchAgain = (planId: string) =>
+    ['wfa', ...(opts().url ? ['--url', opts().url!] : []), 'plans', 'watch', planId].map(shellWord).join(' ');
+  const watch = (c: Client, planId: string) =>
+    watchPlan(c, planId, { json: Boolean(opts().json), ...io, watchAgain: watchAgain(planId) });
+  const paging = () => ({ json: Boolean(opts().json), out: io.out, err: io.err });
+  const more = (cursor: string) => nextPageCommand(argv, cursor);
 
   program
     .command('login')
     .description('sign in and store the credentials (0600) under ~/.config/wfa; WFA_URL and WFA_API_KEY override them')
-    .option('--username <name>', 'user name (default: admin)', 'admin')
-    .option('--password <password>', 'password (or WFA_PASSWORD, or one line on standard input)')
+    .option('--username <name>', 'user name', 'admin')
+    .option(
+      '--password <password>',
+      'password (or WFA_PASSWORD; else asked for on a terminal, or one line read from standard input)',
+    )
     .option('--api-key <key>', 'store this API key instead of signing in')
     .action(async (o: { username: string; password?: string; apiKey?: string }) => {
-      const url = opts().url ?? env.url ?? 'http://localhost:3000';
+      target = checked(targetOf(opts().url, env.url));
+      const url = target.url;
       if (o.apiKey) {
         const c = createClient({ ...bounds(), baseUrl: url, apiKey: o.apiKey });
         await c.identity.permissions();
         const file = await saveCredentials(env.configDir, { url, apiKey: o.apiKey });
         return print(() => `Stored the API key for ${url} in ${file}`, { url, file });
       }
-      const password = o.password ?? env.password ?? (await readStdinLine());
+      const password =
+        o.password ??
+        env.password ??
+        (process.stdin.isTTY
+          ? await readHidden(
+              `Password for ${safeCell(o.username)} at ${safeCell(url)}: `,
+              process.stdin,
+              process.stderr,
+            )
+          : await readStdinLine());
       if (!password)
         throw new CliFailure('No password: pass --password, set WFA_PASSWORD, or pipe it on standard input', 2);
       const tokens = await createClient({ ...bounds(), baseUrl: url }).identity.login(o.username, password);
@@ -141,32 +179,35 @@ export async function runCli(
     .option('--status <status>', 'Running or Finished')
     .option('--sub-status <subStatus>', 'Pending, Executing, Suspended, Finished, Cancelled or Faulted')
     .option('--search <term>', 'substring of id, name, correlation id or definition')
-    .option('--limit <n>', 'page size', '50')
-    .action(async (o: { definition?: string; status?: string; subStatus?: string; search?: string; limit: string }) => {
-      const page = await (
-        await client()
-      ).instances.list({
-        ...(o.definition ? { definitionId: o.definition } : {}),
-        ...(o.status ? { status: o.status } : {}),
-        ...(o.subStatus ? { subStatus: o.subStatus } : {}),
-        ...(o.search ? { searchTerm: o.search } : {}),
-        limit: Number(o.limit),
-      });
-      print(
-        () =>
-          table(
-            page.items.map((i) => ({
-              id: i.id,
-              definition: `${i.definitionId} v${i.version}`,
-              status: `${i.status}/${i.subStatus}`,
-              incidents: i.incidentCount,
-              updated: i.updatedAt,
-            })),
-            ['id', 'definition', 'status', 'incidents', 'updated'],
-          ),
-        page,
-      );
-    });
+    .option('--limit <n>', 'page size (1 to 1000)', count, 50)
+    .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
+    .option('--all', 'every page to the end, printed as they arrive')
+    .action(
+      async (
+        o: { definition?: string; status?: string; subStatus?: string; search?: string; limit: number } & PagingOptions,
+      ) => {
+        const c = await client();
+        const query = {
+          ...(o.definition ? { definitionId: o.definition } : {}),
+          ...(o.status ? { status: o.status } : {}),
+          ...(o.subStatus ? { subStatus: o.subStatus } : {}),
+          ...(o.search ? { searchTerm: o.search } : {}),
+          limit: o.limit,
+        };
+        await printPages((after) => c.instances.list({ ...query, ...(after ? { after } : {}) }), o, paging(), {
+          columns: ['id', 'definition', 'correlation', 'status', 'incidents', 'updated'],
+          row: (i) => ({
+            id: i.id,
+            definition: `${i.definitionId} v${i.version}`,
+            correlation: i.correlationId,
+            status: `${i.status}/${i.subStatus}`,
+            incidents: i.incidentCount,
+            updated: i.updatedAt,
+          }),
+          more,
+        });
+      },
+    );
   instances
     .command('start <definitionId>')
     .description('start an instance of the latest version of a definition')
@@ -238,12 +279,12 @@ export async function runCli(
   plans
     .command('preview <file>')
     .description('what the plan in FILE would do to the first instances it matches; nothing is written')
-    .option('--limit <n>', 'instances to preview (1 to 100)', '10')
-    .action(async (file: string, o: { limit: string }) => {
+    .option('--limit <n>', 'instances to preview (1 to 100)', count, 10)
+    .action(async (file: string, o: { limit: number }) => {
       const body = await readJson<Parameters<Client['plans']['submit']>[0]>(file);
       const r = await (
         await client()
-      ).plans.preview({ alterations: body.alterations, filter: body.filter, limit: Number(o.limit) });
+      ).plans.preview({ alterations: body.alterations, filter: body.filter, limit: o.limit });
       print(
         () =>
           [
@@ -287,25 +328,31 @@ export async function runCli(
         });
         if (!o.watch) return print(() => `Submitted plan ${planId}`, { planId });
         if (!opts().json) io.out(`Submitted plan ${safeCell(planId)}`);
-        exitCode = await watchPlan(c, planId, { json: Boolean(opts().json), ...io });
+        exitCode = await watch(c, planId);
       },
     );
   plans
     .command('watch <planId>')
     .description('draw the progress of a plan until it ends; exit 1 when it Failed or has failed jobs')
     .action(async (planId: string) => {
-      exitCode = await watchPlan(await client(), planId, { json: Boolean(opts().json), ...io });
+      exitCode = await watch(await client(), planId);
     });
   plans
     .command('list')
     .description("the tenant's plans, newest first")
     .option('--status <status>', 'a status name or number')
-    .option('--limit <n>', 'page size (1 to 100)', '20')
-    .action(async (o: { status?: string; limit: string }) => {
-      const page = await (
-        await client()
-      ).plans.list({ ...(o.status ? { status: o.status } : {}), limit: Number(o.limit) });
-      print(() => table(page.items.map(planRow), ['id', 'status', 'done', 'failed', 'total', 'created']), page);
+    .option('--limit <n>', 'page size (1 to 100)', count, 20)
+    .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
+    .option('--all', 'every page to the end, printed as they arrive')
+    .action(async (o: { status?: string; limit: number } & PagingOptions) => {
+      const c = await client();
+      await printPages(
+        (after) =>
+          c.plans.list({ ...(o.status ? { status: o.status } : {}), limit: o.limit, ...(after ? { after } : {}) }),
+        o,
+        paging(),
+        { columns: ['id', 'status', 'done', 'failed', 'total', 'created'], row: planRow, more },
+      );
     });
   plans
     .command('show <planId>')
@@ -318,23 +365,21 @@ export async function runCli(
     .command('jobs <planId>')
     .description("a page of a plan's jobs")
     .option('--failed', 'only failed jobs, with their log')
-    .option('--limit <n>', 'page size', '100')
-    .action(async (planId: string, o: { failed?: boolean; limit: string }) => {
-      const page = await (
-        await client()
-      ).plans.jobs(planId, { ...(o.failed ? { status: 'Failed' } : {}), limit: Number(o.limit) });
-      print(
-        () =>
-          table(
-            page.items.map((j) => ({
-              instance: j.workflowInstanceId,
-              status: jobStatusName(j.status),
-              log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined,
-            })),
-            o.failed ? ['instance', 'status', 'log'] : ['instance', 'status'],
-          ),
-        page,
-      );
+    .option('--limit <n>', 'page size (1 to 1000)', count, 100)
+    .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
+    .option('--all', 'every page to the end, printed as they arrive')
+    .action(async (planId: string, o: { failed?: boolean; limit: number } & PagingOptions) => {
+      const c = await client();
+      const query = { ...(o.failed ? { status: 'Failed' } : {}), limit: o.limit };
+      await printPages((after) => c.plans.jobs(planId, { ...query, ...(after ? { after } : {}) }), o, paging(), {
+        columns: o.failed ? ['instance', 'status', 'log'] : ['instance', 'status'],
+        row: (j) => ({
+          instance: j.workflowInstanceId,
+          status: jobStatusName(j.status),
+          log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined,
+        }),
+        more,
+      });
     });
   plans
     .command('pause <planId>')
@@ -361,7 +406,8 @@ export async function runCli(
         ...(o.rate === false ? { rate: null } : o.rate !== undefined ? { rate: o.rate } : {}),
         ...(o.stopOnFailureRatio !== undefined ? { stopOnFailureRatio: o.stopOnFailureRatio } : {}),
       };
-      if (Object.keys(patch).length === 0) throw new Error('Give --rate N, --no-rate or --stop-on-failure-ratio R');
+      if (Object.keys(patch).length === 0)
+        throw new CliFailure('Give --rate N, --no-rate or --stop-on-failure-ratio R', 2);
       const plan = await (await client()).plans.rollout(planId, patch);
       print(() => showPlan(plan), plan);
     });
@@ -375,7 +421,7 @@ export async function runCli(
       const r = await c.plans.revert(planId, o.id ? { id: o.id } : {});
       if (!o.watch) return print(() => `Reverting plan ${planId} with plan ${r.planId}`, r);
       if (!opts().json) io.out(safeCell(`Reverting plan ${planId} with plan ${r.planId}`));
-      exitCode = await watchPlan(c, r.planId, { json: Boolean(opts().json), ...io });
+      exitCode = await watch(c, r.planId);
     });
   plans
     .command('cancel <planId>')
@@ -433,8 +479,9 @@ export async function runCli(
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    io.err(safeText(describeFailure(err)));
-    return err instanceof CliFailure ? err.exitCode : 1;
+    const problem = problemOf(err, target);
+    io.err(wantsJson() ? jsonProblem(problem) : humanProblem(problem));
+    return exitCodeOf(err);
   }
 }
 
@@ -454,7 +501,7 @@ function planRow(p: PlanSummaryView) {
   const c = p.jobCounts;
   return {
     id: p.id,
-    status: planStatusName(p.status),
+    status: planOutcome(p.status, c),
     done: n(c.completed),
     failed: n(c.failed),
     total: n(c.total),
@@ -462,10 +509,23 @@ function planRow(p: PlanSummaryView) {
   };
 }
 
+/** The arguments before `--` (after it, `--json` is an operand). */
+function optionWords(argv: string[]): string[] {
+  const end = argv.indexOf('--');
+  return end < 0 ? argv : argv.slice(0, end);
+}
+
 /** A positive number option (commander parser). */
 function positive(value: string): number {
   const v = Number(value);
   if (!Number.isFinite(v) || v <= 0) throw new InvalidArgumentError('Expected a positive number.');
+  return v;
+}
+
+/** A whole number option of 1 or more (commander parser). */
+function count(value: string): number {
+  const v = Number(value);
+  if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError('Expected a whole number of 1 or more.');
   return v;
 }
 
@@ -495,7 +555,7 @@ function showPlan(p: PlanView): string {
       ].filter(Boolean)
     : [];
   return [
-    `${safeCell(p.id)}  ${planStatusName(p.status)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
+    `${safeCell(p.id)}  ${planOutcome(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
     `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(a.type)).join(', ')}`,
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
     `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
@@ -504,10 +564,20 @@ function showPlan(p: PlanView): string {
   ].join('\n');
 }
 
-/** WFA_API_KEY, else the stored key or token (refreshed when it expired); the URL by the same order. */
-async function connect(env: CliEnvironment, urlOption: string | undefined, bounds: Bounds): Promise<Client> {
-  const stored = await loadCredentials(env.configDir);
-  const baseUrl = urlOption ?? env.url ?? stored?.url ?? 'http://localhost:3000';
+/** The target, or a usage failure (exit 2) that says what is wrong with its URL. */
+function checked(t: Target): Target {
+  const problem = targetProblem(t);
+  if (problem) throw new CliFailure(problem, 2, 'bad-url');
+  return t;
+}
+
+/** WFA_API_KEY, else the stored key or token (refreshed when it expired). */
+async function connect(
+  env: CliEnvironment,
+  stored: Credentials | undefined,
+  baseUrl: string,
+  bounds: Bounds,
+): Promise<Client> {
   if (env.apiKey) return createClient({ ...bounds, baseUrl, apiKey: env.apiKey });
   if (stored?.apiKey) return createClient({ ...bounds, baseUrl, apiKey: stored.apiKey });
   if (stored?.accessToken) {
@@ -522,7 +592,7 @@ async function connect(env: CliEnvironment, urlOption: string | undefined, bound
     });
     return createClient({ ...bounds, baseUrl, accessToken: tokens.accessToken });
   }
-  throw new CliFailure('Not signed in: run `wfa login` (or set WFA_API_KEY)', 2);
+  throw new CliFailure('Not signed in: run `wfa login` (or set WFA_API_KEY)', 2, 'not-signed-in');
 }
 
 async function readJson<T = unknown>(file: string): Promise<T> {
@@ -533,25 +603,14 @@ async function readJson<T = unknown>(file: string): Promise<T> {
     throw new CliFailure(
       `Cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
       2,
+      'bad-file',
     );
   }
   try {
     return JSON.parse(text) as T;
   } catch (err) {
-    throw new CliFailure(`${file} is not JSON: ${(err as Error).message}`, 2);
+    throw new CliFailure(`${file} is not JSON: ${(err as Error).message}`, 2, 'bad-file');
   }
-}
-
-function describeFailure(err: unknown): string {
-  if (err instanceof ProblemError) {
-    const fields = err.errors.slice(0, 50).map((e) => `  ${safeCell(e.path || '/')}: ${safeCell(e.message)}`);
-    return [`error: ${safeCell(err.detail)} (HTTP ${err.status})`, ...fields].join('\n');
-  }
-  if (err instanceof CliFailure) return `error: ${err.message}`;
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code === 'ECONNREFUSED')
-    return `error: cannot reach the service (${cause.message}); is it running? (--url, WFA_URL)`;
-  return `error: ${safeCell(err instanceof Error ? err.message : String(err))}`;
 }
 
 async function readStdin(): Promise<string> {

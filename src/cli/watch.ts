@@ -1,12 +1,16 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PLAN_STATUS } from '../alterations/model.js';
 import { type Client, type PlanEvent, type PlanView, ProblemError } from '../client/index.js';
 import { StreamLimitError } from '../client/sse.js';
-import { duration, n, planStatusName, safeCell, stackedBar } from './format.js';
+import { Interrupted } from './failure.js';
+import { duration, n, planOutcome, planStatusName, safeCell, stackedBar } from './format.js';
 
 interface WatchIo {
   json: boolean;
   out: (text: string) => void;
   isTty: boolean;
+  /** The command that watches this plan again, said when the watch is interrupted. */
+  watchAgain: string;
 }
 
 const RECONNECTS = 5;
@@ -18,9 +22,14 @@ const POLL_MS = 2_000;
  * of streams on that node; 503: the node holds its limit), the same events made from reading the plan
  * every two seconds. A watch never fails because streams are busy.
  */
-async function* planEvents(client: Client, planId: string, onFallback: () => void): AsyncGenerator<PlanEvent> {
+async function* planEvents(
+  client: Client,
+  planId: string,
+  signal: AbortSignal,
+  onFallback: () => void,
+): AsyncGenerator<PlanEvent> {
   try {
-    yield* client.plans.events(planId);
+    yield* client.plans.events(planId, signal);
     return;
   } catch (err) {
     if (!(err instanceof ProblemError) || (err.status !== 429 && err.status !== 503)) throw err;
@@ -29,7 +38,7 @@ async function* planEvents(client: Client, planId: string, onFallback: () => voi
   let sample: { at: number; done: number } | undefined;
   let rate = 0;
   for (;;) {
-    const { plan } = await client.plans.get(planId);
+    const { plan } = await client.plans.get(planId, { signal });
     if (
       plan.status === PLAN_STATUS.Completed ||
       plan.status === PLAN_STATUS.Failed ||
@@ -47,29 +56,75 @@ async function* planEvents(client: Client, planId: string, onFallback: () => voi
       event: 'progress',
       data: { status: plan.status, jobCounts: c, instancesPerSecond: rate, pauseReason: plan.pauseReason },
     };
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    await sleep(POLL_MS, undefined, { signal });
   }
+}
+
+/**
+ * The bar's line on a terminal: redrawn in place, and ended (the cursor put on a new line) before anything
+ * else is printed, so that no message lands on the bar's line.
+ */
+function barLine(isTty: boolean) {
+  let drawn = false;
+  return {
+    draw(text: string) {
+      if (!isTty) return;
+      process.stdout.write(`\r\x1b[2K${text}`);
+      drawn = true;
+    },
+    end() {
+      if (drawn) process.stdout.write('\n');
+      drawn = false;
+    },
+  };
 }
 
 /**
  * Follows a plan through its event stream to the end: a progress bar with done/total, instances per
  * second, ETA and failures (redrawn in place on a terminal, a line every few seconds otherwise; JSON
- * lines with --json). The exit code: 0 when the plan Completed with no failed job, 1 otherwise.
+ * lines with --json). The exit code: 0 when the plan Completed with no failed job, 1 otherwise. Ctrl-C
+ * ends the watch, not the plan: the bar's line is ended and the command to watch it again said (exit 130).
  */
 export async function watchPlan(client: Client, planId: string, io: WatchIo): Promise<number> {
+  const interrupt = new AbortController();
+  const onSigint = () => {
+    if (interrupt.signal.aborted) process.exit(130); // a second Ctrl-C does not wait for anything
+    interrupt.abort();
+  };
+  process.on('SIGINT', onSigint);
+  const bar = barLine(io.isTty);
+  try {
+    return await follow(client, planId, io, bar, interrupt.signal);
+  } catch (err) {
+    if (!interrupt.signal.aborted) throw err;
+    throw new Interrupted(`the plan goes on; watch it again with: ${io.watchAgain}`);
+  } finally {
+    bar.end();
+    process.off('SIGINT', onSigint);
+  }
+}
+
+async function follow(
+  client: Client,
+  planId: string,
+  io: WatchIo,
+  bar: ReturnType<typeof barLine>,
+  signal: AbortSignal,
+): Promise<number> {
   let final: PlanView | undefined;
   let lastLine = 0;
-  let drawn = false;
   let lastPause: string | null | undefined;
+  let heard = false;
   for (let attempt = 0; !final && attempt <= RECONNECTS; attempt++) {
     // A stream cut short (a restarted API node) is picked up again: the service sends the current state at once.
-    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(5_000, 500 * 2 ** attempt)));
+    if (attempt > 0) await sleep(Math.min(5_000, 500 * 2 ** attempt), undefined, { signal });
     try {
       const fallback = () => {
         if (!io.json)
           io.out('The service has no event stream free for this plan now; following it by reading it every 2 s');
       };
-      for await (const e of planEvents(client, planId, fallback)) {
+      for await (const e of planEvents(client, planId, signal, fallback)) {
+        heard = true;
         if (e.event === 'done') {
           final = e.data;
           break;
@@ -82,7 +137,7 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
         const finished = c.completed + c.failed + c.cancelled;
         if (e.data.status === PLAN_STATUS.Paused && e.data.pauseReason !== lastPause) {
           // Said once per pause, on its own line: the watch goes on until the plan ends.
-          if (drawn) process.stdout.write('\n');
+          bar.end();
           io.out(
             `Paused (${safeCell(e.data.pauseReason ?? 'manual')}) after ${n(finished)} of ${n(c.total)}: wfa plans resume ${safeCell(planId)}`,
           );
@@ -105,19 +160,19 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
           )} ` +
           `${n(finished)}/${n(c.total)} ${c.total ? Math.floor((100 * finished) / c.total) : 0}% · ${n(e.data.instancesPerSecond)}/s · ETA ${eta} · ` +
           `${n(c.failed)} failed · ${planStatusName(e.data.status)}`;
-        if (io.isTty) {
-          process.stdout.write(`\r\x1b[2K${line}`);
-          drawn = true;
-        } else if (Date.now() - lastLine >= 2_000) {
+        if (io.isTty) bar.draw(line);
+        else if (Date.now() - lastLine >= 2_000) {
           io.out(line);
           lastLine = Date.now();
         }
       }
     } catch (err) {
-      if (attempt === RECONNECTS || (err as { status?: number }).status || err instanceof StreamLimitError) throw err;
+      // Only a stream that was heard from is reconnected: a first answer that fails says so at once.
+      const giveUp = signal.aborted || !heard || attempt === RECONNECTS;
+      if (giveUp || (err as { status?: number }).status || err instanceof StreamLimitError) throw err;
     }
   }
-  if (drawn) process.stdout.write('\n');
+  bar.end();
   if (!final) throw new Error(`The event stream of plan ${planId} ended before the plan did`);
   const c = final.jobCounts;
   const ok = final.status === PLAN_STATUS.Completed && c.failed === 0;
@@ -125,7 +180,7 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
     io.out(JSON.stringify({ event: 'done', ...final }));
   } else {
     io.out(
-      `${planStatusName(final.status)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
+      `${planOutcome(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
         (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
         (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : ''),
     );

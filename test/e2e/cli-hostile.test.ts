@@ -139,7 +139,7 @@ describe('wfa against a hostile server', () => {
     route = () => undefined;
     const r = await wfa(['--timeout', '1', 'plans', 'list']);
     expect(r.code).toBe(1);
-    expect(r.err).toContain('did not answer within 1000 ms');
+    expect(r.err).toContain('did not answer GET /alterations within 1000 ms (--timeout)');
     expect(r.ms).toBeLessThan(10_000);
   });
 

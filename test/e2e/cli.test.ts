@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
-import { runWfa } from '../support/wfa.js';
+import { runWfa, startWfa } from '../support/wfa.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
@@ -104,7 +104,7 @@ describe('wfa, spawned against a running service', () => {
     });
     const r = await wfa(['plans', 'submit', plan, '--id', `cli-fail-${run}`, '--watch']);
     expect(r.code).toBe(1);
-    expect(r.out).toMatch(/Completed: 0 completed, 300 failed, 0 cancelled of 300/);
+    expect(r.out).toContain('Completed — all 300 jobs failed: 0 completed, 300 failed, 0 cancelled of 300');
     const jobs = await wfa(['--json', 'plans', 'jobs', `cli-fail-${run}`, '--failed', '--limit', '5']);
     expect(jobs.code).toBe(0);
     const page = JSON.parse(jobs.out) as { items: { status: number }[] };
@@ -182,4 +182,141 @@ describe('wfa, spawned against a running service', () => {
     expect(wrong.code).toBe(1);
     expect(wrong.err).toMatch(/^error: /);
   });
+
+  it('says when every job of a Completed plan failed, in show, list and watch', async () => {
+    const shown = await wfa(['plans', 'show', `cli-fail-${run}`]);
+    expect(shown.out.split('\n')[0]).toBe(`cli-fail-${run}  Completed — all 300 jobs failed`);
+    const listed = await wfa(['plans', 'list', '--all']);
+    expect(listed.out).toMatch(new RegExp(`cli-fail-${run} +Completed — all 300 jobs failed +0 +300 +300`));
+    expect(listed.out).toMatch(new RegExp(`cli-ok-${run} +Completed +300 +0 +300`));
+    const watched = await wfa(['plans', 'watch', `cli-fail-${run}`]);
+    expect(watched.code).toBe(1);
+    expect(watched.out.trim().split('\n')).toEqual([
+      'Completed — all 300 jobs failed: 0 completed, 300 failed, 0 cancelled of 300',
+      `  see them: wfa plans jobs cli-fail-${run} --failed`,
+    ]);
+  });
+
+  it('pages instances: a page and the command for the next, --after, and --all streaming every page', async () => {
+    const args = ['instances', 'list', '--definition', 'cli-def', '--limit', '120'];
+    const first = await wfa(args);
+    expect(first.code).toBe(0);
+    const rows = (out: string) => out.trim().split('\n').slice(1);
+    expect(first.out.split('\n')[0]).toMatch(/^ID +DEFINITION +CORRELATION +STATUS +INCIDENTS +UPDATED$/);
+    expect(rows(first.out)).toHaveLength(120);
+    expect(rows(first.out)[0]).toMatch(/^\S+ +cli-def v1 +seed-300 +Running\/Suspended +0 /);
+    const hint = /^more: wfa instances list --definition cli-def --limit 120 --after (\S+)\n$/.exec(first.err);
+    expect(hint, first.err).not.toBeNull();
+
+    const second = await wfa([...args, '--after', hint![1]!]);
+    expect(rows(second.out)).toHaveLength(120);
+    expect(rows(second.out)[0]).toContain('seed-180');
+    const third = await wfa([...args, '--after', /--after (\S+)/.exec(second.err)![1]!]);
+    expect(rows(third.out)).toHaveLength(60);
+    expect(third.err).toBe('');
+
+    const all = await wfa([...args, '--all']);
+    expect(all.err).toBe('');
+    expect(all.out.match(/^ID /gm)).toHaveLength(1);
+    const ids = rows(all.out).map((l) => l.split(' ')[0]);
+    expect(new Set(ids).size).toBe(300);
+    const json = await wfa(['--json', ...args, '--all']);
+    const items = json.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; correlationId: string });
+    expect(items.map((i) => i.id)).toEqual(ids);
+    expect(items[0]!.correlationId).toBe('seed-300');
+
+    const bad = await wfa([...args, '--after', 'not-a-cursor']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/^error: .*cursor.* \(HTTP 400\)/);
+  });
+
+  it("pages a plan's jobs and the plans the same way", async () => {
+    const jobs = await wfa(['plans', 'jobs', `cli-fail-${run}`, '--failed', '--limit', '250']);
+    expect(jobs.out.trim().split('\n')).toHaveLength(251);
+    const cursor = new RegExp(`^more: wfa plans jobs cli-fail-${run} --failed --limit 250 --after (\\S+)\\n$`).exec(
+      jobs.err,
+    );
+    expect(cursor, jobs.err).not.toBeNull();
+    const rest = await wfa(['plans', 'jobs', `cli-fail-${run}`, '--failed', '--limit', '250', '--after', cursor![1]!]);
+    expect(rest.out.trim().split('\n')).toHaveLength(51);
+    const all = await wfa(['plans', 'jobs', `cli-fail-${run}`, '--limit', '100', '--all']);
+    expect(all.out.trim().split('\n')).toHaveLength(301);
+    expect(all.err).toBe('');
+
+    const plans = await wfa(['plans', 'list', '--limit', '1']);
+    expect(plans.out.trim().split('\n')).toHaveLength(2);
+    expect(plans.err).toMatch(/^more: wfa plans list --limit 1 --after \S+\n$/);
+  });
+
+  it("gives the service's problem document as JSON with --json, on standard error", async () => {
+    const r = await wfa(['--json', 'plans', 'show', `no-such-plan-${run}`]);
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    const { error } = JSON.parse(r.err) as { error: Record<string, unknown> };
+    expect(error).toMatchObject({ type: '/problems/not-found', title: 'Not Found', status: 404 });
+    expect(error.detail).toContain(`no-such-plan-${run}`);
+    expect(error.traceId).toEqual(expect.any(String));
+  });
+
+  it('asks for the password on a terminal without showing it', async () => {
+    const login = startWfa(['login', '--username', 'admin'], work, { WFA_URL: url, WFA_API_KEY: '' }, { tty: true });
+    await login.waitFor(`Password for admin at ${url}: `);
+    // Typed with a slip: a wrong last key, deleted with Backspace.
+    login.child.stdin.write(`${password}x\u007f\r`);
+    const r = await login.done;
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toContain(`Signed in to ${url} as admin`);
+    expect(r.out).not.toContain(password);
+    const list = await wfa(['--json', 'plans', 'list', '--limit', '1'], { WFA_API_KEY: '' });
+    expect(list.code).toBe(0);
+
+    const piped = await wfa(['login'], { WFA_API_KEY: '' }, `${password}\n`);
+    expect(piped.code).toBe(0);
+    expect(piped.out).not.toContain('Password');
+    const none = await wfa(['login'], { WFA_API_KEY: '' }, '');
+    expect(none.code).toBe(2);
+    expect(none.err).toBe('error: No password: pass --password, set WFA_PASSWORD, or pipe it on standard input\n');
+  });
+
+  it('leaves a watch on Ctrl-C: the plan goes on, the line after the bar says how to watch it again, exit 130', async () => {
+    expect(
+      (await wfa(['definitions', 'publish', await file('watch-def.json', approvalWithNote('cli-watch'))])).code,
+    ).toBe(0);
+    const { rows } = await pool.query<{ id: string }>(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'cli-watch'",
+    );
+    await seedInstances(pool, { definitionVersionId: rows[0]!.id, count: 200, variables: { amount: 0 } });
+    const plan = await file('slow.json', {
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 1 }],
+      filter: { definitionIds: ['cli-watch'] },
+    });
+    const planId = `cli-slow-${run}`;
+    expect((await wfa(['plans', 'submit', plan, '--id', planId, '--rate', '5'])).code).toBe(0);
+    const again = `the plan goes on; watch it again with: wfa plans watch ${planId}`;
+
+    const piped = startWfa(['plans', 'watch', planId], work, { WFA_URL: url, WFA_API_KEY: adminKey });
+    await piped.waitFor(/\/200 .*· Running/);
+    piped.child.kill('SIGINT');
+    const p = await piped.done;
+    expect(p.code).toBe(130);
+    expect(p.err).toBe(`${again}\n`);
+
+    const tty = startWfa(['plans', 'watch', planId], work, { WFA_URL: url, WFA_API_KEY: adminKey }, { tty: true });
+    // eslint-disable-next-line no-control-regex
+    await tty.waitFor(/\r\u001b\[2K[█▓░]+ [\d,]+\/200 /);
+    tty.child.stdin.write('\u0003');
+    const t = await tty.done;
+    expect(t.code).toBe(130);
+    const lines = t.out.split(/\r?\n/);
+    expect(lines.at(-2)).toBe(again);
+    // The bar's line ends where the terminal echoed the Ctrl-C; the message has a line of its own.
+    expect(lines.at(-3)).toMatch(/\/200 .*· Running(\^C)?$/);
+
+    const shown = JSON.parse((await wfa(['--json', 'plans', 'show', planId])).out) as { status: number };
+    expect(shown.status).toBe(3);
+    expect((await wfa(['plans', 'cancel', planId])).code).toBe(0);
+  }, 60_000);
 });
