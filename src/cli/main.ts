@@ -195,12 +195,12 @@ export async function runCli(
           limit: o.limit,
         };
         await printPages((after) => c.instances.list({ ...query, ...(after ? { after } : {}) }), o, paging(), {
-          columns: ['id', 'definition', 'correlation', 'status', 'incidents', 'updated'],
+          columns: ['id', 'definition', 'status', 'correlation', 'incidents', 'updated'],
           row: (i) => ({
             id: i.id,
             definition: `${i.definitionId} v${i.version}`,
-            correlation: i.correlationId,
             status: `${i.status}/${i.subStatus}`,
+            correlation: i.correlationId,
             incidents: i.incidentCount,
             updated: i.updatedAt,
           }),

@@ -202,9 +202,9 @@ describe('wfa, spawned against a running service', () => {
     const first = await wfa(args);
     expect(first.code).toBe(0);
     const rows = (out: string) => out.trim().split('\n').slice(1);
-    expect(first.out.split('\n')[0]).toMatch(/^ID +DEFINITION +CORRELATION +STATUS +INCIDENTS +UPDATED$/);
+    expect(first.out.split('\n')[0]).toMatch(/^ID +DEFINITION +STATUS +CORRELATION +INCIDENTS +UPDATED$/);
     expect(rows(first.out)).toHaveLength(120);
-    expect(rows(first.out)[0]).toMatch(/^\S+ +cli-def v1 +seed-300 +Running\/Suspended +0 /);
+    expect(rows(first.out)[0]).toMatch(/^\S+ +cli-def v1 +Running\/Suspended +seed-300 +0 /);
     const hint = /^more: wfa instances list --definition cli-def --limit 120 --after (\S+)\n$/.exec(first.err);
     expect(hint, first.err).not.toBeNull();
 
