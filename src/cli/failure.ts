@@ -116,7 +116,9 @@ function connectionDetail(err: ConnectionError, target: Target | undefined): str
     case 'timeout':
       return `the server at ${at} did not answer ${request} ${err.code ? `in time (${err.reason})` : err.reason} (--timeout); check that the URL is the workflow-alterations service's and that it is not overloaded`;
     case 'bad-url':
-      return `${at} cannot be used (${err.reason})`;
+      return err.reason === 'bad port'
+        ? `${at} cannot be used: Node's fetch refuses port ${url.port} (a port browsers block); serve the service on another port`
+        : `${at} cannot be used (${err.reason})`;
     default:
       return `could not reach ${at} (${err.reason}); check the URL and the network`;
   }

@@ -98,6 +98,13 @@ describe('wfa given a wrong URL', () => {
       error: () => '--url 127.0.0.1:3000 cannot be used: it is not a URL; did you mean http://127.0.0.1:3000?',
     },
     {
+      name: 'a port that fetch refuses',
+      url: () => 'http://127.0.0.1:6000',
+      code: 1,
+      error: () =>
+        "--url http://127.0.0.1:6000 cannot be used: Node's fetch refuses port 6000 (a port browsers block); serve the service on another port",
+    },
+    {
       name: 'https to a plain HTTP port',
       url: () => `https://${at.html}`,
       code: 1,
