@@ -19,9 +19,10 @@ export function readHidden(
   input: TerminalInput,
   output: { write(text: string): unknown },
 ): Promise<string | undefined> {
-  output.write(prompt);
+  // Raw mode before the prompt: what is typed as soon as the prompt shows is never echoed.
   input.setRawMode(true);
   input.resume();
+  output.write(prompt);
   let secret = '';
   let escape = false;
   return new Promise<string | undefined>((resolve, reject) => {
