@@ -6,7 +6,15 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
-import { exitWithin, noneLeft, processTable, processTree, type Spawned, spawnKept } from '../support/processes.js';
+import {
+  embeddedEnv,
+  exitWithin,
+  noneLeft,
+  processTable,
+  processTree,
+  type Spawned,
+  spawnKept,
+} from '../support/processes.js';
 
 /**
  * `npm start` as a user runs it, in its own process group (a terminal's Ctrl-C reaches the whole group),
@@ -39,17 +47,7 @@ afterAll(async () => {
 });
 
 function npmStart(): Spawned {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY']) delete env[name];
-  Object.assign(env, {
-    DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    EMBEDDED_POSTGRES_PORT: String(ports.postgres),
-    TEMPORAL_DEV_SERVER_PORT: String(ports.temporal),
-    TEMPORAL_UI_PORT: '0',
-    ADMIN_API_KEY: ADMIN_KEY,
-    LOG_LEVEL: 'info',
-  });
+  const env = embeddedEnv(dataDir, ports, { ADMIN_API_KEY: ADMIN_KEY });
   // Its own process group, as a shell gives a job: the group is what a Ctrl-C or kill -9 -PGID reaches.
   return spawnKept('npm', ['start'], { cwd: ROOT, env, detached: true });
 }

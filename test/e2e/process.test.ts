@@ -6,7 +6,16 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
-import { noneLeft, processTable, processTree, type Spawned, spawnKept, exitWithin } from '../support/processes.js';
+import {
+  embeddedEnv,
+  type EmbeddedPorts,
+  exitWithin,
+  noneLeft,
+  processTable,
+  processTree,
+  type Spawned,
+  spawnKept,
+} from '../support/processes.js';
 
 /**
  * The service as a user runs it (`node --import tsx src/main.ts`) in embedded mode: its own Postgres and
@@ -28,11 +37,7 @@ async function freshDataDir(): Promise<string> {
   return dir;
 }
 
-interface Ports {
-  api: number;
-  postgres: number;
-  temporal: number;
-}
+type Ports = EmbeddedPorts;
 
 async function freePorts(): Promise<Ports> {
   return { api: await freePort(), postgres: await freePort(), temporal: await freePort() };
@@ -41,19 +46,8 @@ async function freePorts(): Promise<Ports> {
 type Service = Spawned;
 
 function spawnService(dataDir: string, ports: Ports, extraEnv: NodeJS.ProcessEnv = {}, viaNpm = false): Service {
-  const env: NodeJS.ProcessEnv = { ...process.env };
   // Embedded mode: the shared test servers are not this service's.
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_API_KEY', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY'])
-    delete env[name];
-  Object.assign(env, {
-    DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    EMBEDDED_POSTGRES_PORT: String(ports.postgres),
-    TEMPORAL_DEV_SERVER_PORT: String(ports.temporal),
-    TEMPORAL_UI_PORT: '0',
-    LOG_LEVEL: 'info',
-    ...extraEnv,
-  });
+  const env = embeddedEnv(dataDir, ports, extraEnv);
   const [command, args] = viaNpm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
   return spawnKept(command, args as string[], { cwd: ROOT, env });
 }

@@ -121,3 +121,29 @@ export async function noneLeft(pids: number[], dataDir: string, ms = 10_000): Pr
   }
   return left;
 }
+
+export interface EmbeddedPorts {
+  api: number;
+  postgres: number;
+  temporal: number;
+}
+
+/**
+ * The environment of a service in embedded mode (its own Postgres and dev server in `dataDir`): the
+ * shared test servers and credentials of the test run are not passed on.
+ */
+export function embeddedEnv(dataDir: string, ports: EmbeddedPorts, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_API_KEY', 'ADMIN_PASSWORD', 'AUTH_SIGNING_KEY'])
+    delete env[name];
+  return {
+    ...env,
+    DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    EMBEDDED_POSTGRES_PORT: String(ports.postgres),
+    TEMPORAL_DEV_SERVER_PORT: String(ports.temporal),
+    TEMPORAL_UI_PORT: '0',
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
