@@ -23,7 +23,7 @@ import { Stops } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
 import { devServerFairness, startDevServer } from './temporal/devserver.js';
 import { workInFlight } from './alterations/plans.js';
-import { temporalDispatcher } from './temporal/dispatch.js';
+import { OutboxRelay } from './temporal/outbox-relay.js';
 import { type PlanProcessing, startPendingPlans } from './temporal/plans.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
@@ -230,15 +230,6 @@ async function build(
     ...config.alterations,
     searchAttributes: await ensureSearchAttributes(connection, namespace, logger),
   };
-  // API requests dispatch through a per-tenant share of requests to Temporal (TENANT_TEMPORAL_REQUESTS): any
-  // number of a tenant's requests may run at once. Plan batches dispatch without it: they are bounded by the
-  // batch slots already, and a batch waiting for its tenant's turn would hold a slot another tenant needs.
-  const dispatcher = temporalDispatcher(client, taskQueue, {
-    searchAttributes: planProcessing.searchAttributes,
-    requestsPerTenant: config.shares.temporalRequestsPerTenant,
-  });
-  const workerDispatcher = temporalDispatcher(client, taskQueue, { searchAttributes: planProcessing.searchAttributes });
-
   const definitions = new DefinitionCache();
   // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.
   const cipher = createConfigCipher(config.connectionsEncryptionKey);
@@ -272,6 +263,18 @@ async function build(
   // Per tenant, on this worker: TENANT_OUTBOUND_CALLS of the calls worker's slots.
   const outboundCalls = new TenantCounter(config.shares.outboundCallsPerTenant, config.shares.outboundCallSlots);
 
+  // The worker tells instances' workflows what committed in Postgres (the outbox of migration 011), a
+  // tenant's share of the requests to Temporal at a time (TENANT_TEMPORAL_REQUESTS).
+  const relay = workerPool
+    ? new OutboxRelay({
+        pool: workerPool,
+        client,
+        taskQueue,
+        logger,
+        searchAttributes: planProcessing.searchAttributes === true,
+        perTenant: config.shares.temporalRequestsPerTenant,
+      })
+    : undefined;
   let workers: Worker[] = [];
   let workerRuns: Promise<void>[] = [];
   let stoppingWorker = false;
@@ -288,7 +291,6 @@ async function build(
     const activityDeps = {
       ...engine,
       pool: workerPool,
-      dispatcher: workerDispatcher,
       ...(o.recordUndo === false ? { recordUndo: false } : {}),
     };
     const where = { connection: nativeConnection, namespace, taskQueue };
@@ -317,6 +319,7 @@ async function build(
     workers = [main, batches, calls];
     stoppingWorker = false;
     workerRuns = workers.map((w) => w.run());
+    relay?.start();
     // A worker that died leaves an API that accepts work nobody does: the owner decides (main stops, exit 1).
     for (const run of workerRuns) {
       run.catch((err: unknown) => {
@@ -329,6 +332,7 @@ async function build(
   const stopWorker = async () => {
     if (!workers.length) return;
     stoppingWorker = true;
+    await relay?.stop();
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await Promise.all(workerRuns.map((r) => r.catch(() => undefined)));
     workers = [];
@@ -355,7 +359,6 @@ async function build(
       config,
       pool: apiPool,
       temporal: client,
-      dispatcher,
       definitions,
       cipher,
       logger,

@@ -1,6 +1,9 @@
 import {
   ActivityFailure,
+  condition,
   continueAsNew,
+  isCancellation,
+  makeContinueAsNewFunc,
   sleep,
   defineSignal,
   patched,
@@ -96,12 +99,28 @@ async function makeCall(instanceId: string, call: NonNullable<StepResult['call']
   return steps.finishOutboundCall({ details: result.details, outcome: result.outcome });
 }
 
-export const workAvailable = defineSignal('workAvailable');
+/**
+ * What the outbox relay tells an instance's workflow (src/temporal/outbox-relay.ts): where the instance
+ * stands after a change committed in Postgres. `revision` orders them: an older word is ignored.
+ */
+export interface InstanceTidings {
+  revision: number;
+  status: string;
+  subStatus: string;
+  version: number;
+  /** The instance has work that needs its workflow: an outbound call, or a step a resilience strategy retries. */
+  hasWork: boolean;
+}
+
+/** Sent by the relay with where the instance stands; runs of the previous release took it without arguments. */
+export const workAvailable = defineSignal<[InstanceTidings?]>('workAvailable');
 
 export interface InstanceExecutionInput {
   instanceId: string;
   /** The search attributes are registered: keep WorkflowInstanceStatus current. */
   searchAttributes?: boolean;
+  /** Carried over by continue-as-new: what the run before knew and showed. */
+  known?: InstanceTidings;
 }
 
 type Standing = NonNullable<Awaited<ReturnType<Activities['peekStep']>>['instance']>;
@@ -127,16 +146,162 @@ function describe(standing: Standing | undefined, executed: readonly string[]): 
   return `${ran}; ${standing.status}/${standing.subStatus}`;
 }
 
+/** The lifelong shape (below); runs without its marker are per-dispatch runs of the previous release. */
+const LIFELONG_PATCH = 'instance-lifelong-v1';
+/** A per-dispatch run still open at the upgrade ends by continuing as the lifelong shape. */
+const HANDOVER_PATCH = 'instance-lifelong-handover';
+/** Words from the relay one run takes before it continues as new: its history stays bounded. */
+const TIDINGS_PER_RUN = 500;
+/** Activities named in a run's result and details: the most recent ones. */
+const EXECUTED_KEPT = 20;
+
+/** Signals as the handler left them for the run that reads them. */
+interface Inbox {
+  latest?: InstanceTidings;
+  /** A signal arrived since the per-dispatch run last looked (its "look for work once more"). */
+  signalled: boolean;
+}
+
 /**
- * Runs an instance's scheduled activities one step at a time until nothing is runnable. Postgres holds
- * the state; this workflow only drives it, so a crashed worker resumes at the next unexecuted step.
- * A `workAvailable` signal (dispatch) that arrives while running makes it look for work once more.
+ * The Temporal side of one workflow instance, `workflow-instance-{id}`: one workflow for the instance's
+ * whole life. Postgres holds the state and most steps run where the change is made (src/engine/pure-steps.ts);
+ * this workflow is told every change that matters to it by the outbox relay and
+ * - keeps its search attribute `WorkflowInstanceStatus` ("Running/Suspended", …) the instance's status, so
+ *   that the Temporal UI's lists, filters and counts are the API's;
+ * - runs the steps that need the world (an outbound call on the calls task queue; a step whose resilience
+ *   strategy retries it with backoff), one activity per step, as the previous release ran every step;
+ * - is Running while the instance is Running (suspended: waiting for the next word), completes when the
+ *   instance finishes, and ends Canceled through Temporal's cancellation when the instance is cancelled;
+ * - continues as new every TIDINGS_PER_RUN words, the continued run carrying no status (its successor does),
+ *   so that counting by `WorkflowInstanceStatus` counts each instance once.
  */
 export async function instanceExecution(input: InstanceExecutionInput): Promise<InstanceExecutionResult | void> {
-  let signalled = false;
-  setHandler(workAvailable, () => {
-    signalled = true;
+  const inbox: Inbox = { signalled: false };
+  setHandler(workAvailable, (tidings) => {
+    inbox.signalled = true;
+    if (tidings && (!inbox.latest || tidings.revision > inbox.latest.revision)) inbox.latest = tidings;
   });
+  if (patched(LIFELONG_PATCH)) return lifelong(input, inbox);
+  const result = await perDispatchRun(input, inbox);
+  // A run of the previous release that was open at the upgrade hands over to the lifelong shape; a history
+  // recorded before ends as it was recorded.
+  if (patched(HANDOVER_PATCH)) {
+    await continueAsNew<typeof instanceExecution>({
+      instanceId: input.instanceId,
+      ...(input.searchAttributes !== undefined ? { searchAttributes: input.searchAttributes } : {}),
+    });
+  }
+  return result;
+}
+
+async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<InstanceExecutionResult> {
+  let known = input.known;
+  let standing: Standing | undefined;
+  const executed: string[] = [];
+  const startedAs = workflowInfo().typedSearchAttributes.get(INSTANCE_STATUS_ATTRIBUTE);
+  let shownStatus: string | undefined = startedAs ?? (known ? `${known.status}/${known.subStatus}` : undefined);
+  let shownVersion = known?.version;
+  const show = (status: string, version?: number) => {
+    if (input.searchAttributes && status !== shownStatus)
+      upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: status }]);
+    shownStatus = status;
+    if (version !== undefined && shownVersion !== undefined && version !== shownVersion) upsertMemo({ version });
+    if (version !== undefined) shownVersion = version;
+    setCurrentDetails(`**${status}** · ${describe(standing, executed)}`);
+  };
+  const ran = (activityId: string | undefined) => {
+    if (!activityId) return;
+    executed.push(activityId);
+    if (executed.length > EXECUTED_KEPT) executed.shift();
+  };
+  const result = (): InstanceExecutionResult => ({
+    instance: shownStatus ?? 'unknown',
+    summary: describe(standing, executed),
+    executedActivityIds: [...executed],
+  });
+  let heard = 0;
+  try {
+    for (;;) {
+      await condition(() => inbox.latest !== undefined && (!known || inbox.latest.revision > known.revision));
+      const tidings = inbox.latest!;
+      known = tidings;
+      heard++;
+      show(`${tidings.status}/${tidings.subStatus}`, tidings.version);
+      if (tidings.status === 'Finished') {
+        // A cancelled instance's workflow ends Canceled: the relay requests the cancellation after this word.
+        if (tidings.subStatus === 'Cancelled') await condition(() => false);
+        return result();
+      }
+      if (tidings.hasWork) {
+        const peeked = await steps.peekStep(input.instanceId);
+        standing = peeked.instance ?? standing;
+        let policy = peeked.nextRetry;
+        for (;;) {
+          const step = await runStep(input.instanceId, policy, (s) => {
+            standing = s ?? standing;
+            if (s) show(`${s.status}/${s.subStatus}`, s.version);
+          });
+          policy = step.nextRetry;
+          ran(step.executedActivityId);
+          standing = step.instance ?? standing;
+          if (step.instance) show(`${step.instance.status}/${step.instance.subStatus}`, step.instance.version);
+          if (!step.hasMoreWork) break;
+        }
+      }
+      if (heard >= TIDINGS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+        // The closed run carries no status, so that a count by status finds each instance once: in its last run.
+        const carried = workflowInfo().typedSearchAttributes.getAll();
+        if (input.searchAttributes) upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: null }]);
+        await makeContinueAsNewFunc<typeof instanceExecution>({ typedSearchAttributes: carried })({
+          ...input,
+          known: tidings,
+        });
+      }
+    }
+  } catch (err) {
+    if (isCancellation(err)) {
+      // Cancelled through Temporal: shown as the instance stands (the relay told it first), then ended Canceled.
+      const last = inbox.latest;
+      if (last) show(`${last.status}/${last.subStatus}`, last.version);
+    }
+    throw err;
+  }
+}
+
+/** One step through the step activity; an outbound call it starts is made on the calls task queue. */
+async function runStep(
+  instanceId: string,
+  policy: StepRetryPolicy | undefined,
+  calling: (standing: Standing | undefined) => void,
+): Promise<StepResult> {
+  let step: StepResult;
+  // Outbound calls are left to this workflow (`callsApart`), to be made on the calls task queue. A run
+  // started before that replays as it ran: its recorded step results carry no call.
+  if (policy) {
+    try {
+      step = await stepsWith(policy).executeInstanceStep(instanceId, { callsApart: true });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      // The strategy's attempts ran out on something other than the activity's own fault (its last
+      // attempt records that as an incident): run the step once more as final, with the default policy.
+      step = await steps.executeInstanceStep(instanceId, { finalAttempt: true, callsApart: true });
+    }
+  } else {
+    step = await steps.executeInstanceStep(instanceId, { callsApart: true });
+  }
+  if (step.call) {
+    calling(step.instance);
+    step = await makeCall(instanceId, step.call);
+  }
+  return step;
+}
+
+/**
+ * The previous release's shape, kept for its runs in flight at an upgrade: runs an instance's scheduled
+ * activities one step at a time until nothing is runnable, then completes (a dispatch started a new run).
+ * A `workAvailable` signal that arrives while running makes it look for work once more.
+ */
+async function perDispatchRun(input: InstanceExecutionInput, inbox: Inbox): Promise<InstanceExecutionResult | void> {
   // Runs started before the metadata existed replay without it.
   const metadata = patched('instance-metadata-v1');
   const executed: string[] = [];
@@ -175,30 +340,12 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
       : undefined;
   let policy = peeked.nextRetry;
   for (;;) {
-    signalled = false;
-    let step;
-    // Outbound calls are left to this workflow (`callsApart`), to be made on the calls task queue. A run
-    // started before that replays as it ran: its recorded step results carry no call.
-    if (policy) {
-      try {
-        step = await stepsWith(policy).executeInstanceStep(input.instanceId, { callsApart: true });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure)) throw err;
-        // The strategy's attempts ran out on something other than the activity's own fault (its last
-        // attempt records that as an incident): run the step once more as final, with the default policy.
-        step = await steps.executeInstanceStep(input.instanceId, { finalAttempt: true, callsApart: true });
-      }
-    } else {
-      step = await steps.executeInstanceStep(input.instanceId, { callsApart: true });
-    }
-    if (step.call) {
-      show(step.instance);
-      step = await makeCall(input.instanceId, step.call);
-    }
+    inbox.signalled = false;
+    const step = await runStep(input.instanceId, policy, show);
     policy = step.nextRetry;
     if (step.executedActivityId) executed.push(step.executedActivityId);
     show(step.instance);
-    if (!step.hasMoreWork && !signalled) return result();
+    if (!step.hasMoreWork && !inbox.signalled) return result();
     if (!step.hasMoreWork) policy = (await steps.peekStep(input.instanceId)).nextRetry;
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof instanceExecution>(input);

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import type { DefinitionCache, DefinitionVersion } from '../engine/definitions.js';
 import { findActivity } from '../engine/flowchart.js';
+import { runPureSteps, writePureSteps } from '../engine/pure-steps.js';
 import {
   ALTERABLE_COLUMNS,
   alterableFromRow,
@@ -227,15 +228,17 @@ export async function lockInstances(
 /** Writes many altered instances in one statement and marks cancelled instances' running records Canceled. */
 export async function saveInstances(
   db: Queryable,
+  definitions: DefinitionCache,
   altered: readonly ApplyOutcome[],
   now: Date,
   before?: ReadonlyMap<string, AlterableState>,
 ): Promise<void> {
-  await writeInstanceStates(
-    db,
-    altered.filter((o) => o.ok && o.state).map((o) => o.state!),
-    before,
-  );
+  const states = altered.filter((o) => o.ok && o.state).map((o) => o.state!);
+  // The work the alterations scheduled runs here as far as it is pure (src/engine/pure-steps.ts): a
+  // ScheduleActivity of a SetVariable over a batch takes effect with the batch, set-based.
+  const steps = await runPureSteps(db, definitions, states, now);
+  await writeInstanceStates(db, states, before);
+  await writePureSteps(db, steps);
   const cancelled = altered.filter((o) => o.ok && o.cancelled && o.state).map((o) => o.state!.id);
   if (cancelled.length > 0) {
     await db.query(

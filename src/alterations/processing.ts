@@ -2,7 +2,6 @@ import type pg from 'pg';
 import { isUniqueViolation } from '../db/errors.js';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
-import type { Dispatcher } from '../engine/ports.js';
 import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import {
@@ -37,7 +36,7 @@ import {
   revertFailureMessage,
   setOrdsInRange,
 } from './plans.js';
-import { runnableWorkSql, type AlterableState } from '../engine/instance-state.js';
+import type { AlterableState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
 
 /**
@@ -48,7 +47,6 @@ import { restore, undoImage, type UndoImage } from './undo.js';
 export interface ProcessingDeps {
   pool: pg.Pool;
   definitions: DefinitionCache;
-  dispatcher: Dispatcher;
   clock?: Clock;
   /** false: jobs record no before-image (the bench measures their cost; nothing else sets it). */
   recordUndo?: boolean;
@@ -220,7 +218,7 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     const plan = rows[0];
     if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
     const control = controlOf(plan);
-    const nothing = { toDispatch: [] as string[], processed: 0, failed: 0, control, tenant: plan.tenant_id };
+    const nothing = { toDispatch: 0, processed: 0, failed: 0, control, tenant: plan.tenant_id };
     if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
     // The range's jobs still without a result (none when an earlier attempt committed them).
     const jobs = await client.query<BatchJob>(
@@ -257,7 +255,7 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
         ? applyResolved(instance, job.instance_id, alterations, defs, now)
         : revertOne(instance, job, plan.revert_of, now);
     });
-    await saveInstances(client, outcomes, now, instances);
+    await saveInstances(client, deps.definitions, outcomes, now, instances);
     const record = deps.recordUndo !== false;
     const written = outcomes.map((o, i) => {
       if (!record) return null;
@@ -313,14 +311,14 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
       ],
     );
     return {
-      toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).map((o) => o.state!.id),
+      toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).length,
       processed: jobs.rows.length,
       failed: failedHere,
       control,
       tenant: plan.tenant_id,
     };
   });
-  const { toDispatch, processed, failed, control, tenant } = outcome;
+  const { toDispatch, processed, failed, control } = outcome;
   if (isFinished(control.status))
     return {
       processed: 0,
@@ -349,12 +347,11 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     ]);
   }
 
-  let dispatch = toDispatch;
   // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed. So
   // does a batch that found its whole range written: a range run again after a resume whose earlier run
-  // committed, then failed (say, to dispatch) and was retried into the pause, which reported nothing done.
-  // Its jobs are counted once all the same (the workflow counted none of that paused run's), and what they
-  // left runnable is dispatched.
+  // committed, then failed and was retried into the pause, which reported nothing done. Its jobs are
+  // counted once all the same (the workflow counted none of that paused run's). What the jobs left for the
+  // instances' workflows committed with them, in the outbox (migration 011).
   let batch = { completed: processed - failed, failed };
   if (args.redispatch || processed === 0) {
     const { rows: counted } = await deps.pool.query<{ completed: number; failed: number }>(
@@ -362,17 +359,8 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
       [args.planId, args.fromOrd],
     );
     batch = counted[0] ?? batch;
-    // A retried batch: the jobs committed by an earlier attempt may not have been dispatched yet.
-    const { rows: again } = await deps.pool.query<{ id: string }>(
-      `SELECT i.id FROM alteration_jobs j JOIN workflow_instances i ON i.id = j.instance_id
-        WHERE j.plan_id = $1 AND j.ord >= $2 AND j.ord < $3 AND j.status = $4
-          AND ${runnableWorkSql('i')}`,
-      [args.planId, args.fromOrd, args.toOrd, JOB_STATUS.Completed],
-    );
-    dispatch = [...new Set([...toDispatch, ...again.map((r) => r.id)])];
   }
-  await deps.dispatcher.dispatch(tenant, dispatch);
-  return { processed, failed, batch, dispatched: dispatch.length, stop: false, paused: false, control };
+  return { processed, failed, batch, dispatched: toDispatch, stop: false, paused: false, control };
 }
 
 /**

@@ -2,7 +2,6 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { AlterableState } from '../engine/instance-state.js';
-import type { Dispatcher } from '../engine/ports.js';
 import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
 import { type Alteration, LOG_LEVEL, type LogEntry } from './model.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
@@ -17,7 +16,6 @@ export interface RunResult {
 export interface RunDeps {
   pool: pg.Pool;
   definitions: DefinitionCache;
-  dispatcher: Dispatcher;
   clock?: Clock;
 }
 
@@ -26,8 +24,9 @@ type Prepared = { alterations: Alteration[]; onSuccess?: (s: AlterableState) => 
 
 /**
  * Alters the tenant's instances with these ids, one result per distinct id in request order: all in one
- * transaction with the rows locked in id order, each instance atomic on its own. Successful instances
- * with runnable work are dispatched before this returns.
+ * transaction with the rows locked in id order, each instance atomic on its own. The work the alterations
+ * scheduled runs in that transaction as far as it is pure, and what needs an instance's workflow is in
+ * the outbox (migration 011) when this returns: "dispatched", durably.
  */
 async function alterEach(
   deps: RunDeps,
@@ -52,22 +51,19 @@ async function alterEach(
       if (outcome.ok && outcome.state && prepared.onSuccess) prepared.onSuccess(outcome.state);
       outcomes.push(outcome);
     }
-    await saveInstances(client, outcomes, now, instances);
-    return ids.map((id, i): RunResult => {
-      const o = outcomes[i]!;
-      const s = o.state ?? instances.get(id);
-      return {
-        workflowInstanceId: id,
-        isSuccessful: o.ok,
-        workflowHasScheduledWork: s ? hasRunnableWork(s) : false,
-        log: o.log,
-      };
+    // What the alterations left scheduled, before it runs (the result says the work was dispatched).
+    const scheduled = ids.map((id, i) => {
+      const s = outcomes[i]!.state ?? instances.get(id);
+      return s ? hasRunnableWork(s) : false;
     });
+    await saveInstances(client, deps.definitions, outcomes, now, instances);
+    return ids.map((id, i): RunResult => ({
+      workflowInstanceId: id,
+      isSuccessful: outcomes[i]!.ok,
+      workflowHasScheduledWork: scheduled[i]!,
+      log: outcomes[i]!.log,
+    }));
   });
-  await deps.dispatcher.dispatch(
-    tenantKey,
-    results.filter((r) => r.isSuccessful && r.workflowHasScheduledWork).map((r) => r.workflowInstanceId),
-  );
   return results;
 }
 

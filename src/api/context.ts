@@ -7,7 +7,6 @@ import type { Config } from '../config.js';
 import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
-import type { Dispatcher } from '../engine/ports.js';
 import type { PlanProcessing } from '../temporal/plans.js';
 import type { PlanStatusListener } from '../alterations/status-listener.js';
 import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
@@ -20,7 +19,6 @@ export interface AppDeps {
   >;
   pool: pg.Pool;
   temporal: Client;
-  dispatcher: Dispatcher;
   definitions: DefinitionCache;
   /** Signing key and lifetimes of access and refresh tokens. */
   tokens: TokenSettings;

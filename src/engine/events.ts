@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
+import { runPureSteps, writePureSteps } from './pure-steps.js';
 import { scheduleSuccessors, settle } from './transitions.js';
 import {
-  hasRunnableWork,
   INSTANCE_COLUMNS,
   instanceFromRow,
   type InstanceRow,
@@ -18,14 +18,14 @@ export interface TriggerFilter {
 
 export interface TriggerResult {
   resumedWorkflowInstanceIds: string[];
-  /** Resumed instances that now have work to run: the caller dispatches these. */
-  toDispatch: string[];
 }
 
 /**
  * Resumes every suspended instance of the tenant that has a bookmark on the event: the bookmark is
- * removed, the waiting activity completes and its successors are scheduled. All in one transaction,
- * with the rows locked, so a concurrent trigger cannot resume the same bookmark twice.
+ * removed, the waiting activity completes and its successors are scheduled, and the pure steps they lead
+ * to run (src/engine/pure-steps.ts). All in one transaction, with the rows locked, so a concurrent trigger
+ * cannot resume the same bookmark twice; what needs an instance's workflow is told through the outbox
+ * that commits with it, so the trigger answers once the resumption is durable, not after it ran.
  */
 export async function triggerEvent(
   pool: pg.Pool,
@@ -79,9 +79,9 @@ export async function triggerEvent(
         [waiting.map((w) => w.instanceId), waiting.map((w) => w.activityId), now],
       );
     }
+    const steps = await runPureSteps(client, definitions, resumed, now);
     await writeInstanceStates(client, resumed, before);
-    const toDispatch = resumed.filter(hasRunnableWork).map((s) => s.id);
-    const ids = resumed.map((s) => s.id);
-    return { resumedWorkflowInstanceIds: ids, toDispatch };
+    await writePureSteps(client, steps);
+    return { resumedWorkflowInstanceIds: resumed.map((s) => s.id) };
   });
 }

@@ -431,7 +431,22 @@ async function beginStep(
 
     const handler = findHandler(activity.type);
     const call = handler
-      ? await handler.execute({ client, s, def, activity, inputs, connection, now, complete, fault, finishRecord })
+      ? await handler.execute({
+          s,
+          def,
+          activity,
+          inputs,
+          connection,
+          now,
+          complete,
+          fault,
+          finishRecord,
+          writeJournal: (message) =>
+            client.query(
+              'INSERT INTO journal_entries (instance_id, activity_id, message, timestamp) VALUES ($1, $2, $3, $4)',
+              [s.id, activity.id, message, now],
+            ),
+        })
       : await fault(`Activity type ${activity.type} has no executor`);
     if (call) {
       // Part one ends here: the record is Running and the activity left the schedule; commit, then call.

@@ -1,9 +1,11 @@
-import type { Queryable } from '../db/pool.js';
+import type pg from 'pg';
+import { type Queryable, withTransaction } from '../db/pool.js';
 import { NotFoundError, pointer, ValidationError, type FieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import { findDefinition, type DefinitionCache } from './definitions.js';
+import { runPureSteps, writePureSteps } from './pure-steps.js';
 import { startActivityId } from './flowchart.js';
-import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from './instance-state.js';
+import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState } from './instance-state.js';
 import type { ActivityRecordStatus, InstanceView } from './instance-views.js';
 import { convertValue, isVariableType } from './values.js';
 
@@ -17,15 +19,19 @@ export interface CreateInstanceRequest {
 
 /**
  * Stores a new instance of a definition (Running/Pending, its start activity scheduled). Variables
- * start at the definition's defaults; given values are converted to the variable's type.
+ * start at the definition's defaults; given values are converted to the variable's type. Its pure steps
+ * run in the same transaction, up to its first wait or external call (src/engine/pure-steps.ts): the
+ * instance is stored as they left it, with their records and journal, and the outbox row that tells its
+ * workflow (migration 011) commits with it.
  */
 export async function createInstance(
-  db: Queryable,
+  pool: pg.Pool,
+  definitions: DefinitionCache,
   tenantKey: string,
   req: CreateInstanceRequest,
   now = new Date(),
 ): Promise<string> {
-  const def = await findDefinition(db, tenantKey, req.definitionId, req.version);
+  const def = await findDefinition(pool, tenantKey, req.definitionId, req.version);
   if (!def) {
     const which = req.version === undefined ? '' : ` with version ${req.version}`;
     throw new ValidationError(`Workflow definition ${req.definitionId}${which} not found`, [
@@ -64,24 +70,54 @@ export async function createInstance(
 
   const id = newId();
   const start = startActivityId(def.root);
-  await db.query(
-    `INSERT INTO workflow_instances
-       (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
-        variables, scheduled, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'Running', 'Pending', $8::jsonb, $9::jsonb, $10, $10)`,
-    [
-      id,
-      tenantKey,
-      def.definitionId,
-      def.id,
-      def.version,
-      req.name ?? null,
-      req.correlationId ?? null,
-      JSON.stringify(variables),
-      JSON.stringify(start ? [start] : []),
-      now,
-    ],
-  );
+  const s: InstanceState = {
+    id,
+    tenantKey,
+    definitionId: def.definitionId,
+    definitionVersionId: def.id,
+    version: def.version,
+    name: req.name ?? null,
+    correlationId: req.correlationId ?? null,
+    isSystem: false,
+    status: 'Running',
+    subStatus: 'Pending',
+    variables,
+    scheduled: start ? [start] : [],
+    bookmarks: [],
+    incidents: [],
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+    revision: 0,
+  };
+  await withTransaction(pool, async (client) => {
+    const steps = await runPureSteps(client, definitions, [s], now);
+    await client.query(
+      `INSERT INTO workflow_instances
+         (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
+          variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14, $15, $16)`,
+      [
+        id,
+        tenantKey,
+        def.definitionId,
+        def.id,
+        def.version,
+        s.name,
+        s.correlationId,
+        s.status,
+        s.subStatus,
+        JSON.stringify(s.variables),
+        JSON.stringify(s.scheduled),
+        JSON.stringify(s.bookmarks),
+        JSON.stringify(s.incidents),
+        now,
+        s.updatedAt,
+        s.finishedAt,
+      ],
+    );
+    await writePureSteps(client, steps);
+  });
   return id;
 }
 

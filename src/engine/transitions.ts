@@ -1,6 +1,6 @@
 import type { DefinitionVersion } from './definitions.js';
 import { successors } from './flowchart.js';
-import type { InstanceState } from './instance-state.js';
+import type { AlterableState } from './instance-state.js';
 
 /**
  * The state transitions of an instance, shared by the step executor and the event trigger. Each changes
@@ -11,7 +11,7 @@ import type { InstanceState } from './instance-state.js';
  * Settles the sub-status after a change: executing while work is scheduled, suspended on bookmarks,
  * finished when neither is left. A faulted or finished instance keeps its state.
  */
-export function settle(s: InstanceState, now: Date): void {
+export function settle(s: AlterableState, now: Date): void {
   if (s.status === 'Finished' || s.subStatus === 'Faulted') return;
   if (s.scheduled.length > 0) {
     s.subStatus = s.subStatus === 'Pending' ? 'Pending' : 'Executing';
@@ -23,7 +23,7 @@ export function settle(s: InstanceState, now: Date): void {
 }
 
 /** Ends the instance: nothing scheduled, nothing awaited. */
-export function finish(s: InstanceState, now: Date): void {
+export function finish(s: AlterableState, now: Date): void {
   s.scheduled = [];
   s.bookmarks = [];
   s.status = 'Finished';
@@ -33,7 +33,7 @@ export function finish(s: InstanceState, now: Date): void {
 
 /** Adds the flowchart successors of an activity's outcome to the schedule, once each. */
 export function scheduleSuccessors(
-  s: InstanceState,
+  s: AlterableState,
   def: DefinitionVersion,
   activityId: string,
   outcome: string,
@@ -44,7 +44,7 @@ export function scheduleSuccessors(
 }
 
 export function recordIncident(
-  s: InstanceState,
+  s: AlterableState,
   activityId: string,
   activityType: string,
   message: string,

@@ -125,12 +125,7 @@ describe('jobs read from the frozen set', () => {
 });
 
 describe('a batch', () => {
-  const dispatched: string[] = [];
-  const deps = (): ProcessingDeps => ({
-    pool: idle.workerPool,
-    definitions: idle.definitions,
-    dispatcher: { dispatch: async (ids) => void dispatched.push(...ids) },
-  });
+  const deps = (): ProcessingDeps => ({ pool: idle.workerPool, definitions: idle.definitions });
 
   async function generatedPlan(count: number) {
     const { ids, filter } = await seed(idle, idleVersion, count);

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
+import { payloadJson } from '../support/plans.js';
 
 // Plans started by earlier releases replay on today's workflow code without a determinism error: plans in
 // flight at an upgrade finish as they began (the patches in workflows/alteration-plan.ts). The fixtures are
@@ -63,6 +64,30 @@ describe('the instance workflow', () => {
     const kinds = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
     expect(kinds).toContain('executeInstanceStep');
     expect(kinds).not.toContain('callOutbound');
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
+  // Recorded by commit 6cc2c07, the last release of one run per dispatch (a run ended when its instance
+  // suspended; a trigger started the next): WriteLine → Event, suspended; then, after the trigger, the
+  // SetVariable and the end; and a run left open in the middle of an outbound call. Today's workflow is one
+  // run for the instance's whole life (patch `instance-lifelong-v1`): runs recorded without the patch take
+  // the old path and replay as they ran; an open one hands over to the lifelong shape when it ends.
+  it.each([
+    ['instance-history-per-dispatch-suspended.bin', ['start', 'wait'], 'Running/Suspended'],
+    ['instance-history-per-dispatch-finished.bin', ['set'], 'Finished/Finished'],
+    ['instance-history-per-dispatch-open-call.bin', ['start'], undefined],
+  ])('replays %s, a per-dispatch run of the previous release', async (name, ran, ended) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).toContain('core_patch');
+    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
+    if (ended) {
+      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
+      expect(result).toMatchObject({ instance: ended, executedActivityIds: ran });
+    } else {
+      expect(completed).toBeUndefined();
+    }
     await expect(replay(history)).resolves.toBeUndefined();
   });
 });

@@ -51,10 +51,13 @@ const create = secureRoute(EXECUTE, {
   method: 'post',
   path: '/workflow-instances',
   tags: ['Workflow instances'],
-  summary: 'Start an instance of a definition (stored, then dispatched to a worker)',
+  summary: 'Start an instance of a definition (stored with its pure steps run, then its workflow is told)',
   request: jsonBody(CreateInstanceSchema),
   responses: {
-    202: jsonContent(z.object({ workflowInstanceId: z.string() }), 'Stored as Running/Pending and dispatched'),
+    202: jsonContent(
+      z.object({ workflowInstanceId: z.string() }),
+      'Stored, its steps run up to its first wait or outbound call, its workflow told through the outbox',
+    ),
     ...BODY_ROUTE_PROBLEMS,
   },
 });
@@ -111,9 +114,8 @@ const trigger = secureRoute(EXECUTE, {
 export function instanceRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(create, async (c) => {
-    const { pool, dispatcher } = c.get('deps');
-    const id = await createInstance(pool, callerTenant(c), c.req.valid('json'));
-    await dispatcher.dispatch(callerTenant(c), [id]);
+    const { pool, definitions } = c.get('deps');
+    const id = await createInstance(pool, definitions, callerTenant(c), c.req.valid('json'));
     c.header('Location', `/workflow-instances/${id}`);
     return c.json({ workflowInstanceId: id }, 202);
   });
@@ -130,10 +132,9 @@ export function instanceRoutes() {
     return c.json(view, 200);
   });
   app.openapi(trigger, async (c) => {
-    const { pool, definitions, dispatcher } = c.get('deps');
+    const { pool, definitions } = c.get('deps');
     const { eventName } = c.req.valid('param');
     const result = await triggerEvent(pool, definitions, callerTenant(c), eventName, c.req.valid('json'));
-    await dispatcher.dispatch(callerTenant(c), result.toDispatch);
     return c.json({ resumedWorkflowInstanceIds: result.resumedWorkflowInstanceIds }, 200);
   });
   return app;

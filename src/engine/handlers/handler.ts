@@ -1,14 +1,12 @@
-import type pg from 'pg';
 import type { ConnectionInput } from '../../connections/resolve.js';
 import type { ActivityNode } from '../definition-schema.js';
 import type { DefinitionVersion } from '../definitions.js';
-import type { InstanceState } from '../instance-state.js';
+import type { AlterableState } from '../instance-state.js';
 
 /** What a handler sees of the step running its activity, inside the step's transaction. */
 export interface StepContext {
-  client: pg.PoolClient;
   /** The locked instance; handlers change it in memory, the executor saves it. */
-  s: InstanceState;
+  s: AlterableState;
   def: DefinitionVersion;
   activity: ActivityNode;
   /** The activity's inputs, evaluated against the instance's variables. */
@@ -22,6 +20,8 @@ export interface StepContext {
   fault(message: string): Promise<void>;
   /** Closes the activity record without scheduling anything. */
   finishRecord(status: 'Completed' | 'Faulted'): Promise<unknown>;
+  /** Appends a line to the instance's journal, as this activity's. */
+  writeJournal(message: string): Promise<unknown>;
 }
 
 /** An outbound call a handler asks for: made after the step's transaction committed, holding nothing. */

@@ -1,0 +1,168 @@
+import type { Queryable } from '../db/pool.js';
+import { findActivityType } from './activity-types.js';
+import type { DefinitionCache, DefinitionVersion } from './definitions.js';
+import { findActivity, nodeIdOf } from './flowchart.js';
+import { findHandler } from './handlers/index.js';
+import { evaluateInputs, recordedInputs } from './inputs.js';
+import type { AlterableState } from './instance-state.js';
+import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
+
+/**
+ * Steps that touch nothing outside Postgres run where the change that scheduled them is made: in the
+ * transaction of a start, a trigger, an alteration or a plan's batch, up to the instance's next wait or
+ * external call. Only what needs the world (an outbound call, an activity whose resilience strategy
+ * retries it with backoff) is left to the instance's Temporal workflow, which the outbox tells.
+ *
+ * The steps run in memory, many instances at once; their activity records and journal lines are written
+ * afterwards with one statement each (`writePureSteps`), in execution order, as the step executor would
+ * have written them one at a time (src/engine/executor.ts runs the same handlers).
+ */
+export const PURE_ACTIVITY_TYPES: ReadonlySet<string> = new Set([
+  'Elsa.WriteLine',
+  'Elsa.SetVariable',
+  'Elsa.Event',
+  'Elsa.Fault',
+  'Elsa.Finish',
+]);
+
+/**
+ * Pure steps one instance runs inline per change at most: a flowchart that loops through pure steps
+ * forever leaves the rest to its workflow (one step per activity, continued as new), never holding a
+ * request's transaction.
+ */
+export const MAX_INLINE_STEPS = 100;
+
+export interface PureRecord {
+  instance_id: string;
+  tenant_id: string;
+  activity_id: string;
+  node_id: string;
+  activity_type: string;
+  name: string | null;
+  status: 'Running' | 'Completed' | 'Faulted';
+  inputs: Record<string, unknown>;
+  started_at: string;
+  completed_at: string | null;
+}
+
+export interface PureJournalLine {
+  instance_id: string;
+  activity_id: string;
+  message: string;
+  timestamp: string;
+}
+
+/** What pure steps wrote, in execution order, to be flushed by `writePureSteps`. */
+export interface PureWrites {
+  records: PureRecord[];
+  journal: PureJournalLine[];
+  /** Steps run, over every instance. */
+  steps: number;
+}
+
+export const noPureWrites = (): PureWrites => ({ records: [], journal: [], steps: 0 });
+
+/** The activity at the head of the schedule, when it can run inline. */
+function inlineHead(s: AlterableState, def: DefinitionVersion) {
+  if (s.status !== 'Running' || s.subStatus === 'Faulted') return undefined;
+  const head = s.scheduled[0];
+  if (head === undefined) return undefined;
+  const activity = findActivity(def.root, head);
+  if (!activity || !PURE_ACTIVITY_TYPES.has(activity.type) || activity.resilienceStrategyId) return undefined;
+  const type = findActivityType(activity.type);
+  const handler = findHandler(activity.type);
+  return type && handler ? { activity, type, handler } : undefined;
+}
+
+/**
+ * Runs the pure steps of each state (changed in place) until its next wait, external call or end.
+ * `states` are rows the caller holds locked in its transaction; the caller saves them afterwards.
+ */
+export async function runPureSteps(
+  db: Queryable,
+  definitions: DefinitionCache,
+  states: readonly AlterableState[],
+  now: Date,
+  writes: PureWrites = noPureWrites(),
+): Promise<PureWrites> {
+  const at = now.toISOString();
+  for (const s of states) {
+    const def = await definitions.byVersionId(db, s.definitionVersionId);
+    if (!def) continue;
+    for (let n = 0; n < MAX_INLINE_STEPS; n++) {
+      const head = inlineHead(s, def);
+      if (!head) break;
+      const { activity, type, handler } = head;
+      s.scheduled.shift();
+      if (s.subStatus === 'Pending') s.subStatus = 'Executing';
+      const inputs = evaluateInputs(type, activity, def, s.variables);
+      const record: PureRecord = {
+        instance_id: s.id,
+        tenant_id: s.tenantKey,
+        activity_id: activity.id,
+        node_id: nodeIdOf(def.root, activity),
+        activity_type: activity.type,
+        name: activity.name ?? null,
+        status: 'Running',
+        inputs: recordedInputs(type, inputs),
+        started_at: at,
+        completed_at: null,
+      };
+      writes.records.push(record);
+      writes.steps++;
+      const close = (status: 'Completed' | 'Faulted') => {
+        record.status = status;
+        record.completed_at = at;
+      };
+      await handler.execute({
+        s,
+        def,
+        activity,
+        inputs,
+        connection: undefined,
+        now,
+        complete: async (outcome) => {
+          close('Completed');
+          scheduleSuccessors(s, def, activity.id, outcome);
+        },
+        fault: async (message) => {
+          recordIncident(s, activity.id, activity.type, message, now);
+          close('Faulted');
+        },
+        finishRecord: async (status) => close(status),
+        writeJournal: async (message) => {
+          writes.journal.push({ instance_id: s.id, activity_id: activity.id, message, timestamp: at });
+        },
+      });
+      s.updatedAt = now;
+      settle(s, now);
+    }
+  }
+  return writes;
+}
+
+/**
+ * Writes the records and journal lines of pure steps: one statement each, in execution order (a set-returning
+ * function's rows are inserted in the order it returns them, so the identity ids follow the array).
+ */
+export async function writePureSteps(db: Queryable, writes: PureWrites): Promise<void> {
+  if (writes.records.length > 0) {
+    await db.query(
+      `INSERT INTO activity_records
+         (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at)
+       SELECT r.instance_id, r.tenant_id, r.activity_id, r.node_id, r.activity_type, r.name, r.status, r.inputs,
+              r.started_at, r.completed_at
+         FROM jsonb_to_recordset($1::jsonb) AS r(instance_id text, tenant_id text, activity_id text, node_id text,
+              activity_type text, name text, status text, inputs jsonb, started_at timestamptz, completed_at timestamptz)`,
+      [JSON.stringify(writes.records)],
+    );
+  }
+  if (writes.journal.length > 0) {
+    await db.query(
+      `INSERT INTO journal_entries (instance_id, activity_id, message, timestamp)
+       SELECT j.instance_id, j.activity_id, j.message, j.timestamp
+         FROM jsonb_to_recordset($1::jsonb) AS j(instance_id text, activity_id text, message text, timestamp timestamptz)`,
+      [JSON.stringify(writes.journal)],
+    );
+  }
+}

@@ -1,0 +1,261 @@
+import type pg from 'pg';
+import { type Client, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
+import { instanceExecution, workAvailable } from '../../workflows/index.js';
+import {
+  DEFINITION_ATTRIBUTE,
+  INSTANCE_STATUS_ATTRIBUTE,
+  PLAN_TENANT_ATTRIBUTE,
+} from '../../workflows/search-attributes.js';
+import type { InstanceTidings } from '../../workflows/instance-execution.js';
+import { runnableWorkSql } from '../engine/instance-state.js';
+import type { Logger } from '../logger.js';
+import { tenantOut } from '../auth/principal.js';
+import { tenantPriority } from './fairness.js';
+import { instanceWorkflowId } from './names.js';
+
+/** How long a relay holds the rows it claimed; a relay that died is replaced after this. */
+const CLAIM_SECONDS = 60;
+/** Rows one pass claims at most, over every tenant. */
+const PASS_SIZE = 512;
+/** How often an idle relay looks for new rows. */
+const IDLE_MS = 100;
+/** Longest wait before telling a workflow again after Temporal refused. */
+const MAX_BACKOFF_SECONDS = 30;
+
+export interface OutboxRelayOptions {
+  pool: pg.Pool;
+  client: Client;
+  taskQueue: string;
+  logger: Logger;
+  /** The search attributes are registered: workflows start with theirs and keep them current. */
+  searchAttributes: boolean;
+  /** Requests to Temporal in flight at once from this relay. */
+  concurrency?: number;
+  /** Requests of one tenant in flight at once (TENANT_TEMPORAL_REQUESTS): tenants are told in turn. */
+  perTenant?: number;
+}
+
+interface Claimed {
+  instance_id: string;
+  seq: string;
+  tenant_id: string;
+  definition_id: string | null;
+  version: number | null;
+  status: string | null;
+  sub_status: string | null;
+  revision: string | null;
+  has_work: boolean | null;
+}
+
+/**
+ * Tells instances' workflows what committed in Postgres (migration 011's outbox): on the worker, one pass
+ * after another, each claims up to PASS_SIZE rows (an even part of them per tenant with rows waiting, and
+ * at most `perTenant` requests of one tenant in flight, so a tenant's hundred thousand changes never hold
+ * another tenant's one behind them), sends each instance's workflow where the
+ * instance stands (signal-with-start: the lifelong workflow is started if it is not running, with its
+ * search attributes and memo), requests the cancellation of a cancelled instance's workflow, and deletes
+ * the rows told, unless the instance changed again meanwhile (then it is told again next pass). Several
+ * relays (one per worker) share the outbox: a claimed row is skipped by the others.
+ */
+export class OutboxRelay {
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private failing = false;
+  private readonly concurrency: number;
+  private readonly perTenant: number;
+
+  constructor(private readonly o: OutboxRelayOptions) {
+    this.concurrency = o.concurrency ?? 32;
+    this.perTenant = Math.max(1, o.perTenant ?? 16);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+    this.running = undefined;
+  }
+
+  /** One pass: the number of rows it told (tests and benches drain with it). */
+  async pass(): Promise<number> {
+    const claimed = await this.claim();
+    if (claimed.length === 0) return 0;
+    const told: Claimed[] = [];
+    const failed: Claimed[] = [];
+    // Rows come tenants in turn; a sender takes the first whose tenant is under its share of requests in
+    // flight, so another tenant's row never waits behind a flooding tenant's requests.
+    const queue = [...claimed];
+    const inFlight = new Map<string, number>();
+    let released: (() => void) | undefined;
+    const nextRow = () => {
+      const i = queue.findIndex((r) => (inFlight.get(r.tenant_id) ?? 0) < this.perTenant);
+      return i < 0 ? undefined : queue.splice(i, 1)[0];
+    };
+    const senders = Array.from({ length: Math.min(this.concurrency, queue.length) }, async () => {
+      while (queue.length > 0) {
+        const row = nextRow();
+        if (!row) {
+          await new Promise<void>((resolve) => {
+            const before = released;
+            released = () => {
+              before?.();
+              resolve();
+            };
+          });
+          continue;
+        }
+        inFlight.set(row.tenant_id, (inFlight.get(row.tenant_id) ?? 0) + 1);
+        try {
+          await this.tell(row);
+          told.push(row);
+        } catch (err) {
+          failed.push(row);
+          if (!this.failing)
+            this.o.logger.warn({ err, instanceId: row.instance_id }, 'could not tell an instance workflow; retrying');
+          this.failing = true;
+        } finally {
+          inFlight.set(row.tenant_id, (inFlight.get(row.tenant_id) ?? 1) - 1);
+          const wake = released;
+          released = undefined;
+          wake?.();
+        }
+      }
+    });
+    await Promise.all(senders);
+    if (told.length > 0 && failed.length === 0 && this.failing) {
+      this.failing = false;
+      this.o.logger.info('instance workflows are told again');
+    }
+    // Rows told are deleted unless the instance changed meanwhile (a new seq): those are released for the
+    // next pass, as are the ones Temporal refused (after a backoff).
+    await this.o.pool.query(
+      `WITH told AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS t(instance_id, seq)),
+            gone AS (DELETE FROM instance_outbox o USING told
+                      WHERE o.instance_id = told.instance_id AND o.seq = told.seq RETURNING o.instance_id)
+       UPDATE instance_outbox o SET claimed_until = NULL
+         FROM told WHERE o.instance_id = told.instance_id AND o.seq <> told.seq`,
+      [told.map((r) => r.instance_id), told.map((r) => r.seq)],
+    );
+    if (failed.length > 0) {
+      await this.o.pool.query(
+        `UPDATE instance_outbox SET attempts = attempts + 1,
+                claimed_until = now() + make_interval(secs => least($2::int, power(2, attempts)::int))
+          WHERE instance_id = ANY($1::text[])`,
+        [failed.map((r) => r.instance_id), MAX_BACKOFF_SECONDS],
+      );
+    }
+    return told.length;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let told = 0;
+      try {
+        told = await this.pass();
+      } catch (err) {
+        if (!this.failing) this.o.logger.warn({ err }, 'instance outbox relay could not read the outbox; retrying');
+        this.failing = true;
+      }
+      if (told === 0 && !this.stopped) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.failing ? 1_000 : IDLE_MS);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+      }
+    }
+  }
+
+  /** Claims rows, tenants in turn, with where each instance stands now. */
+  private async claim(): Promise<Claimed[]> {
+    const { rows } = await this.o.pool.query<Claimed>(
+      `WITH tenants AS (SELECT DISTINCT tenant_id FROM instance_outbox),
+            picked AS (
+              SELECT p.instance_id FROM tenants t CROSS JOIN LATERAL (
+                SELECT o.instance_id FROM instance_outbox o
+                 WHERE o.tenant_id = t.tenant_id AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                 ORDER BY o.seq
+                 LIMIT greatest(1, ceil($1::numeric / (SELECT count(*) FROM tenants)))::int
+                 FOR UPDATE SKIP LOCKED) p),
+            claimed AS (
+              UPDATE instance_outbox o SET claimed_until = now() + make_interval(secs => $2)
+                FROM picked WHERE o.instance_id = picked.instance_id
+              RETURNING o.instance_id, o.seq, o.tenant_id)
+       SELECT c.instance_id, c.seq, c.tenant_id, i.definition_id, i.version, i.status, i.sub_status, i.revision,
+              ${runnableWorkSql('i')} AS has_work,
+              row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.seq) AS turn
+         FROM claimed c LEFT JOIN workflow_instances i ON i.id = c.instance_id
+        ORDER BY turn, c.seq`,
+      [PASS_SIZE, CLAIM_SECONDS],
+    );
+    return rows;
+  }
+
+  /** Tells one instance's workflow where the instance stands (starting it if it is not running). */
+  private async tell(row: Claimed): Promise<void> {
+    // An instance deleted since (a purged tenant): nothing to tell.
+    if (row.status === null || row.sub_status === null || row.definition_id === null) return;
+    const tidings: InstanceTidings = {
+      revision: Number(row.revision),
+      status: row.status,
+      subStatus: row.sub_status,
+      version: row.version ?? 0,
+      hasWork: row.has_work === true,
+    };
+    const status = `${row.status}/${row.sub_status}`;
+    const tenant = tenantOut(row.tenant_id) ?? 'default';
+    const workflowId = instanceWorkflowId(row.instance_id);
+    const finished = row.status === 'Finished';
+    try {
+      await this.signalWithStart(row, tidings, status, tenant, finished);
+    } catch (err) {
+      // A finished instance whose workflow already closed (told twice: a relay died before deleting its row).
+      if (finished && err instanceof WorkflowExecutionAlreadyStartedError) return;
+      throw err;
+    }
+    if (status === 'Finished/Cancelled') {
+      try {
+        await this.o.client.workflow.getHandle(workflowId).cancel();
+      } catch (err) {
+        // Already closed (cancelled before): nothing left to cancel.
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    }
+  }
+
+  private signalWithStart(row: Claimed, tidings: InstanceTidings, status: string, tenant: string, finished: boolean) {
+    return this.o.client.workflow.signalWithStart(instanceExecution, {
+      workflowId: instanceWorkflowId(row.instance_id),
+      taskQueue: this.o.taskQueue,
+      args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes }],
+      signal: workAvailable,
+      signalArgs: [tidings],
+      // A running instance's workflow is started again after a closed run (the previous release's per-dispatch
+      // runs; an instance a revert reopened); a finished instance's workflow is never started twice.
+      workflowIdReusePolicy: finished ? WorkflowIdReusePolicy.REJECT_DUPLICATE : WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      priority: tenantPriority(row.tenant_id),
+      staticSummary: `Workflow instance ${row.instance_id} of ${row.definition_id}: its whole life, from its start to its end`,
+      memo: { instanceId: row.instance_id, definitionId: row.definition_id, version: row.version, tenant },
+      ...(this.o.searchAttributes
+        ? {
+            typedSearchAttributes: [
+              { key: INSTANCE_STATUS_ATTRIBUTE, value: status },
+              { key: DEFINITION_ATTRIBUTE, value: row.definition_id ?? '' },
+              { key: PLAN_TENANT_ATTRIBUTE, value: tenant },
+            ],
+          }
+        : {}),
+    });
+  }
+}
