@@ -29,7 +29,7 @@ import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { freePort } from '../test/support/free-port.js';
 import { DEFINITION, recreateDatabase } from './size.js';
-import { dbUrl, round, sleep } from './util.js';
+import { dbUrl, round, seedWithoutWorkflows, sleep } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_FILE = process.env.NOISY_RESULTS_FILE ?? path.join(ROOT, 'bench', 'results', 'noisy-latest.json');
@@ -168,7 +168,7 @@ async function main(): Promise<void> {
       const def = await call<{ id: string }>(key, 'POST', '/workflow-definitions', DEFINITION);
       const db = new pg.Client({ connectionString: databaseUrl });
       await db.connect();
-      await db.query(SEED_SQL, [def.id, n, tenantId]);
+      await seedWithoutWorkflows(db, SEED_SQL, [def.id, n, tenantId]);
       await db.query('VACUUM ANALYZE workflow_instances');
       await db.end();
     };

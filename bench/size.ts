@@ -13,7 +13,7 @@ import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { planHistory } from './history.js';
 import { activityRecords, instrumentPool, sqlStats, sqlTable, timingInterceptor } from './instrument.js';
 import type { SizeResult } from './report.js';
-import { dbUrl, mb, round, sleep, stat } from './util.js';
+import { dbUrl, mb, round, seedWithoutWorkflows, sleep, stat } from './util.js';
 
 export const DEFINITION_ID = 'bench-def';
 export const PLAN_VALUE = 1001;
@@ -155,7 +155,7 @@ async function seed(api: Api, benchPool: pg.Pool, n: number): Promise<number> {
   const def = await api<{ id: string }>('POST', '/workflow-definitions', DEFINITION);
   expectStatus(def, 201, 'publish definition');
   const t = performance.now();
-  const seeded = await benchPool.query(SEED_SQL, [def.body.id, n]);
+  const seeded = await seedWithoutWorkflows(benchPool, SEED_SQL, [def.body.id, n]);
   const seedMs = performance.now() - t;
   if (seeded.rowCount !== n) throw new Error(`seeded ${seeded.rowCount} instances, expected ${n}`);
   await benchPool.query('VACUUM ANALYZE workflow_instances');
@@ -174,7 +174,7 @@ async function warmUp(api: Api, benchPool: pg.Pool): Promise<number> {
     definitionId: WARMUP_DEFINITION_ID,
   });
   expectStatus(def, 201, 'publish warm-up definition');
-  await benchPool.query(SEED_SQL, [def.body.id, WARMUP_N]);
+  await seedWithoutWorkflows(benchPool, SEED_SQL, [def.body.id, WARMUP_N]);
   const plan = await runPlan(api, { definitionIds: [WARMUP_DEFINITION_ID] });
   return plan.planMs;
 }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { Stat } from './report.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -31,4 +32,23 @@ export function redactUrl(url: string): string {
   const u = new URL(url);
   if (u.password) u.password = '***';
   return u.toString();
+}
+
+/**
+ * Runs a seeding statement with the instance outbox off (`SET LOCAL wfa.outbox = 'off'`, migration 011): the bench's seeded rows are what plans alter, and get no Temporal workflow each.
+ */
+export async function seedWithoutWorkflows(db: pg.Pool | pg.Client, sql: string, params: unknown[]) {
+  const client = db instanceof pg.Pool ? await db.connect() : db;
+  try {
+    await client.query('BEGIN');
+    await client.query("SET LOCAL wfa.outbox = 'off'");
+    const result = await client.query(sql, params);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    if (db instanceof pg.Pool) (client as pg.PoolClient).release();
+  }
 }

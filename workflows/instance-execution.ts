@@ -110,6 +110,8 @@ export interface InstanceTidings {
   version: number;
   /** The instance has work that needs its workflow: an outbound call, or a step a resilience strategy retries. */
   hasWork: boolean;
+  /** Events it waits on, as `eventName (activityId)`. */
+  waitingOn?: string[];
 }
 
 /** Sent by the relay with where the instance stands; runs of the previous release took it without arguments. */
@@ -144,6 +146,16 @@ function describe(standing: Standing | undefined, executed: readonly string[]): 
     return `${ran}; suspended${last}, waiting on ${standing.waitingOn.join(', ')}`;
   if (standing.subStatus === 'Faulted') return `${ran}; faulted${last} (see its incidents)`;
   return `${ran}; ${standing.status}/${standing.subStatus}`;
+}
+
+/** Where the instance stands, in the words of the lifelong workflow's details and result. */
+function standingIn(t: InstanceTidings | undefined, executed: readonly string[]): string {
+  const ran = executed.length ? `; this workflow ran ${executed.map((a) => `\`${a}\``).join(', ')}` : '';
+  if (!t) return 'waiting for the instance to be told';
+  if (t.status === 'Finished') return `${t.subStatus === 'Finished' ? 'finished' : `ended ${t.subStatus}`}${ran}`;
+  if (t.subStatus === 'Suspended') return `suspended, waiting on ${(t.waitingOn ?? []).join(', ') || 'an event'}${ran}`;
+  if (t.subStatus === 'Faulted') return `faulted (see its incidents)${ran}`;
+  return `${t.status}/${t.subStatus}${ran}`;
 }
 
 /** The lifelong shape (below); runs without its marker are per-dispatch runs of the previous release. */
@@ -196,27 +208,27 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
 
 async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<InstanceExecutionResult> {
   let known = input.known;
-  let standing: Standing | undefined;
+  let shown: InstanceTidings | undefined = known;
   const executed: string[] = [];
   const startedAs = workflowInfo().typedSearchAttributes.get(INSTANCE_STATUS_ATTRIBUTE);
   let shownStatus: string | undefined = startedAs ?? (known ? `${known.status}/${known.subStatus}` : undefined);
-  let shownVersion = known?.version;
-  const show = (status: string, version?: number) => {
+  const show = (t: InstanceTidings) => {
+    const status = `${t.status}/${t.subStatus}`;
     if (input.searchAttributes && status !== shownStatus)
       upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: status }]);
+    if (shown && t.version !== shown.version) upsertMemo({ version: t.version });
     shownStatus = status;
-    if (version !== undefined && shownVersion !== undefined && version !== shownVersion) upsertMemo({ version });
-    if (version !== undefined) shownVersion = version;
-    setCurrentDetails(`**${status}** · ${describe(standing, executed)}`);
+    shown = t;
+    setCurrentDetails(`**${status}** · ${standingIn(t, executed)}`);
   };
-  const ran = (activityId: string | undefined) => {
-    if (!activityId) return;
-    executed.push(activityId);
-    if (executed.length > EXECUTED_KEPT) executed.shift();
+  // A step's result says where it left the instance; the next word from the relay says it again.
+  const showStep = (s: Standing | undefined) => {
+    if (s && known)
+      show({ ...known, status: s.status, subStatus: s.subStatus, version: s.version, waitingOn: s.waitingOn });
   };
   const result = (): InstanceExecutionResult => ({
     instance: shownStatus ?? 'unknown',
-    summary: describe(standing, executed),
+    summary: standingIn(shown, executed),
     executedActivityIds: [...executed],
   });
   let heard = 0;
@@ -226,25 +238,20 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
       const tidings = inbox.latest!;
       known = tidings;
       heard++;
-      show(`${tidings.status}/${tidings.subStatus}`, tidings.version);
+      show(tidings);
       if (tidings.status === 'Finished') {
         // A cancelled instance's workflow ends Canceled: the relay requests the cancellation after this word.
         if (tidings.subStatus === 'Cancelled') await condition(() => false);
         return result();
       }
       if (tidings.hasWork) {
-        const peeked = await steps.peekStep(input.instanceId);
-        standing = peeked.instance ?? standing;
-        let policy = peeked.nextRetry;
+        let policy = (await steps.peekStep(input.instanceId)).nextRetry;
         for (;;) {
-          const step = await runStep(input.instanceId, policy, (s) => {
-            standing = s ?? standing;
-            if (s) show(`${s.status}/${s.subStatus}`, s.version);
-          });
+          const step = await runStep(input.instanceId, policy, showStep);
           policy = step.nextRetry;
-          ran(step.executedActivityId);
-          standing = step.instance ?? standing;
-          if (step.instance) show(`${step.instance.status}/${step.instance.subStatus}`, step.instance.version);
+          if (step.executedActivityId) executed.push(step.executedActivityId);
+          if (executed.length > EXECUTED_KEPT) executed.shift();
+          showStep(step.instance);
           if (!step.hasMoreWork) break;
         }
       }
@@ -254,16 +261,13 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         if (input.searchAttributes) upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: null }]);
         await makeContinueAsNewFunc<typeof instanceExecution>({ typedSearchAttributes: carried })({
           ...input,
-          known: tidings,
+          known: shown ?? tidings,
         });
       }
     }
   } catch (err) {
-    if (isCancellation(err)) {
-      // Cancelled through Temporal: shown as the instance stands (the relay told it first), then ended Canceled.
-      const last = inbox.latest;
-      if (last) show(`${last.status}/${last.subStatus}`, last.version);
-    }
+    // Cancelled through Temporal: shown as the instance stands (the relay told it first), then ended Canceled.
+    if (isCancellation(err) && inbox.latest) show(inbox.latest);
     throw err;
   }
 }

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from '../engine/instance-state.js';
+import { runPureSteps } from '../engine/pure-steps.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { applyAlterations } from './apply.js';
 import { compileFilter } from './filter.js';
@@ -17,7 +18,8 @@ export interface PreviewRequest {
 /**
  * What a plan would do, without doing it: how many instances the filter matches, and for the first
  * `limit` of them (in dry-run order) the outcome and the changes, computed by the function plans apply
- * with (`applyAlterations`, on a copy in memory). Nothing is written and no row is locked.
+ * with (`applyAlterations`, on a copy in memory), and the pure steps they schedule run as the plan runs
+ * them (src/engine/pure-steps.ts). Nothing is written and no row is locked.
  */
 export async function previewPlan(
   deps: { pool: Queryable; definitions: DefinitionCache; clock?: Clock | undefined },
@@ -40,6 +42,9 @@ export async function previewPlan(
   for (const row of first.rows) {
     const before = instanceFromRow(row);
     const outcome = await applyAlterations(before, before.id, req.alterations, ctx);
+    // The pure steps the alterations schedule run with the plan's batch: the preview runs them too (in
+    // memory; their records and journal lines are not kept), so that its changes are what the plan writes.
+    if (outcome.ok && outcome.state) await runPureSteps(deps.pool, deps.definitions, [outcome.state], ctx.now);
     items.push({
       workflowInstanceId: before.id,
       isSuccessful: outcome.ok,

@@ -46,6 +46,7 @@ interface Claimed {
   sub_status: string | null;
   revision: string | null;
   has_work: boolean | null;
+  bookmarks: { activityId: string; eventName: string }[] | null;
 }
 
 /**
@@ -192,7 +193,7 @@ export class OutboxRelay {
               UPDATE instance_outbox o SET claimed_until = now() + make_interval(secs => $2)
                 FROM picked WHERE o.instance_id = picked.instance_id
               RETURNING o.instance_id, o.seq, o.tenant_id)
-       SELECT c.instance_id, c.seq, c.tenant_id, i.definition_id, i.version, i.status, i.sub_status, i.revision,
+       SELECT c.instance_id, c.seq, c.tenant_id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
               ${runnableWorkSql('i')} AS has_work,
               row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.seq) AS turn
          FROM claimed c LEFT JOIN workflow_instances i ON i.id = c.instance_id
@@ -212,6 +213,7 @@ export class OutboxRelay {
       subStatus: row.sub_status,
       version: row.version ?? 0,
       hasWork: row.has_work === true,
+      waitingOn: (row.bookmarks ?? []).map((b) => `${b.eventName} (${b.activityId})`),
     };
     const status = `${row.status}/${row.sub_status}`;
     const tenant = tenantOut(row.tenant_id) ?? 'default';

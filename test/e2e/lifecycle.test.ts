@@ -124,6 +124,9 @@ describe('npm start, stopped at any moment', () => {
         database: 'workflow_alterations',
       });
       await db.connect();
+      // Seeded rows get no workflow each (the outbox is off for the load, as in test/support/seed.ts).
+      await db.query('BEGIN');
+      await db.query("SET LOCAL wfa.outbox = 'off'");
       await db.query(
         `INSERT INTO workflow_instances
            (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
@@ -134,6 +137,7 @@ describe('npm start, stopped at any moment', () => {
            FROM workflow_definitions d, generate_series(1, $2::int) AS n WHERE d.id = $1`,
         [def.body.id, INSTANCES],
       );
+      await db.query('COMMIT');
       await db.end();
       let current = first;
       let seen = ownProcesses(current);

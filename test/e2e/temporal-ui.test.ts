@@ -138,4 +138,51 @@ describe.skipIf(!available)('the Temporal UI, in Chromium', () => {
     expect(await page.content()).not.toContain(`alteration-plan-${planId}`);
     await page.close();
   });
+
+  it('shows a suspended instance as Running and a cancelled one as Canceled', async () => {
+    const start = async () =>
+      (await call('POST', '/workflow-instances', { definitionId })).body.workflowInstanceId as string;
+    const waiting = await start();
+    const cancelled = await start();
+    const r = await call('POST', '/alterations/run', {
+      alterations: [{ type: 'Cancel' }],
+      workflowInstanceIds: [cancelled],
+    });
+    expect(r.body.results[0].isSuccessful).toBe(true);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    /** The workflow list filtered by `query`, once it lists `workflowId` (the relay tells Temporal after the commit). */
+    const listed = async (query: string, workflowId: string, shot: string) => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        await page.goto(`${ui}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+        const found = await page
+          .getByText(workflowId)
+          .first()
+          .waitFor({ timeout: 5_000 })
+          .then(() => true)
+          .catch(() => false);
+        if (found) break;
+        if (Date.now() > deadline) throw new Error(`${workflowId} is not listed for ${query}`);
+      }
+      await page.screenshot({ path: path.join(shots, shot), fullPage: true });
+    };
+    await listed(
+      `WorkflowDefinitionId = "${definitionId}" AND WorkflowInstanceStatus = "Running/Suspended" AND ExecutionStatus = "Running"`,
+      `workflow-instance-${waiting}`,
+      'instance-running.png',
+    );
+    await listed(
+      `WorkflowDefinitionId = "${definitionId}" AND WorkflowInstanceStatus = "Finished/Cancelled" AND ExecutionStatus = "Canceled"`,
+      `workflow-instance-${cancelled}`,
+      'instance-canceled.png',
+    );
+    // Its page says Canceled, as the API says Cancelled.
+    const connection = await Connection.connect({ address: temporalAddress });
+    const { runId } = await new Client({ connection }).workflow.getHandle(`workflow-instance-${cancelled}`).describe();
+    await connection.close();
+    await page.goto(`${ui}/namespaces/default/workflows/workflow-instance-${cancelled}/${runId}/history`);
+    const text = await eventuallyText(page, ['Canceled', 'Finished/Cancelled']);
+    expect(text).toContain('Canceled');
+    await page.close();
+  }, 180_000);
 });

@@ -1,16 +1,54 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { cachedCliPath } from '../../src/temporal/cli-binary.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { approvalWithNote, chain, event, fault, finish, lit, setVariable, writeLine } from '../support/workflows.js';
+
+// Each instance is one Temporal workflow for its whole life (workflows/instance-execution.ts), told every
+// change through the outbox (src/temporal/outbox-relay.ts): what the Temporal UI lists, filters and counts
+// is what the API says. Checked with the Temporal CLI, as a user would.
 
 let h: Harness;
-const definitionId = `ui-instance-${Math.random().toString(36).slice(2, 8)}`;
+let server: Server;
+const run = Math.random().toString(36).slice(2, 8);
+const definitionId = `ui-instance-${run}`;
+const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
 
 beforeAll(async () => {
   h = await createHarness();
+  server = createServer((_req, res) => res.writeHead(200).end('ok'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   expect((await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) })).status).toBe(201);
 });
-afterAll(() => h?.close());
+afterAll(async () => {
+  await h?.close();
+  server?.close();
+});
+
+const config = loadConfig({});
+const cli = config.temporal.cliPath ?? cachedCliPath(config.cacheDir);
+
+/** `temporal workflow count --query …` of this file's task queue. */
+async function temporalCount(query: string): Promise<number> {
+  const { stdout } = await promisify(execFile)(cli, [
+    'workflow',
+    'count',
+    '--address',
+    inject('temporalAddress'),
+    '--namespace',
+    'default',
+    '--query',
+    `TaskQueue = "${h.taskQueue}" AND WorkflowType = "instanceExecution" AND ${query}`,
+    '--output',
+    'json',
+  ]);
+  return Number((JSON.parse(stdout) as { count?: string | number }).count ?? 0);
+}
 
 const listed = async (query: string) => {
   const ids: string[] = [];
@@ -18,55 +56,196 @@ const listed = async (query: string) => {
   return ids;
 };
 
-describe('an instance execution in Temporal', () => {
-  it('says where it left the instance: search attributes, memo, current details and result', async () => {
+const instance = async (id: string) => (await h.request('GET', `/workflow-instances/${id}`)).body;
+
+describe('an instance in Temporal', () => {
+  it('is one Running workflow while it waits, completed when it finishes, with its status as attribute', async () => {
     const id = (await h.request('POST', '/workflow-instances', { body: { definitionId } })).body
       .workflowInstanceId as string;
+    // Its pure steps ran with the start: it is suspended when the start answers.
+    expect(await instance(id)).toMatchObject({ status: 'Running', subStatus: 'Suspended' });
     const workflowId = instanceWorkflowId(id);
-    await eventually(
-      async () =>
-        (await h.request('GET', `/workflow-instances/${id}`)).body.subStatus === 'Suspended' ? true : undefined,
-      'suspension',
-    );
     const handle = h.client.workflow.getHandle(workflowId);
-    expect(await handle.result()).toEqual({
-      instance: 'Running/Suspended',
-      summary: 'ran `start`, `wait`; suspended at `wait`, waiting on approve (wait)',
-      executedActivityIds: ['start', 'wait'],
-    });
-    const found = await eventually(async () => {
-      const ids = await listed(
-        `WorkflowInstanceStatus = "Running/Suspended" AND WorkflowDefinitionId = "${definitionId}" AND AlterationTenant = "default"`,
-      );
-      return ids.includes(workflowId) ? ids : undefined;
-    }, 'the suspended instance by its attributes');
-    expect(found).toContain(workflowId);
-    const description = await handle.describe();
+    const description = await eventually(async () => {
+      const d = await handle.describe().catch(() => undefined);
+      return d?.searchAttributes.WorkflowInstanceStatus?.[0] === 'Running/Suspended' ? d : undefined;
+    }, 'the workflow, told');
+    expect(description.status.name).toBe('RUNNING');
     expect(description.memo).toEqual({ instanceId: id, definitionId, version: 1, tenant: 'default' });
     expect(await description.staticSummary()).toBe(
-      `Execution of workflow instance ${id}: runs its scheduled activities until it suspends or ends`,
+      `Workflow instance ${id} of ${definitionId}: its whole life, from its start to its end`,
     );
-    const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
-    expect(metadata.currentDetails).toBe(
-      '**Running/Suspended** · ran `start`, `wait`; suspended at `wait`, waiting on approve (wait)',
-    );
+    const metadata = await eventually(async () => {
+      const m = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      return m.currentDetails ? m : undefined;
+    }, 'its details');
+    expect(metadata.currentDetails).toBe('**Running/Suspended** · suspended, waiting on approve (wait)');
+    await eventually(async () => {
+      const ids = await listed(
+        `WorkflowInstanceStatus = "Running/Suspended" AND WorkflowDefinitionId = "${definitionId}" AND AlterationTenant = "default" AND ExecutionStatus = "Running"`,
+      );
+      return ids.includes(workflowId) ? true : undefined;
+    }, 'the suspended instance by its attributes');
 
-    // The event resumes it: a new run under the same id, which ends with the instance.
+    // The trigger answers once the resumption committed; the same workflow hears of it and completes.
     await h.request('POST', '/events/approve/trigger', { body: { workflowInstanceId: id } });
-    await eventually(
-      async () => ((await h.request('GET', `/workflow-instances/${id}`)).body.status === 'Finished' ? true : undefined),
-      'the end',
-    );
-    const second = h.client.workflow.getHandle(workflowId);
-    expect(await second.result()).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ['done'] });
-    await eventually(
-      async () =>
-        (
-          await listed(`WorkflowInstanceStatus = "Finished/Finished" AND WorkflowDefinitionId = "${definitionId}"`)
-        ).includes(workflowId)
-          ? true
-          : undefined,
-      'the finished instance by its attributes',
-    );
+    expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+    expect(await handle.result()).toEqual({
+      instance: 'Finished/Finished',
+      summary: 'finished',
+      executedActivityIds: [],
+    });
+    expect((await handle.describe()).runId).toBe(description.runId);
+    expect(await listed(`WorkflowId = "${workflowId}"`)).toEqual([workflowId]);
   });
+
+  it('counts as the API counts after starts, triggers, a cancel, a migration, faults, retries and calls', async () => {
+    const mixed = `mixed-${run}`;
+    const v1 = approvalWithNote(mixed);
+    expect((await h.request('POST', '/workflow-definitions', { body: v1 })).status).toBe(201);
+    expect(
+      (await h.request('POST', '/workflow-definitions', { body: approvalWithNote(mixed, 'v2 done') })).status,
+    ).toBe(201);
+    const faulty = `faulty-${run}`;
+    expect(
+      (
+        await h.request('POST', '/workflow-definitions', {
+          body: chain(faulty, [writeLine('start', 'started'), fault('boom', 'it broke')]),
+        })
+      ).status,
+    ).toBe(201);
+    const ending = `ending-${run}`;
+    expect(
+      (
+        await h.request('POST', '/workflow-definitions', {
+          body: chain(ending, [writeLine('start', 'started'), finish('end')]),
+        })
+      ).status,
+    ).toBe(201);
+    const calling = `calling-${run}`;
+    const port = (server.address() as AddressInfo).port;
+    expect(
+      (
+        await h.request('POST', '/connection-configuration', {
+          body: {
+            name: `local-${run}`,
+            connectionType: HTTP,
+            connectionConfiguration: { baseUrl: `http://127.0.0.1:${port}` },
+          },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await h.request('POST', '/workflow-definitions', {
+          body: chain(
+            calling,
+            [
+              writeLine('start', 'started'),
+              {
+                id: 'call',
+                type: 'Elsa.Http.SendHttpRequest',
+                version: 1,
+                connection: {
+                  typeName: `ConnectionProperties<${HTTP}>`,
+                  expression: { type: 'Literal', value: { connectionName: `local-${run}` } },
+                },
+                method: lit('GET'),
+                path: lit('/ping'),
+              },
+              event('wait', 'after-call'),
+              setVariable('set', 'note', 'called', 'String'),
+            ],
+            { variables: [{ id: 'note', name: 'Note', typeName: 'String' }] },
+          ),
+        })
+      ).status,
+    ).toBe(201);
+
+    const start = async (def: string, correlationId?: string) =>
+      (await h.request('POST', '/workflow-instances', { body: { definitionId: def, version: 1, correlationId } })).body
+        .workflowInstanceId as string;
+    const suspended: string[] = [];
+    for (let i = 0; i < 12; i++) suspended.push(await start(mixed, i < 3 ? `go-${run}` : undefined));
+    const faulted = [await start(faulty), await start(faulty), await start(faulty)];
+    await start(ending);
+    const called = [await start(calling), await start(calling)];
+
+    // Three finish through the event; four are cancelled by a plan; three migrate to version 2.
+    const trigger = await h.request('POST', '/events/approve/trigger', { body: { correlationId: `go-${run}` } });
+    expect(trigger.body.resumedWorkflowInstanceIds).toHaveLength(3);
+    const plan = async (alterations: unknown[], ids: string[]) => {
+      const r = await h.request('POST', '/alterations/submit', {
+        body: { alterations, filter: { workflowInstanceIds: ids } },
+      });
+      expect(r.status).toBe(202);
+      await eventually(
+        async () =>
+          (await h.request('GET', `/alterations/${r.body.planId}`)).body.plan.status === 4 ? true : undefined,
+        'the plan to complete',
+      );
+    };
+    await plan([{ type: 'Cancel' }], suspended.slice(3, 7));
+    await plan([{ type: 'Migrate', targetVersion: 2 }], suspended.slice(7, 10));
+    // Two faulted instances are retried (and fault again); the calls finish and wait on their event.
+    const retried = await h.request('POST', '/alterations/workflows/retry', {
+      body: { workflowInstanceIds: faulted.slice(0, 2) },
+    });
+    expect(retried.status).toBe(200);
+    for (const id of called)
+      await eventually(async () => ((await instance(id)).subStatus === 'Suspended' ? true : undefined), 'the call');
+    await h.request('POST', '/events/after-call/trigger', { body: { workflowInstanceId: called[0] } });
+
+    // What the API says, by status and sub-status.
+    const api = new Map<string, number>();
+    for (const def of [mixed, faulty, ending, calling]) {
+      const page = await h.request('GET', `/workflow-instances?definitionId=${def}&limit=1000`);
+      for (const i of page.body.items as { status: string; subStatus: string }[]) {
+        const key = `${i.status}/${i.subStatus}`;
+        api.set(key, (api.get(key) ?? 0) + 1);
+      }
+    }
+    expect(Object.fromEntries(api)).toEqual({
+      'Running/Suspended': 12 - 3 - 4 + 1,
+      'Finished/Finished': 3 + 1 + 1,
+      'Finished/Cancelled': 4,
+      'Running/Faulted': 3,
+    });
+    const byExecution = {
+      Running: (api.get('Running/Suspended') ?? 0) + (api.get('Running/Faulted') ?? 0),
+      Completed: api.get('Finished/Finished') ?? 0,
+      Canceled: api.get('Finished/Cancelled') ?? 0,
+    };
+    // The first test's instance is of another definition: count only this test's.
+    const ours = `WorkflowDefinitionId IN ("${mixed}", "${faulty}", "${ending}", "${calling}")`;
+    const temporal = await eventually(
+      async () => {
+        const statuses = [...api.keys(), 'Running/Pending', 'Running/Executing'];
+        const counts: Record<string, number> = {};
+        for (const s of statuses) counts[s] = await temporalCount(`${ours} AND WorkflowInstanceStatus = "${s}"`);
+        for (const s of ['Running', 'Completed', 'Canceled', 'Failed', 'Terminated', 'ContinuedAsNew'])
+          counts[s] = await temporalCount(`${ours} AND ExecutionStatus = "${s}"`);
+        const want = {
+          ...Object.fromEntries(api),
+          'Running/Pending': 0,
+          'Running/Executing': 0,
+          ...byExecution,
+          Failed: 0,
+          Terminated: 0,
+          ContinuedAsNew: 0,
+        };
+        return JSON.stringify(counts) === JSON.stringify({ ...counts, ...want }) ? counts : undefined;
+      },
+      'Temporal to count as the API does',
+      60_000,
+    );
+    expect(temporal).toMatchObject({ ...Object.fromEntries(api), ...byExecution });
+    // A cancelled instance's workflow ended Canceled through Temporal's cancellation.
+    const cancelled = await h.client.workflow.getHandle(instanceWorkflowId(suspended[3]!)).describe();
+    expect(cancelled.status.name).toBe('CANCELLED');
+    expect(cancelled.searchAttributes.WorkflowInstanceStatus).toEqual(['Finished/Cancelled']);
+    // A migrated one's memo names its version.
+    const migrated = await h.client.workflow.getHandle(instanceWorkflowId(suspended[7]!)).describe();
+    expect(migrated.memo).toMatchObject({ version: 2 });
+  }, 180_000);
 });

@@ -12,12 +12,37 @@ export interface SeedOptions {
 }
 
 /**
+ * Runs a seeding statement with the instance outbox off (`SET LOCAL wfa.outbox = 'off'`, migration 011): seeded rows are what tests and benches alter, and get no Temporal workflow each,
+ * which would start a workflow per seeded row on the shared Temporal server.
+ */
+export async function withoutWorkflows<T extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  sql: string,
+  params: unknown[],
+): Promise<pg.QueryResult<T>> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query("SET LOCAL wfa.outbox = 'off'");
+    const result = await client.query<T>(sql, params);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/**
  * Inserts instances of a stored definition version directly in SQL (one statement), as if they had run
- * to a suspended state: fast enough for the thousands a durability or concurrency test needs.
- * Returns their ids in creation order.
+ * to a suspended state: fast enough for the thousands a durability or concurrency test needs. They have
+ * no Temporal workflow (`withoutWorkflows`). Returns their ids in creation order.
  */
 export async function seedInstances(pool: pg.Pool, o: SeedOptions): Promise<string[]> {
-  const { rows } = await pool.query<{ id: string }>(
+  const { rows } = await withoutWorkflows<{ id: string }>(
+    pool,
     `INSERT INTO workflow_instances
        (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
         variables, scheduled, bookmarks, created_at, updated_at)
