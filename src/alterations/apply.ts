@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import type { DefinitionCache, DefinitionVersion } from '../engine/definitions.js';
 import { findActivity } from '../engine/flowchart.js';
 import { runPureSteps, writePureSteps } from '../engine/pure-steps.js';
+import { settle } from '../engine/transitions.js';
 import {
   ALTERABLE_COLUMNS,
   alterableFromRow,
@@ -30,6 +31,13 @@ export interface ApplyOutcome {
   state?: AlterableState;
   /** The instance was cancelled: its running activity records are to be marked Canceled. */
   cancelled: boolean;
+  /** Activities whose running records are to be marked Canceled (CancelActivity, a revert's removed bookmarks). */
+  closedActivities?: string[];
+  /**
+   * A revert only: activities that wait again (their bookmarks restored) whose records the reverted job
+   * marked Canceled, at `at` (that job's time), are Running again.
+   */
+  reopened?: { activityIds: string[]; at: Date };
 }
 
 /**
@@ -129,6 +137,19 @@ const handlers: { [K in AlterationType]: Handler<Extract<Alteration, { type: K }
     return undefined;
   },
 
+  CancelActivity(s, a, defs) {
+    const def = currentDefinition(s, defs);
+    if (!findActivity(def.root, a.activityId)) return `Activity with ID ${a.activityId} not found`;
+    const scheduled = s.scheduled.includes(a.activityId);
+    const waiting = s.bookmarks.some((b) => b.activityId === a.activityId);
+    if (!scheduled && !waiting) return `Activity ${a.activityId} is not scheduled or waiting`;
+    s.scheduled = s.scheduled.filter((id) => id !== a.activityId);
+    s.bookmarks = s.bookmarks.filter((b) => b.activityId !== a.activityId);
+    // Nothing follows the activity; the instance settles once the job's alterations have all succeeded
+    // (`applyResolved`), so a later alteration of the same job still finds it running.
+    return undefined;
+  },
+
   Cancel(s) {
     s.status = 'Finished';
     s.subStatus = 'Cancelled';
@@ -194,6 +215,7 @@ export function applyResolved(
   s.updatedAt = now;
   const log: LogEntry[] = [];
   let cancelled = false;
+  const closedActivities: string[] = [];
   for (const alteration of alterations) {
     const failed =
       s.status === 'Finished'
@@ -204,11 +226,16 @@ export function applyResolved(
       return { ok: false, log, cancelled: false };
     }
     if (alteration.type === 'Cancel') cancelled = true;
+    if (alteration.type === 'CancelActivity' && !closedActivities.includes(alteration.activityId))
+      closedActivities.push(alteration.activityId);
     log.push(
       entry(`${alteration.type} succeeded`, LOG_LEVEL.Information, `Alteration ${alteration.type} succeeded`, now),
     );
   }
-  return { ok: true, log, state: s, cancelled };
+  // As if the cancelled activities had ended without an outcome: the instance goes on with what is left,
+  // and finishes when nothing else is scheduled or waiting (a faulted one stays faulted until retried).
+  if (closedActivities.length > 0) settle(s, now);
+  return { ok: true, log, state: s, cancelled, ...(closedActivities.length > 0 ? { closedActivities } : {}) };
 }
 
 /** Locks the tenant's instances with these ids, in id order (so concurrent batches never deadlock). */
@@ -225,7 +252,10 @@ export async function lockInstances(
   return new Map(rows.map((r) => [r.id, alterableFromRow(r)]));
 }
 
-/** Writes many altered instances in one statement and marks cancelled instances' running records Canceled. */
+/**
+ * Writes many altered instances in one statement, and their activity records as the alterations left them
+ * (`writeRecordChanges`), before the records of the pure steps they scheduled.
+ */
 export async function saveInstances(
   db: Queryable,
   definitions: DefinitionCache,
@@ -238,13 +268,59 @@ export async function saveInstances(
   // ScheduleActivity of a SetVariable over a batch takes effect with the batch, set-based.
   const steps = await runPureSteps(db, definitions, states, now);
   await writeInstanceStates(db, states, before);
+  // Records first: a CancelActivity followed by a ScheduleActivity of the same activity closes the record
+  // it had, never the one its step now writes.
+  await writeRecordChanges(db, altered, now);
   await writePureSteps(db, steps);
-  const cancelled = altered.filter((o) => o.ok && o.cancelled && o.state).map((o) => o.state!.id);
+}
+
+/**
+ * The activity records of the altered instances, set-based (at most one statement of each kind per batch,
+ * whatever its size): a cancelled instance's running records and a cancelled activity's become Canceled;
+ * a revert makes the records its reverted job canceled Running again where their bookmark came back.
+ */
+async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[], now: Date): Promise<void> {
+  const cancelled: string[] = [];
+  const closed: { instance: string[]; activity: string[] } = { instance: [], activity: [] };
+  const reopened: { instance: string[]; activity: string[]; at: Date[] } = { instance: [], activity: [], at: [] };
+  for (const o of altered) {
+    if (!o.ok || !o.state) continue;
+    const id = o.state.id;
+    if (o.cancelled) cancelled.push(id);
+    // A cancelled instance's records are all closed by the first statement.
+    else
+      for (const activityId of o.closedActivities ?? []) {
+        closed.instance.push(id);
+        closed.activity.push(activityId);
+      }
+    for (const activityId of o.reopened?.activityIds ?? []) {
+      reopened.instance.push(id);
+      reopened.activity.push(activityId);
+      reopened.at.push(o.reopened!.at);
+    }
+  }
   if (cancelled.length > 0) {
     await db.query(
       `UPDATE activity_records SET status = 'Canceled', completed_at = $2
         WHERE instance_id = ANY($1::text[]) AND status = 'Running'`,
       [cancelled, now],
+    );
+  }
+  if (closed.instance.length > 0) {
+    await db.query(
+      `UPDATE activity_records r SET status = 'Canceled', completed_at = $3
+         FROM unnest($1::text[], $2::text[]) AS c(instance_id, activity_id)
+        WHERE r.instance_id = c.instance_id AND r.activity_id = c.activity_id AND r.status = 'Running'`,
+      [closed.instance, closed.activity, now],
+    );
+  }
+  if (reopened.instance.length > 0) {
+    await db.query(
+      `UPDATE activity_records r SET status = 'Running', completed_at = NULL
+         FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS c(instance_id, activity_id, at)
+        WHERE r.instance_id = c.instance_id AND r.activity_id = c.activity_id AND r.status = 'Canceled'
+          AND r.completed_at = c.at`,
+      [reopened.instance, reopened.activity, reopened.at],
     );
   }
 }

@@ -134,10 +134,15 @@ export const AlterationSchema = z
       }),
     z.strictObject({ type: z.literal('Migrate'), targetVersion: Int32.min(1) }),
     z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
+    z.strictObject({ type: z.literal('CancelActivity'), activityId: Identifier }).openapi({
+      description:
+        "Removes the activity's scheduled work and bookmarks and marks its running record Canceled; the instance then continues as if the activity had ended without an outcome (it finishes when nothing else is scheduled or waiting)",
+    }),
     z.strictObject({ type: z.literal('Cancel') }),
   ])
   .openapi('Alteration', {
-    description: 'ModifyVariable {variableId, value}, Migrate {targetVersion}, ScheduleActivity {activityId} or Cancel',
+    description:
+      'ModifyVariable {variableId, value}, Migrate {targetVersion}, ScheduleActivity {activityId}, CancelActivity {activityId} or Cancel',
   });
 export type Alteration = z.infer<typeof AlterationSchema>;
 export type AlterationType = Alteration['type'];

@@ -174,9 +174,10 @@ interface BatchJob {
   pending_id: string | null;
   /** When the plan's jobs were generated. */
   created_at: Date;
-  /** Revert plans: the reverted job's before-image and the revision it wrote. */
+  /** Revert plans: the reverted job's before-image, the revision it wrote and when. */
   undo?: UndoImage | null;
   written?: number | null;
+  written_at?: Date | null;
 }
 
 /**
@@ -231,7 +232,8 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
            SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at
              ${jobsInRange('$2', '$3')} AND ${JOB_UNWRITTEN} AND NOT ${NO_JOB_WRITTEN('$2', '$3')}
            ORDER BY ord`
-        : `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at, r.undo, r.revision AS written
+        : `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at, r.undo, r.revision AS written,
+                  r.completed_at AS written_at
              ${jobsInRange('$2', '$3', 'LEFT JOIN alteration_jobs r ON r.plan_id = $4 AND r.ord = s.source_ords[m.k::int]')}
              AND ${JOB_UNWRITTEN} ORDER BY o.ord`,
       plan.revert_of === null
@@ -382,7 +384,22 @@ function revertOne(instance: AlterableState | undefined, job: BatchJob, revertOf
       cancelled: false,
     };
   }
-  return { ok: true, log: [], state: restore(instance, job.undo), cancelled: false };
+  const state = restore(instance, job.undo);
+  // The activity records follow the bookmarks: an activity that waits again has its record Running again
+  // (the one the reverted job marked Canceled, at its time), and one that no longer waits has it Canceled;
+  // an instance cancelled again (a revert of a reverted Cancel) has all its running records Canceled.
+  const waitingNow = new Set(instance.bookmarks.map((b) => b.activityId));
+  const waitingThen = new Set(state.bookmarks.map((b) => b.activityId));
+  const closedActivities = [...waitingNow].filter((a) => !waitingThen.has(a));
+  const reopened = [...waitingThen].filter((a) => !waitingNow.has(a));
+  return {
+    ok: true,
+    log: [],
+    state,
+    cancelled: state.subStatus === 'Cancelled' && instance.subStatus !== 'Cancelled',
+    ...(closedActivities.length > 0 ? { closedActivities } : {}),
+    ...(reopened.length > 0 && job.written_at ? { reopened: { activityIds: reopened, at: job.written_at } } : {}),
+  };
 }
 
 /**

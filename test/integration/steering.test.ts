@@ -78,6 +78,7 @@ describe('preview', () => {
     ['ModifyVariable', [{ type: 'ModifyVariable', variableId: 'amount', value: 42 }]],
     ['Migrate', [{ type: 'Migrate', targetVersion: 2 }]],
     ['ScheduleActivity', [{ type: 'ScheduleActivity', activityId: 'note' }]],
+    ['CancelActivity', [{ type: 'CancelActivity', activityId: 'wait' }]],
     ['Cancel', [{ type: 'Cancel' }]],
     ['a failing alteration', [{ type: 'ModifyVariable', variableId: 'missing', value: 1 }]],
   ])('of %s matches what the plan then does, and writes nothing', async (_name, alterations) => {
