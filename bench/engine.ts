@@ -46,6 +46,7 @@ import {
   temporalCli,
 } from './engine-devserver.js';
 import { cpuMark, type CpuMark, cpuSplit, type CpuSplit, machine, TreeSampler } from './engine-procs.js';
+import { planHistory } from './history.js';
 import { round, sleep, stat } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -66,6 +67,8 @@ const WAIT_MS = intEnv('BENCH_ENGINE_TIMEOUT_MS', 30 * 60_000);
 /** Longest wait for Temporal's count to reach N (then the count reached is reported and the bench goes on). */
 const TEMPORAL_WAIT_MS = intEnv('BENCH_ENGINE_TEMPORAL_WAIT_MS', 10 * 60_000);
 const TEMPORAL_POLL_MS = 250;
+/** The service, its Postgres, the baseline worker and the dev server together below this (% of one core): quiet. */
+const QUIET_PERCENT = intEnv('BENCH_ENGINE_QUIET_PERCENT', 15);
 const MODE = (process.env.BENCH_ENGINE_DEVSERVER ?? 'wal') as DevServerMode;
 if (!DEV_SERVER_MODES.includes(MODE))
   throw new Error(`BENCH_ENGINE_DEVSERVER must be one of ${DEV_SERVER_MODES.join(', ')}, not "${MODE}"`);
@@ -224,6 +227,28 @@ const inTemporal = (ctx: Context, what: string, t0: number, query: string, offse
 const RUNNING = (type: string) => `WorkflowType='${type}' AND ExecutionStatus='Running'`;
 const COMPLETED = (type: string) => `WorkflowType='${type}' AND ExecutionStatus='Completed'`;
 
+/**
+ * Until the service, its Postgres, the baseline worker and the dev server are quiet again (together under
+ * QUIET_PERCENT of one core over a second): work a phase left queued (the instance workflows' first tasks, the
+ * relay's signals) is done before the next phase is measured. The time is counted from `t0` to the start of
+ * the first quiet second; null if they were not quiet within BENCH_ENGINE_TEMPORAL_WAIT_MS.
+ */
+async function quiet(ctx: Context, what: string, t0: number): Promise<number | null> {
+  for (;;) {
+    const from = cpuMark();
+    await sleep(1000);
+    const split = cpuSplit(from, cpuMark(), ctx.groups());
+    const busy = Object.entries(split.percent)
+      .filter(([group]) => group !== 'bench')
+      .reduce((sum, [, p]) => sum + p, 0);
+    if (busy < QUIET_PERCENT) return round(from.at - t0);
+    if (performance.now() - t0 > TEMPORAL_WAIT_MS) {
+      log(`${what}: still busy (${Math.round(busy)}% of a core) after ${round((performance.now() - t0) / 1000)} s`);
+      return null;
+    }
+  }
+}
+
 async function queryCount(db: pg.Client, sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await db.query<{ n: string }>(sql, params);
   return Number(rows[0]?.n ?? 0);
@@ -337,6 +362,7 @@ async function runBaseline(ctx: Context, stops: (() => Promise<unknown>)[]) {
     inTemporal(ctx, 'baseline: workflows Running', t0, RUNNING(BASELINE_TYPE), running0),
   ]);
   const startCpu = cpuOf(ctx, cpu);
+  const startQuiet = await quiet(ctx, 'baseline starts', t0);
   log(
     `baseline: ${starts.perSecond} starts/s; all waiting after ${waiting.ms} ms (${waiting.perSecond}/s); Running in Temporal after ${temporalRunning.ms} ms`,
   );
@@ -353,6 +379,7 @@ async function runBaseline(ctx: Context, stops: (() => Promise<unknown>)[]) {
     inTemporal(ctx, 'baseline: workflows Completed', t0, COMPLETED(BASELINE_TYPE), completed0),
   ]);
   const resumeCpu = cpuOf(ctx, cpu);
+  const resumeQuiet = await quiet(ctx, 'baseline signals', t0);
   log(
     `baseline: ${signals.perSecond} signals/s; all done after ${done.ms} ms (${done.perSecond}/s); Completed in Temporal after ${temporalCompleted.ms} ms`,
   );
@@ -363,9 +390,11 @@ async function runBaseline(ctx: Context, stops: (() => Promise<unknown>)[]) {
     starts,
     waiting,
     temporalRunning,
+    startQuietMs: startQuiet,
     signals,
     done,
     temporalCompleted,
+    resumeQuietMs: resumeQuiet,
     workerPeakRssMb: sampler.overall.nodeMb,
     cpu: { start: startCpu, resume: resumeCpu },
   };
@@ -515,7 +544,7 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
     const opts = { pollMs: TEMPORAL_POLL_MS, timeoutMs: 120_000, required: false };
     await reach('warm-up: instance workflows', t, 2 * WARMUP, counter(ctx, `WorkflowType='${INSTANCE_TYPE}'`), opts);
     await reach('warm-up: Completed', t, WARMUP, counter(ctx, COMPLETED(INSTANCE_TYPE)), opts);
-    await sleep(1000);
+    await quiet(ctx, 'warm-up', t);
   }
 
   /** Counted through the API, a page of 1000 at a time (the check that the API agrees with Postgres). */
@@ -556,11 +585,12 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
       inTemporal(ctx, `${label}: ${INSTANCE_TYPE} Running`, t0, RUNNING(INSTANCE_TYPE), running0),
     ]);
     const cpuSplitOf = cpuOf(ctx, cpu);
+    const quietMs = await quiet(ctx, label, t0);
     const viaApi = await apiCount({ status: 'Running', subStatus: 'Suspended' });
     log(
       `${label}: ${starts.perSecond} accepted/s (${starts.retries} sent again); all Running/Suspended after ${waiting.ms} ms; ${INSTANCE_TYPE} Running in Temporal: ${temporalRunning.count} after ${temporalRunning.ms ?? `> ${TEMPORAL_WAIT_MS}`} ms; API lists ${viaApi}`,
     );
-    return { ids, starts, waiting, temporalRunning, apiSuspended: viaApi, cpu: cpuSplitOf };
+    return { ids, starts, waiting, temporalRunning, quietMs, apiSuspended: viaApi, cpu: cpuSplitOf };
   };
 
   // a. N instances, 16 clients.
@@ -587,6 +617,7 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
     inTemporal(ctx, `b: ${INSTANCE_TYPE} Completed`, t0, COMPLETED(INSTANCE_TYPE), completed0),
   ]);
   const bCpu = cpuOf(ctx, cpu);
+  const bQuiet = await quiet(ctx, 'b', t0);
   const apiFinished = await apiCount({ status: 'Finished' });
   const setInA = await queryCount(
     db,
@@ -614,6 +645,7 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
   const planDone = watchPlan(planId, t0);
   const [plan, effect] = await Promise.all([planDone, inPostgres('c: SetVariable ran (result = 42)', t0, setInC)]);
   const planCpu = cpuOf(ctx, cpu);
+  const planQuiet = await quiet(ctx, 'c.plan', t0);
   const records = await queryCount(
     db,
     `SELECT count(*) AS n FROM activity_records WHERE instance_id = ANY($1::text[]) AND activity_id = $2 AND status = 'Completed'`,
@@ -623,6 +655,15 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
     `c: plan ${planId} status ${plan.status} (${plan.outcome}) after ${plan.ms} ms; SetVariable ran on all ${N} after ${effect.ms} ms (${effect.perSecond}/s); its activity records Completed: ${records}`,
   );
   ctx.serviceSampler.phase(undefined);
+  // Where the plan's time went, from its Temporal history (batches: queued, ran; the batch phase).
+  const history = await planHistory(
+    new Client({ connection: ctx.dev.connection, namespace: NAMESPACE }),
+    planId,
+    loadConfig({}).alterations.window,
+  ).catch((err: unknown) => {
+    log(`c: the plan's history could not be read: ${String(err)}`);
+    return null;
+  });
   await db.end();
   return {
     definitionVersion: def.version,
@@ -630,19 +671,22 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
       starts: a.starts,
       waiting: a.waiting,
       temporalRunning: a.temporalRunning,
+      quietMs: a.quietMs,
       apiSuspended: a.apiSuspended,
       cpu: a.cpu,
     },
-    b: { trigger, finished, setVariableDone: setInA, temporalCompleted, apiFinished, cpu: bCpu },
+    b: { trigger, finished, setVariableDone: setInA, temporalCompleted, quietMs: bQuiet, apiFinished, cpu: bCpu },
     c: {
       starts: c.starts,
       waiting: c.waiting,
       temporalRunning: c.temporalRunning,
+      quietMs: c.quietMs,
       apiSuspended: c.apiSuspended,
       startCpu: c.cpu,
-      plan: { planId, submitMs, ...plan },
+      plan: { planId, submitMs, ...plan, temporal: history },
       setVariable: effect,
       activityRecordsCompleted: records,
+      quietMsAfterPlan: planQuiet,
       cpu: planCpu,
     },
   };
@@ -650,9 +694,13 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
 
 // ---------------------------------------------------------------------------------------------------
 
+/** HEAD, and the last commit that changed the engine (src/, workflows/, activities/). */
 function commit(): string {
   try {
-    const hash = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+    const head = git('rev-parse', '--short', 'HEAD');
+    const engine = git('log', '-1', '--format=%h', '--', 'src', 'workflows', 'activities');
+    const hash = engine === head ? head : `${head} (engine last changed in ${engine})`;
     const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'workflows', 'activities'], {
       cwd: ROOT,
       encoding: 'utf8',
@@ -719,6 +767,16 @@ async function main(): Promise<void> {
     serviceSampler.phase('idle during the baseline');
     const baseline = await runBaseline(ctx, stops);
     const service = await runService(ctx, svc);
+    // What the service logged above info (a failing relay or step shows here).
+    const logged = (await readFile(svc.logFile, 'utf8').catch(() => ''))
+      .split('\n')
+      .map((line) => /"level":(\d+).*?"msg":"([^"]*)"/.exec(line))
+      .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) >= 40);
+    const serviceLog = {
+      warnings: logged.filter((m) => m[1] === '40').length,
+      errors: logged.filter((m) => Number(m[1]) >= 50).length,
+      messages: [...new Set(logged.map((m) => m[2]!))].slice(0, 10),
+    };
     const finalCounts = {
       instanceExecution: await counter(ctx, `WorkflowType='${INSTANCE_TYPE}'`)(),
       running: await counter(ctx, `WorkflowType='${INSTANCE_TYPE}' AND ExecutionStatus='Running'`)(),
@@ -789,6 +847,7 @@ async function main(): Promise<void> {
       service,
       memory,
       temporalAtEnd: finalCounts,
+      serviceLog,
       ratios,
       targets,
     };
@@ -837,6 +896,7 @@ function printTable(r: any): void {
     `${s(b.temporalRunning.ms)} (${b.temporalRunning.count})`,
     `${s(v.a.temporalRunning.ms)} (${v.a.temporalRunning.count})`,
   );
+  row('  quiet again (all but the bench)', s(b.startQuietMs), s(v.a.quietMs));
   row(
     'resume: N signals / one trigger',
     `${s(b.signals.ms)}  ${rate(b.signals.perSecond)}`,
@@ -853,15 +913,27 @@ function printTable(r: any): void {
     `${s(b.temporalCompleted.ms)} (${b.temporalCompleted.count})`,
     `${s(v.b.temporalCompleted.ms)} (${v.b.temporalCompleted.count})`,
   );
+  row('  quiet again', s(b.resumeQuietMs), s(v.b.quietMs));
   row('second batch: starts accepted', '', `${s(v.c.starts.ms)}  ${rate(v.c.starts.perSecond)}`);
   row('  all N waiting', '', `${s(v.c.waiting.ms)}  ${rate(v.c.waiting.perSecond)}`);
   row('  Temporal: N Running', '', `${s(v.c.temporalRunning.ms)} (${v.c.temporalRunning.count})`);
+  row('  quiet again', '', s(v.c.quietMs));
   row('plan ScheduleActivity set: submit', '', `${v.c.plan.submitMs} ms`);
   row('  plan Completed', '', `${s(v.c.plan.ms)} (status ${v.c.plan.status}, ${v.c.plan.outcome})`);
+  const h = v.c.plan.temporal;
+  if (h)
+    row(
+      '  its batches: n, queued / ran (median)',
+      '',
+      `${h.batchStartToClose.n}, ${h.batchScheduleToStart.medianMs} / ${h.batchStartToClose.medianMs} ms; batch phase ${s(h.batchPhaseMs)}`,
+    );
   row('  SetVariable ran on all N', '', `${s(v.c.setVariable.ms)}  ${rate(v.c.setVariable.perSecond)}`);
+  row('  quiet again', '', s(v.c.quietMsAfterPlan));
   row('peak RSS, phases a-c: node', `${b.workerPeakRssMb} MB (worker)`, `${r.memory.peakNodeMb} MB`);
   row('  postgres (PSS) / service tree', '', `${r.memory.peakPostgresPssMb} MB / ${r.memory.peakTreeMb} MB`);
-  row('  node at start-up (bundling)', '', `${r.memory.startupPeakNodeMb} MB`);
+  const phasePeaks = Object.entries(r.memory.byPhase as Record<string, { nodeMb: number }>)
+    .map(([phase, p]) => `${phase} ${Math.round(p.nodeMb)}`)
+    .join(', ');
   const cpuText = (c: CpuSplit) =>
     `${Object.entries(c.percent)
       .filter(([, p]) => p >= 1)
@@ -875,6 +947,8 @@ function printTable(r: any): void {
     '',
     ...rows.map((rr) => rr.map((c, i) => (i === 0 ? c.padEnd(widths[0]!) : c.padStart(widths[i]!))).join('   ')),
     '',
+    `Service node RSS peak by phase (MB): ${phasePeaks}`,
+    '',
     'CPU (% of one core):',
     `  baseline starts:  ${cpuText(b.cpu.start)}`,
     `  baseline signals: ${cpuText(b.cpu.resume)}`,
@@ -884,6 +958,7 @@ function printTable(r: any): void {
     `  service c plan:   ${cpuText(v.c.cpu)}`,
     '',
     `Temporal at the end: ${r.temporalAtEnd.instanceExecution} ${INSTANCE_TYPE} executions (${r.temporalAtEnd.running} Running, ${r.temporalAtEnd.completed} Completed)`,
+    `Service log: ${r.serviceLog.warnings} warnings, ${r.serviceLog.errors} errors${r.serviceLog.messages.length ? ` (${r.serviceLog.messages.join('; ')})` : ''}`,
     `API check: a ${v.a.apiSuspended} Running/Suspended, b ${v.b.apiFinished} Finished, c ${v.c.apiSuspended} Running/Suspended; SetVariable activity records Completed in c: ${v.c.activityRecordsCompleted}`,
     '',
     'Targets (reported, not enforced):',
