@@ -55,6 +55,7 @@ const ConfigSchema = z.object({
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   XDG_CACHE_HOME: optional,
+  WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(250),
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -103,6 +104,13 @@ export interface Config {
   shares: TenantShares;
   /** How a plan's jobs are processed: jobs per batch activity, and batches in flight at once. */
   alterations: { batchSize: number; window: number; batchesPerRun: number };
+  /**
+   * Workflows a worker keeps in memory between their tasks (WORKER_CACHED_WORKFLOWS). Every Running instance
+   * has a workflow; one kept costs about 0.27 MB, one not kept is replayed from its (short) history at its
+   * next task. The SDK's default, sized to the heap limit (about 2,300 here), let 2,000 waiting instances
+   * hold 570 MB.
+   */
+  cachedWorkflows: number;
   logLevel: string;
   /** V8's old-space growth past the live heap before a full GC, in percent (src/memory.ts); 0: V8's own. */
   heapGrowingPercent: number;
@@ -182,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       window: e.ALTERATION_BATCH_WINDOW,
       batchesPerRun: e.ALTERATION_BATCHES_PER_RUN,
     },
+    cachedWorkflows: e.WORKER_CACHED_WORKFLOWS,
     logLevel: e.LOG_LEVEL,
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),

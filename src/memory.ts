@@ -18,4 +18,4 @@ export function tuneHeapGrowth(percent: number): void {
  * the first plan after a start could pile up ~90 MB of garbage before its first full collection (peak RSS
  * 325–333 MB at 100,000 instances in 3 of 9 runs; 259–278 MB in 6 of 6 with it, bench/README.md).
  */
-export const NODE_MEMORY_FLAGS = ['--initial-old-space-size=32'];
+export const NODE_MEMORY_FLAGS = ['--initial-old-space-size=32', '--max-semi-space-size=2'];

@@ -268,7 +268,10 @@ async function build(
   const relay = workerPool
     ? new OutboxRelay({
         pool: workerPool,
-        client,
+        // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back
+        // to this process's worker with the start), and the requests go through the SDK's native client.
+        client: new Client({ connection: nativeConnection, namespace }),
+        eager: true,
         taskQueue,
         logger,
         searchAttributes: planProcessing.searchAttributes === true,
@@ -302,6 +305,7 @@ async function build(
       // completion (local activities) theirs, and steps the rest.
       maxConcurrentActivities: workerPoolSize - batchSlots - LOCAL_ACTIVITY_SLOTS,
       maxConcurrentLocalActivities: LOCAL_ACTIVITY_SLOTS,
+      maxCachedWorkflows: config.cachedWorkflows,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });
     const batches = await createBatchWorker({

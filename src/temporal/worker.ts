@@ -5,8 +5,9 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../../activities/index.js';
 import { type CallDeps, createCallActivities } from '../../activities/calls.js';
 import { batchesTaskQueue, callsTaskQueue } from '../../workflows/task-queues.js';
+import { bundleWorkflowsApart } from './bundle.js';
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+export { WORKFLOWS_PATH } from './bundle.js';
 /** Compiled (dist/src/temporal/worker.js): `npm run build` bundled the workflows once, next to dist/src. */
 const BUILT = import.meta.url.endsWith('.js');
 const BUILT_BUNDLE = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url));
@@ -28,6 +29,8 @@ export interface WorkerSetup {
   maxConcurrentActivities: number;
   /** Local activities (plan generation and completion) run at once; each holds a connection too. */
   maxConcurrentLocalActivities?: number;
+  /** Workflows kept in memory between their tasks (WORKER_CACHED_WORKFLOWS). */
+  maxCachedWorkflows?: number;
   /** Extra worker options (tests shorten the shutdown grace time). */
   options?: Partial<WorkerOptions>;
 }
@@ -40,12 +43,14 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     connection: setup.connection,
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
-    ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: WORKFLOWS_PATH }),
+    // From source, the code is bundled in a child process (src/temporal/bundle.ts), never in this one.
+    workflowBundle: bundle ? { codePath: bundle } : { code: await bundleWorkflowsApart() },
     activities: createActivities(setup.deps),
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     ...(setup.maxConcurrentLocalActivities
       ? { maxConcurrentLocalActivityExecutions: setup.maxConcurrentLocalActivities }
       : {}),
+    ...(setup.maxCachedWorkflows ? { maxCachedWorkflows: setup.maxCachedWorkflows } : {}),
     shutdownGraceTime: '10 seconds',
     ...setup.options,
   });
