@@ -123,6 +123,11 @@ export interface InstanceExecutionInput {
   searchAttributes?: boolean;
   /** Carried over by continue-as-new: what the run before knew and showed. */
   known?: InstanceTidings;
+  /**
+   * The first word, given at the start: the relay starts a new instance's workflow with where the instance
+   * stands instead of signalling it (one request, and eager: the first task comes back to its own worker).
+   */
+  told?: InstanceTidings;
 }
 
 type Standing = NonNullable<Awaited<ReturnType<Activities['peekStep']>>['instance']>;
@@ -193,6 +198,9 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
     inbox.signalled = true;
     if (tidings && (!inbox.latest || tidings.revision > inbox.latest.revision)) inbox.latest = tidings;
   });
+  // Given at the start (histories recorded before have no `told`): read as the first signal would be.
+  const { told } = input;
+  if (told && (!inbox.latest || told.revision > inbox.latest.revision)) inbox.latest = told;
   if (patched(LIFELONG_PATCH)) return lifelong(input, inbox);
   const result = await perDispatchRun(input, inbox);
   // A run of the previous release that was open at the upgrade hands over to the lifelong shape; a history
@@ -259,8 +267,9 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         // The closed run carries no status, so that a count by status finds each instance once: in its last run.
         const carried = workflowInfo().typedSearchAttributes.getAll();
         if (input.searchAttributes) upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: null }]);
+        const { told: _first, ...carriedInput } = input;
         await makeContinueAsNewFunc<typeof instanceExecution>({ typedSearchAttributes: carried })({
-          ...input,
+          ...carriedInput,
           known: shown ?? tidings,
         });
       }

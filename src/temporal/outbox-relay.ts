@@ -34,11 +34,18 @@ export interface OutboxRelayOptions {
   concurrency?: number;
   /** Requests of one tenant in flight at once (TENANT_TEMPORAL_REQUESTS): tenants are told in turn. */
   perTenant?: number;
+  /**
+   * Ask for eager workflow starts: the client is on the NativeConnection of a worker of `taskQueue` in this
+   * process, so a new instance's first workflow task comes back with the start.
+   */
+  eager?: boolean;
 }
 
 interface Claimed {
   instance_id: string;
   seq: string;
+  /** The instance has had no workflow yet (migration 012): started with `workflow.start`. */
+  created: boolean;
   tenant_id: string;
   definition_id: string | null;
   version: number | null;
@@ -141,7 +148,7 @@ export class OutboxRelay {
       `WITH told AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS t(instance_id, seq)),
             gone AS (DELETE FROM instance_outbox o USING told
                       WHERE o.instance_id = told.instance_id AND o.seq = told.seq RETURNING o.instance_id)
-       UPDATE instance_outbox o SET claimed_until = NULL
+       UPDATE instance_outbox o SET claimed_until = NULL, created = false
          FROM told WHERE o.instance_id = told.instance_id AND o.seq <> told.seq`,
       [told.map((r) => r.instance_id), told.map((r) => r.seq)],
     );
@@ -192,8 +199,8 @@ export class OutboxRelay {
             claimed AS (
               UPDATE instance_outbox o SET claimed_until = now() + make_interval(secs => $2)
                 FROM picked WHERE o.instance_id = picked.instance_id
-              RETURNING o.instance_id, o.seq, o.tenant_id)
-       SELECT c.instance_id, c.seq, c.tenant_id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
+              RETURNING o.instance_id, o.seq, o.tenant_id, o.created)
+       SELECT c.instance_id, c.seq, c.created, c.tenant_id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
               ${runnableWorkSql('i')} AS has_work,
               row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.seq) AS turn
          FROM claimed c LEFT JOIN workflow_instances i ON i.id = c.instance_id
@@ -220,7 +227,8 @@ export class OutboxRelay {
     const workflowId = instanceWorkflowId(row.instance_id);
     const finished = row.status === 'Finished';
     try {
-      await this.signalWithStart(row, tidings, status, tenant, finished);
+      if (row.created) await this.startNew(row, tidings, status, tenant, finished);
+      else await this.signalWithStart(row, tidings, status, tenant, finished);
     } catch (err) {
       // A finished instance whose workflow already closed (told twice: a relay died before deleting its row).
       if (finished && err instanceof WorkflowExecutionAlreadyStartedError) return;
@@ -236,13 +244,38 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * A new instance's workflow, started with where the instance stands as its input: one request, and with a
+   * worker in this process (NativeConnection) the first workflow task comes back in the answer, skipping
+   * Temporal's matching (eager workflow start). Started already (a relay that died after starting it, before
+   * deleting its row): told by signal instead.
+   */
+  private async startNew(row: Claimed, tidings: InstanceTidings, status: string, tenant: string, finished: boolean) {
+    try {
+      await this.o.client.workflow.start(instanceExecution, {
+        ...this.startOptions(row, status, tenant, finished),
+        args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes, told: tidings }],
+        requestEagerStart: this.o.eager === true,
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      await this.signalWithStart(row, tidings, status, tenant, finished);
+    }
+  }
+
   private signalWithStart(row: Claimed, tidings: InstanceTidings, status: string, tenant: string, finished: boolean) {
     return this.o.client.workflow.signalWithStart(instanceExecution, {
-      workflowId: instanceWorkflowId(row.instance_id),
-      taskQueue: this.o.taskQueue,
+      ...this.startOptions(row, status, tenant, finished),
       args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes }],
       signal: workAvailable,
       signalArgs: [tidings],
+    });
+  }
+
+  private startOptions(row: Claimed, status: string, tenant: string, finished: boolean) {
+    return {
+      workflowId: instanceWorkflowId(row.instance_id),
+      taskQueue: this.o.taskQueue,
       // A running instance's workflow is started again after a closed run (the previous release's per-dispatch
       // runs; an instance a revert reopened); a finished instance's workflow is never started twice.
       workflowIdReusePolicy: finished ? WorkflowIdReusePolicy.REJECT_DUPLICATE : WorkflowIdReusePolicy.ALLOW_DUPLICATE,
@@ -258,6 +291,6 @@ export class OutboxRelay {
             ],
           }
         : {}),
-    });
+    };
   }
 }

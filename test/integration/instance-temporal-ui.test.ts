@@ -97,6 +97,33 @@ describe('an instance in Temporal', () => {
     });
     expect((await handle.describe()).runId).toBe(description.runId);
     expect(await listed(`WorkflowId = "${workflowId}"`)).toEqual([workflowId]);
+    // Started with where the instance stood as its input, not signalled: the trigger's word is its one signal.
+    const { events } = await handle.fetchHistory();
+    const started = events![0]!.workflowExecutionStartedEventAttributes!;
+    const input = JSON.parse(Buffer.from(started.input!.payloads![0]!.data!).toString('utf8'));
+    expect(input).toMatchObject({ instanceId: id, told: { status: 'Running', subStatus: 'Suspended' } });
+    expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes).length).toBe(1);
+  });
+
+  it('is told by signal when a relay started its workflow but died before it could say so', async () => {
+    const id = (await h.request('POST', '/workflow-instances', { body: { definitionId } })).body
+      .workflowInstanceId as string;
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    const { runId } = await eventually(async () => {
+      const d = await handle.describe().catch(() => undefined);
+      return d?.searchAttributes.WorkflowInstanceStatus?.[0] === 'Running/Suspended' ? d : undefined;
+    }, 'the workflow, started');
+    // The outbox row as a relay that died after the start left it: still marked as an instance without one.
+    await h.pool.query(
+      `INSERT INTO instance_outbox (instance_id, tenant_id, created) VALUES ($1, '', true)
+       ON CONFLICT (instance_id) DO UPDATE SET created = true`,
+      [id],
+    );
+    await h.request('POST', '/events/approve/trigger', { body: { workflowInstanceId: id } });
+    expect(await handle.result()).toMatchObject({ instance: 'Finished/Finished' });
+    expect((await handle.describe()).runId).toBe(runId);
+    const { rows } = await h.pool.query('SELECT 1 FROM instance_outbox WHERE instance_id = $1', [id]);
+    expect(rows).toEqual([]);
   });
 
   it('counts as the API counts after starts, triggers, a cancel, a migration, faults, retries and calls', async () => {
