@@ -25,6 +25,7 @@ const ConfigSchema = z.object({
   ADMIN_API_KEY: optional,
   ADMIN_PASSWORD: optional,
   AUTH_SIGNING_KEY: optional,
+  AUTH_SIGNING_KEY_PREVIOUS: optional,
   ACCESS_TOKEN_LIFETIME: z.coerce.number().int().positive().default(900),
   REFRESH_TOKEN_LIFETIME: z.coerce
     .number()
@@ -33,6 +34,7 @@ const ConfigSchema = z.object({
     .default(14 * 24 * 3600),
   PERMISSION_MODEL: z.enum(['structured', 'legacy']).default('structured'),
   CONNECTIONS_ENCRYPTION_KEY: optional,
+  CONNECTIONS_ENCRYPTION_KEY_PREVIOUS: optional,
   MAX_BODY_BYTES: z.coerce
     .number()
     .int()
@@ -79,10 +81,14 @@ export interface Config {
   adminApiKey: string | undefined;
   adminPassword: string | undefined;
   authSigningKey: string | undefined;
+  /** The signing key before a rotation (AUTH_SIGNING_KEY_PREVIOUS): tokens it signed are still accepted. */
+  authSigningKeyPrevious: string | undefined;
   accessTokenLifetimeSeconds: number;
   refreshTokenLifetimeSeconds: number;
   permissionModel: 'structured' | 'legacy';
   connectionsEncryptionKey: string | undefined;
+  /** The encryption key before a rotation (CONNECTIONS_ENCRYPTION_KEY_PREVIOUS): what it encrypted is encrypted again at start. */
+  connectionsEncryptionKeyPrevious: string | undefined;
   maxBodyBytes: number;
   /** CIDR ranges HTTP activities may reach although loopback, link-local or private (OUTBOUND_HTTP_ALLOW_NETWORKS). */
   outboundAllowNetworks: string[];
@@ -147,6 +153,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration in the environment: ${problems}`);
   }
   const e = parsed.data;
+  // A rotation replaces a key that was set: the previous key alone would sign or encrypt nothing.
+  for (const [previous, current] of [
+    ['AUTH_SIGNING_KEY_PREVIOUS', 'AUTH_SIGNING_KEY'],
+    ['CONNECTIONS_ENCRYPTION_KEY_PREVIOUS', 'CONNECTIONS_ENCRYPTION_KEY'],
+  ] as const) {
+    if (e[previous] && !e[current])
+      throw new ConfigError(`Invalid configuration in the environment: ${previous} is set without ${current}`);
+  }
   return {
     port: e.PORT,
     dataDir: path.resolve(e.DATA_DIR),
@@ -163,10 +177,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminApiKey: e.ADMIN_API_KEY,
     adminPassword: e.ADMIN_PASSWORD,
     authSigningKey: e.AUTH_SIGNING_KEY,
+    authSigningKeyPrevious: e.AUTH_SIGNING_KEY_PREVIOUS,
     accessTokenLifetimeSeconds: e.ACCESS_TOKEN_LIFETIME,
     refreshTokenLifetimeSeconds: e.REFRESH_TOKEN_LIFETIME,
     permissionModel: e.PERMISSION_MODEL,
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
+    connectionsEncryptionKeyPrevious: e.CONNECTIONS_ENCRYPTION_KEY_PREVIOUS,
     maxBodyBytes: e.MAX_BODY_BYTES,
     outboundAllowNetworks: networks(e.OUTBOUND_HTTP_ALLOW_NETWORKS, 'OUTBOUND_HTTP_ALLOW_NETWORKS'),
     trustedProxies: networks(e.TRUSTED_PROXIES, 'TRUSTED_PROXIES'),

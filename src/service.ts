@@ -13,7 +13,7 @@ import { loadSigningKey, type TokenSettings } from './auth/tokens.js';
 import { ensureAdminUser } from './auth/users.js';
 import type { Config } from './config.js';
 import { createConfigCipher } from './connections/cipher.js';
-import { checkEncryptionKey } from './connections/repository.js';
+import { checkEncryptionKey, reencryptConnections } from './connections/repository.js';
 import { migrate } from './db/migrate.js';
 import { createPool } from './db/pool.js';
 import { prepareDataDir } from './embedded/data-dir.js';
@@ -232,8 +232,16 @@ async function build(
   };
   const definitions = new DefinitionCache();
   // A wrong or missing CONNECTIONS_ENCRYPTION_KEY stops the start here, with a message saying so.
-  const cipher = createConfigCipher(config.connectionsEncryptionKey);
+  const cipher = createConfigCipher(config.connectionsEncryptionKey, config.connectionsEncryptionKeyPrevious);
   await checkEncryptionKey(pool, cipher);
+  // A rotation of CONNECTIONS_ENCRYPTION_KEY: what the previous key encrypted is encrypted again (any node).
+  if (config.connectionsEncryptionKeyPrevious) {
+    const reencrypted = await reencryptConnections(pool, cipher);
+    logger.info(
+      { reencrypted },
+      'connection configurations encrypted with the previous key are now under the current one',
+    );
+  }
 
   let generatedKey: string | undefined;
   if (role !== 'worker') {
@@ -243,6 +251,9 @@ async function build(
   }
   const tokens: TokenSettings = {
     key: await loadSigningKey(config.authSigningKey, config.dataDir),
+    ...(config.authSigningKeyPrevious
+      ? { previousKeys: [new TextEncoder().encode(config.authSigningKeyPrevious)] }
+      : {}),
     accessTokenLifetimeSeconds: config.accessTokenLifetimeSeconds,
     refreshTokenLifetimeSeconds: config.refreshTokenLifetimeSeconds,
     ...(o.clock ? { clock: o.clock } : {}),

@@ -22,6 +22,11 @@ import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 export interface TokenSettings {
   /** HMAC-SHA256 key for both token kinds. */
   key: Uint8Array;
+  /**
+   * Keys of before a rotation (AUTH_SIGNING_KEY_PREVIOUS): tokens they signed are still accepted until they
+   * expire; new tokens are signed with `key` only.
+   */
+  previousKeys?: Uint8Array[];
   accessTokenLifetimeSeconds: number;
   refreshTokenLifetimeSeconds: number;
   clock?: Clock;
@@ -66,6 +71,24 @@ export async function loadSigningKey(configured: string | undefined, dataDir: st
 }
 
 const nowOf = (s: TokenSettings) => nowBy(s.clock);
+
+/** Verifies with the current key, then with each previous one (a rotation in progress). */
+async function verifyToken(s: TokenSettings, token: string, typ: string) {
+  const options = { issuer: ISSUER, typ, algorithms: ['HS256'], currentDate: nowOf(s) };
+  try {
+    return await jwtVerify(token, s.key, options);
+  } catch (err) {
+    if (!(err instanceof joseErrors.JWSSignatureVerificationFailed)) throw err;
+    for (const key of s.previousKeys ?? []) {
+      try {
+        return await jwtVerify(token, key, options);
+      } catch (again) {
+        if (!(again instanceof joseErrors.JWSSignatureVerificationFailed)) throw again;
+      }
+    }
+    throw err;
+  }
+}
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
 async function issue(db: Queryable, s: TokenSettings, user: StoredUser, sessionId: string): Promise<TokenPair> {
@@ -134,12 +157,7 @@ async function verifyRefreshToken(s: TokenSettings, token: string): Promise<{ su
   if (token.trim() === '') throw new UnauthorizedError('The refresh token is blank');
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, s.key, {
-      issuer: ISSUER,
-      typ: REFRESH_TYP,
-      algorithms: ['HS256'],
-      currentDate: nowOf(s),
-    }));
+    ({ payload } = await verifyToken(s, token, REFRESH_TYP));
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The refresh token has expired');
     throw new UnauthorizedError('The refresh token is not valid');
@@ -219,12 +237,7 @@ export async function logout(
 export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, token: string): Promise<Principal> {
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, s.key, {
-      issuer: ISSUER,
-      typ: ACCESS_TYP,
-      algorithms: ['HS256'],
-      currentDate: nowOf(s),
-    }));
+    ({ payload } = await verifyToken(s, token, ACCESS_TYP));
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The access token has expired; refresh it');
     throw new UnauthorizedError('The access token is not valid');

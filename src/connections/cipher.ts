@@ -10,6 +10,8 @@ export interface ConfigCipher {
   readonly enabled: boolean;
   encrypt(plaintext: string, associatedData: string): Buffer;
   decrypt(blob: Buffer, associatedData: string): string;
+  /** Encrypted with the previous key during a rotation (CONNECTIONS_ENCRYPTION_KEY_PREVIOUS): to encrypt again. */
+  stale(blob: Buffer, associatedData: string): boolean;
 }
 
 const VERSION = 1;
@@ -18,8 +20,15 @@ const TAG_BYTES = 16;
 
 export class DecryptionError extends Error {}
 
-export function createConfigCipher(secret: string | undefined): ConfigCipher {
+/**
+ * The cipher of CONNECTIONS_ENCRYPTION_KEY. With `previous` (CONNECTIONS_ENCRYPTION_KEY_PREVIOUS, during a key
+ * rotation) it also decrypts what the previous key encrypted, and says so (`stale`), so that the start can
+ * encrypt those rows again under the current key (`reencryptConnections`); it always encrypts with the current.
+ */
+export function createConfigCipher(secret: string | undefined, previous?: string): ConfigCipher {
   if (!secret) {
+    if (previous)
+      throw new DecryptionError('CONNECTIONS_ENCRYPTION_KEY_PREVIOUS is set without CONNECTIONS_ENCRYPTION_KEY');
     return {
       enabled: false,
       encrypt() {
@@ -28,9 +37,29 @@ export function createConfigCipher(secret: string | undefined): ConfigCipher {
       decrypt() {
         throw new DecryptionError('A connection configuration is encrypted but CONNECTIONS_ENCRYPTION_KEY is not set');
       },
+      stale: () => false,
     };
   }
-  const key = Buffer.from(hkdfSync('sha256', secret, 'workflow-alterations', 'connection-configurations v1', 32));
+  const key = deriveKey(secret);
+  const old = previous ? deriveKey(previous) : undefined;
+  const open = (k: Buffer, blob: Buffer, associatedData: string): string | undefined => {
+    const iv = blob.subarray(1, 1 + IV_BYTES);
+    const tag = blob.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
+    const decipher = createDecipheriv('aes-256-gcm', k, iv);
+    decipher.setAAD(Buffer.from(associatedData, 'utf8'));
+    decipher.setAuthTag(tag);
+    try {
+      return Buffer.concat([decipher.update(blob.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString(
+        'utf8',
+      );
+    } catch {
+      return undefined;
+    }
+  };
+  const check = (blob: Buffer) => {
+    if (blob.length < 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION)
+      throw new DecryptionError('Not an encrypted connection configuration');
+  };
   return {
     enabled: true,
     encrypt(plaintext, associatedData) {
@@ -41,22 +70,25 @@ export function createConfigCipher(secret: string | undefined): ConfigCipher {
       return Buffer.concat([Buffer.from([VERSION]), iv, cipher.getAuthTag(), body]);
     },
     decrypt(blob, associatedData) {
-      if (blob.length < 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION)
-        throw new DecryptionError('Not an encrypted connection configuration');
-      const iv = blob.subarray(1, 1 + IV_BYTES);
-      const tag = blob.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
-      const decipher = createDecipheriv('aes-256-gcm', key, iv);
-      decipher.setAAD(Buffer.from(associatedData, 'utf8'));
-      decipher.setAuthTag(tag);
-      try {
-        return Buffer.concat([decipher.update(blob.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString(
-          'utf8',
-        );
-      } catch {
-        throw new DecryptionError(
-          'CONNECTIONS_ENCRYPTION_KEY does not decrypt the stored connection configurations (wrong key?)',
-        );
-      }
+      check(blob);
+      const plain = open(key, blob, associatedData) ?? (old ? open(old, blob, associatedData) : undefined);
+      if (plain !== undefined) return plain;
+      throw new DecryptionError(
+        old
+          ? 'Neither CONNECTIONS_ENCRYPTION_KEY nor CONNECTIONS_ENCRYPTION_KEY_PREVIOUS decrypts the stored connection configurations (wrong keys?)'
+          : 'CONNECTIONS_ENCRYPTION_KEY does not decrypt the stored connection configurations (wrong key?)',
+      );
+    },
+    stale(blob, associatedData) {
+      check(blob);
+      return (
+        old !== undefined &&
+        open(key, blob, associatedData) === undefined &&
+        open(old, blob, associatedData) !== undefined
+      );
     },
   };
 }
+
+const deriveKey = (secret: string) =>
+  Buffer.from(hkdfSync('sha256', secret, 'workflow-alterations', 'connection-configurations v1', 32));

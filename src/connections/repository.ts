@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Queryable } from '../db/pool.js';
+import { type Queryable, withTransaction } from '../db/pool.js';
 import {
   ConflictError,
   type FieldError,
@@ -256,4 +256,42 @@ export async function checkEncryptionKey(pool: pg.Pool, cipher: ConfigCipher): P
     );
   }
   cipher.decrypt(sample.configuration_encrypted!, aad(sample.id, sample.tenant_id));
+}
+
+/**
+ * A key rotation's second half: every configuration still encrypted with CONNECTIONS_ENCRYPTION_KEY_PREVIOUS
+ * is encrypted again with CONNECTIONS_ENCRYPTION_KEY, a few hundred rows per transaction (rows locked, so two
+ * nodes starting at once each re-encrypt a row at most once and never lose an update made meanwhile).
+ * Returns how many rows it re-encrypted; once every node runs with the new key, the previous one can go.
+ */
+export async function reencryptConnections(pool: pg.Pool, cipher: ConfigCipher): Promise<number> {
+  if (!cipher.enabled) return 0;
+  let done = 0;
+  for (let after = ''; ;) {
+    const page = await withTransaction(pool, async (db) => {
+      const { rows } = await db.query<Pick<Row, 'id' | 'tenant_id' | 'configuration_encrypted'>>(
+        `SELECT id, tenant_id, configuration_encrypted FROM connection_configurations
+          WHERE configuration_encrypted IS NOT NULL AND id > $1 ORDER BY id LIMIT 500 FOR UPDATE`,
+        [after],
+      );
+      const stale = rows.filter((r) => cipher.stale(r.configuration_encrypted!, aad(r.id, r.tenant_id)));
+      if (stale.length > 0) {
+        await db.query(
+          `UPDATE connection_configurations c SET configuration_encrypted = u.blob
+             FROM unnest($1::text[], $2::bytea[]) AS u(id, blob) WHERE c.id = u.id`,
+          [
+            stale.map((r) => r.id),
+            stale.map((r) => {
+              const associatedData = aad(r.id, r.tenant_id);
+              return cipher.encrypt(cipher.decrypt(r.configuration_encrypted!, associatedData), associatedData);
+            }),
+          ],
+        );
+      }
+      return { last: rows[rows.length - 1]?.id, changed: stale.length };
+    });
+    done += page.changed;
+    if (page.last === undefined) return done;
+    after = page.last;
+  }
 }

@@ -39,6 +39,8 @@ export interface Harness {
   databaseUrl: string;
   client: Client;
   taskQueue: string;
+  /** The name of its database (another harness can start on it: `createHarness({ database })`). */
+  database: string;
   definitions: DefinitionCache;
   tokens: TokenSettings;
   adminKey: string;
@@ -70,12 +72,16 @@ export async function createHarness(
     shares?: Partial<Config['shares']>;
     /** TRUSTED_PROXIES */
     trustedProxies?: string[];
+    /** Settings over the harness's own (e.g. the previous keys of a rotation). */
+    config?: Partial<Config>;
+    /** The database of another harness, kept when this one closes (a restart with other settings). */
+    database?: string;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
   const adminUrl = inject('pgAdminUrl');
-  const database = `wfa_test_${suffix}`;
-  await ensureDatabase(adminUrl, database, inject('templateDatabase'));
+  const database = opts.database ?? `wfa_test_${suffix}`;
+  if (!opts.database) await ensureDatabase(adminUrl, database, inject('templateDatabase'));
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
   const databaseUrl = url.toString();
@@ -114,6 +120,7 @@ export async function createHarness(
     },
     shares: { ...base.shares, apiConnectionsPerTenant: 5, ...opts.shares },
     alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 },
+    ...opts.config,
   };
   const service = await createService(config, {
     logger: createLogger('debug', sink),
@@ -132,6 +139,7 @@ export async function createHarness(
     pool,
     workerPool: service.workerPool!,
     databaseUrl,
+    database,
     client: service.client,
     taskQueue,
     definitions: service.definitions,
@@ -172,6 +180,7 @@ export async function createHarness(
     stopWorker: () => service.stopWorker(),
     async close() {
       await service.stop();
+      if (opts.database) return;
       const admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => undefined);
