@@ -57,7 +57,7 @@ const ConfigSchema = z.object({
   ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   XDG_CACHE_HOME: optional,
-  WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(250),
+  WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(100),
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
