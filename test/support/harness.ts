@@ -70,6 +70,8 @@ export async function createHarness(
     shares?: Partial<Config['shares']>;
     /** TRUSTED_PROXIES */
     trustedProxies?: string[];
+    /** METRICS_PUBLIC */
+    metricsPublic?: boolean;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -114,6 +116,7 @@ export async function createHarness(
     },
     shares: { ...base.shares, apiConnectionsPerTenant: 5, ...opts.shares },
     alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 },
+    metrics: { public: opts.metricsPublic ?? false, port: undefined },
   };
   const service = await createService(config, {
     logger: createLogger('debug', sink),
