@@ -411,8 +411,19 @@ async function build(
   // A worker-only process has no API port: METRICS_PORT serves its metrics and health probes, if set.
   let metricsServer: ServerType | undefined;
   if (role === 'worker' && config.metrics.port !== undefined && o.listen !== false) {
+    // One connection of its own for the probes and the scrapes' credential checks: the worker's pool is
+    // sized to its activity slots, and a busy worker must still answer (not fail its readiness for a wait).
+    const probePool = createPool(databaseUrl, {
+      max: 1,
+      acquireTimeoutMs: 2_000,
+      statementTimeoutMs: 2_000,
+      idleInTransactionTimeoutMs,
+      applicationName: 'workflow-alterations-probes',
+    });
+    stops.add('probes database pool', () => probePool.end());
+    metrics.watchPool('probes', probePool);
     const probes = createProbeApp({
-      ...{ config, pool, temporal: client, definitions, cipher, logger, tokens, planProcessing },
+      ...{ config, pool: probePool, temporal: client, definitions, cipher, logger, tokens, planProcessing },
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
       metrics,
       workerRunning,

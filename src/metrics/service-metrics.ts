@@ -4,8 +4,11 @@ import type { PlanMetrics } from '../alterations/processing.js';
 import type { CallObserver, CallOutcome } from '../connections/http.js';
 import { scrapeTemporalSdk } from './temporal-scrape.js';
 
-/** The service's database pools (README "Tenants and shares", Sizing): the API's, the worker's, the calls'. */
-export type PoolName = 'api' | 'worker' | 'calls';
+/**
+ * The service's database pools (README "Tenants and shares", Sizing): the API's, the worker's, the calls',
+ * and the one connection of a worker-only process's METRICS_PORT listener.
+ */
+export type PoolName = 'api' | 'worker' | 'calls' | 'probes';
 
 /**
  * The operator's metrics of one service (one process's API and worker), in a registry of its own: created

@@ -87,6 +87,7 @@ describe('a worker-only process with METRICS_PORT', () => {
     expect(metrics.status).toBe(200);
     expect(metrics.text).toMatch(/^wfa_db_pool_connections\{pool="worker",state="total"\} \d+$/m);
     expect(metrics.text).toMatch(/^wfa_db_pool_connections\{pool="calls",state="total"\} \d+$/m);
+    expect(metrics.text).toMatch(/^wfa_db_pool_connections\{pool="probes",state="total"\} 1$/m);
     expect(metrics.text).not.toContain('pool="api"');
     expect(metrics.text).toMatch(/^wfa_plan_batches_in_flight 0$/m);
     expect(metrics.text).toMatch(/^wfa_http_requests_total\{route="\/health\/ready",method="GET",status="200"\} \d+$/m);
