@@ -23,18 +23,24 @@ export interface TemporalRuntime {
 /** Binding attempts: the port is probed free first, but another process may take it before the SDK binds. */
 const BIND_ATTEMPTS = 5;
 
-// The SDK's runtime is a process singleton (`Runtime.install` may run once per process), so what it was
-// installed with is kept per process too; every service of the process (tests start several) shares it.
+// The SDK's runtime is a process singleton; this is the one installed here, and what it offers.
+let ours: { runtime: Runtime; offers: TemporalRuntime } | undefined;
 let installing: Promise<TemporalRuntime> | undefined;
 
 /**
- * Installs the Temporal SDK's runtime once per process, before any NativeConnection exists (a connection
- * made first would instantiate a default runtime, without the exporter): the SDK's own logs go to our
- * structured logger at WARN and above (so that bundler chatter does not drown the service's lines), and its
- * metrics to a Prometheus exporter on a free loopback port, read by `GET /metrics`.
+ * Installs the Temporal SDK's runtime, before any NativeConnection exists (a connection made first would
+ * instantiate a default runtime, without the exporter): the SDK's own logs go to our structured logger at
+ * WARN and above (so that bundler chatter does not drown the service's lines), and its metrics to a
+ * Prometheus exporter on a free loopback port, read by `GET /metrics`. Every service of the process (tests
+ * start several) shares it. The SDK shuts its runtime down once the process's last connection and worker
+ * have closed; re-created implicitly it would bind the same port again, which an outgoing connection may
+ * have taken meanwhile (it is in the ephemeral range), so a service started after that installs a new one.
  */
 export function installTemporalRuntime(logger: Logger): Promise<TemporalRuntime> {
-  installing ??= install(logger);
+  if (ours && Runtime._instance === ours.runtime) return Promise.resolve(ours.offers);
+  installing ??= install(logger).finally(() => {
+    installing = undefined;
+  });
   return installing;
 }
 
@@ -51,8 +57,12 @@ async function install(logger: Logger): Promise<TemporalRuntime> {
     const port = await freeLoopbackPort();
     try {
       // The SDK's default names (`temporal_` prefix, durations in milliseconds): those its dashboards use.
-      Runtime.install({ ...base, telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}` } } } });
-      return { metricsUrl: `http://127.0.0.1:${port}/metrics` };
+      const runtime = Runtime.install({
+        ...base,
+        telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}` } } },
+      });
+      ours = { runtime, offers: { metricsUrl: `http://127.0.0.1:${port}/metrics` } };
+      return ours.offers;
     } catch (err) {
       // Only the exporter's bind is worth another port; anything else is the runtime's own failure.
       if (!/prometheus/i.test((err as Error).message)) throw err;
@@ -63,8 +73,8 @@ async function install(logger: Logger): Promise<TemporalRuntime> {
     { err: last },
     'the Temporal SDK metrics exporter could not be bound on loopback: GET /metrics serves no temporal_ metrics',
   );
-  Runtime.install(base);
-  return { metricsUrl: undefined };
+  ours = { runtime: Runtime.install(base), offers: { metricsUrl: undefined } };
+  return ours.offers;
 }
 
 /** A port free on 127.0.0.1 now (the kernel's pick); the SDK binds it right after. */

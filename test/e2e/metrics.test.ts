@@ -15,6 +15,7 @@ const run = Math.random().toString(36).slice(2, 8);
 const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
 
 let h: Harness;
+let closed = false;
 let endpoint: Server;
 let endpointUrl: string;
 
@@ -80,7 +81,7 @@ beforeAll(async () => {
   h = await createHarness({ alterations: { batchSize: 10, window: 1, batchesPerRun: 500 } });
 });
 afterAll(async () => {
-  await h?.close();
+  if (!closed) await h?.close();
   await new Promise((resolve) => endpoint?.close(resolve));
 });
 
@@ -238,17 +239,7 @@ describe('GET /metrics', () => {
     }
   });
 
-  it('is public with METRICS_PUBLIC=true, and says so in the OpenAPI document', async () => {
-    const open = await createHarness({ worker: false, metricsPublic: true });
-    try {
-      const res = await open.request('GET', '/metrics', { key: null });
-      expect(res.status).toBe(200);
-      expect(res.body).toContain('wfa_http_requests_total');
-      const doc = (await open.request('GET', '/openapi.json', { key: null })).body;
-      expect(doc.paths['/metrics'].get['x-permission']).toBe('public');
-    } finally {
-      await open.close();
-    }
+  it('is in the OpenAPI document with its permission, beside the probes', async () => {
     const doc = (await h.request('GET', '/openapi.json', { key: null })).body;
     expect(doc.paths['/metrics'].get['x-permission']).toEqual({ structured: 'service/metrics:view', legacy: '*' });
     expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
@@ -302,5 +293,25 @@ describe('the health probes', () => {
     expect(h.logs.some((l) => l.msg === 'request' && l.path === `/alterations/metrics-${run}` && l.level === 30)).toBe(
       true,
     );
+  });
+});
+
+describe("a service started after the process's last one stopped", () => {
+  it("serves the SDK's metrics again (the SDK shut its runtime down meanwhile), publicly with METRICS_PUBLIC=true", async () => {
+    // The SDK shuts its runtime down with the process's last Temporal connection.
+    await h.close();
+    closed = true;
+    const open = await createHarness({ metricsPublic: true });
+    try {
+      const res = await open.request('GET', '/metrics', { key: null });
+      expect(res.status).toBe(200);
+      expect(res.body).toContain('wfa_http_requests_total');
+      expect(res.body).toMatch(/^temporal_num_pollers\{.*\} [1-9]/m);
+      const doc = (await open.request('GET', '/openapi.json', { key: null })).body;
+      expect(doc.paths['/metrics'].get['x-permission']).toBe('public');
+      expect(doc.paths['/metrics'].get.responses['401']).toBeUndefined();
+    } finally {
+      await open.close();
+    }
   });
 });
