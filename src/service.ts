@@ -423,7 +423,14 @@ async function build(
     stops.add('probes database pool', () => probePool.end());
     metrics.watchPool('probes', probePool);
     const probes = createProbeApp({
-      ...{ config, pool: probePool, temporal: client, definitions, cipher, logger, tokens, planProcessing },
+      config,
+      pool: probePool,
+      temporal: client,
+      definitions,
+      cipher,
+      logger,
+      tokens,
+      planProcessing,
       adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
       metrics,
       workerRunning,

@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { HTTPException } from 'hono/http-exception';
 import { type PermissionSpec, requiredPermission } from '../../auth/permissions.js';
 import { ForbiddenError } from '../../errors.js';
 import type { AppEnv } from '../context.js';
@@ -87,7 +88,8 @@ export function probeRoutes(metricsPublic: boolean) {
         `Missing permission: metrics cover every tenant of this node, so they require "${requiredPermission(permission, config.permissionModel)}" in the default tenant`,
       );
     }
-    if (!metrics) return c.text('', 200);
+    // Every service hands its metrics to its app; an app built without them says so rather than serve nothing.
+    if (!metrics) throw new HTTPException(503, { message: 'This process collects no metrics' });
     return c.text(await metrics.scrape(), 200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
   });
   return app;
