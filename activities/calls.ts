@@ -87,7 +87,7 @@ export function createCallActivities(deps: CallDeps) {
       if (args.tenantKey === undefined) share(prepared.tenantKey);
       try {
         const outcome = await withHeartbeat(() =>
-          sendThroughConnection(prepared.connection, prepared.request, deps.outbound),
+          sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
         );
         return { made: true, details: prepared.details, outcome };
       } finally {

@@ -100,12 +100,14 @@ export function createActivities(deps: ActivityDeps) {
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
       const redispatch = ctx.info.attempt > 1;
       const { notBefore, ...range } = args;
+      // In flight from the slot's start: a throttled batch waiting for its time holds the slot too.
+      const ended = deps.planMetrics?.batchStarted();
       return withHeartbeat(async () => {
         // A throttled plan's batch starts at its time (sub-second spacing, which durable timers do not give).
         const wait = notBefore === undefined ? 0 : notBefore - Date.now();
         if (wait > 0) await ctx.sleep(Math.min(wait, 60_000));
         return retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...range, redispatch }), deps.logger);
-      });
+      }).finally(() => ended?.());
     },
     /** The workflow pauses its plan: the canary is done, or too many jobs failed. */
     pausePlan(planId: string, reason: PauseReason) {

@@ -66,7 +66,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('warn');
-  installTemporalRuntime(logger);
+  await installTemporalRuntime(logger);
   const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-noisy-'));
   const stops: (() => Promise<unknown>)[] = [() => rm(work, { recursive: true, force: true })];
   let service: ChildProcess | undefined;

@@ -79,7 +79,7 @@ async function parent(): Promise<void> {
   const sizes = parseSizes();
   const config = loadConfig();
   const logger = createLogger('warn');
-  installTemporalRuntime(logger);
+  await installTemporalRuntime(logger);
   const stops: (() => Promise<unknown>)[] = [];
   const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-bench-'));
   stops.push(() => rm(work, { recursive: true, force: true }));

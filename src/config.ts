@@ -60,6 +60,8 @@ const ConfigSchema = z.object({
   WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(100),
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  METRICS_PUBLIC: optional.pipe(z.enum(['true', 'false']).optional()),
+  METRICS_PORT: optional.pipe(z.coerce.number<string | undefined>().int().min(1).max(65535).optional()),
 });
 
 /** The service configuration: read from the environment once, at start, and passed down explicitly. */
@@ -122,6 +124,11 @@ export interface Config {
   heapGrowingPercent: number;
   /** Where built tools are cached across data folders and clones (the Temporal CLI): $XDG_CACHE_HOME/wf-alter. */
   cacheDir: string;
+  /**
+   * `GET /metrics`: without credentials when `public` (METRICS_PUBLIC=true), else with `service/metrics:view`;
+   * `port` (METRICS_PORT) is where a worker-only process serves it with its health probes (unset: nowhere).
+   */
+  metrics: { public: boolean; port: number | undefined };
 }
 
 /** What one tenant may hold at once of a resource every tenant shares (README "Tenants and shares"). */
@@ -210,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),
+    metrics: { public: e.METRICS_PUBLIC === 'true', port: e.METRICS_PORT },
   };
 }
 

@@ -56,6 +56,9 @@ async function main(): Promise<void> {
     process.umask(0o077);
     // Without its embedded Postgres, dev server or worker the service can do nothing: it stops (exit 1).
     const service = await createService(config, { role, logger, stops: life, onLost: (why) => life.request(why, 1) });
+    // The API port serves /metrics and the probes wherever there is an API: a second port would only differ.
+    if (role !== 'worker' && config.metrics.port !== undefined)
+      logger.warn('METRICS_PORT is for worker-only processes (--worker); this process serves /metrics on PORT');
     process.stdout.write(banner(service));
     life.started();
   } catch (err) {
@@ -76,6 +79,10 @@ function banner(service: Service): string {
     lines.push(`  Temporal:     ${embedded.temporal} (embedded dev server, data in ${config.dataDir})`);
   if (embedded.postgresDataDir) lines.push(`  Postgres:     embedded, data in ${embedded.postgresDataDir}`);
   if (service.worker) lines.push(`  Worker:       task queue "${config.temporal.taskQueue}"`);
+  if (service.metricsServer) {
+    const probes = `http://localhost:${config.metrics.port}`;
+    lines.push(`  Metrics:      ${probes}/metrics  (health: ${probes}/health/live, /health/ready)`);
+  }
   if (service.generatedKey) {
     lines.push(
       '',
@@ -91,6 +98,8 @@ function banner(service: Service): string {
 function portsOf(role: Role, config: Config): PortUse[] {
   const uses: PortUse[] = [];
   if (role !== 'worker') uses.push({ port: config.port, variable: 'PORT' });
+  if (role === 'worker' && config.metrics.port !== undefined)
+    uses.push({ port: config.metrics.port, variable: 'METRICS_PORT' });
   if (!config.databaseUrl) {
     uses.push({
       port: config.embeddedPostgresPort,

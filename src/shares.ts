@@ -24,6 +24,11 @@ export class TenantCounter {
     return 'taken';
   }
 
+  /** What all tenants hold now (the operator's metrics read it; it names no tenant). */
+  get total(): number {
+    return this.all;
+  }
+
   give(tenant: string): void {
     const mine = this.held.get(tenant) ?? 0;
     if (mine <= 1) this.held.delete(tenant);

@@ -50,6 +50,16 @@ export interface ProcessingDeps {
   clock?: Clock;
   /** false: jobs record no before-image (the bench measures their cost; nothing else sets it). */
   recordUndo?: boolean;
+  /** Counts the jobs plan batches finish, for the operator's metrics (src/metrics/service-metrics.ts). */
+  planMetrics?: PlanMetrics | undefined;
+}
+
+/** What plan processing reports to the operator's metrics: node-wide counts, never a plan or a tenant. */
+export interface PlanMetrics {
+  /** A batch committed this many jobs Completed and Failed (counted once: a retried attempt writes none). */
+  jobsFinished(completed: number, failed: number): void;
+  /** A batch activity started on this worker; the function returned is called when it ends, however. */
+  batchStarted(): () => void;
 }
 
 /**
@@ -321,6 +331,8 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     };
   });
   const { toDispatch, processed, failed, control } = outcome;
+  // Counted once committed, before anything that could fail the attempt: the jobs are written whatever follows.
+  if (processed > 0) deps.planMetrics?.jobsFinished(processed - failed, failed);
   if (isFinished(control.status))
     return {
       processed: 0,

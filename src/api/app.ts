@@ -15,7 +15,9 @@ import { connectionRoutes } from './routes/connections.js';
 import { definitionRoutes } from './routes/definitions.js';
 import { identityRoutes } from './routes/identity.js';
 import { instanceRoutes } from './routes/instances.js';
+import { probeRoutes } from './routes/probes.js';
 import { serviceRoutes } from './routes/service.js';
+import { routeLabel } from './route-label.js';
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
 /** API connections no tenant's requests take: credential checks and `/health` always find one. */
@@ -46,18 +48,21 @@ export function createApp(deps: AppDeps) {
     await next();
     c.header('x-request-id', requestId);
     const principal = c.get('principal');
-    // A health probe every few seconds (a load balancer, Kubernetes) is noise at info; a failing one is not.
-    const probe = c.req.path === '/health' || c.req.path.startsWith('/health/');
-    logger[probe && c.res.status < 500 ? 'debug' : 'info'](
+    const ms = performance.now() - started;
+    // A health probe or a scrape every few seconds (a load balancer, Kubernetes, Prometheus) is noise at
+    // info; a failing one is not, and says so at warn.
+    const probe = c.req.path === '/health' || c.req.path.startsWith('/health/') || c.req.path === '/metrics';
+    logger[probe ? (c.res.status < 400 ? 'debug' : 'warn') : 'info'](
       {
         method: c.req.method,
         path: c.req.path,
         status: c.res.status,
-        ms: Math.round(performance.now() - started),
+        ms: Math.round(ms),
         principal: principal ? principal.id : undefined,
       },
       'request',
     );
+    deps.metrics?.requestFinished(routeLabel(c), c.req.method, c.res.status, ms / 1000);
   });
 
   // Each request's statements run through a view of the pool that cancels them when the client goes away,
@@ -112,17 +117,14 @@ export function createApp(deps: AppDeps) {
   // The root points a person who opens the base URL at the API reference (curl without -L prints why).
   app.get('/', (c) => c.text('The API reference is at /docs\n', 302, { location: '/docs' }));
   app.route('/', serviceRoutes());
+  app.route('/', probeRoutes(deps.config.metrics.public));
   app.route('/', identityRoutes());
   app.route('/', definitionRoutes());
   app.route('/', instanceRoutes());
   app.route('/', alterationRoutes());
-  app.route(
-    '/',
-    planEventRoutes(
-      new TenantCounter(deps.config.shares.eventStreamsPerTenant, deps.config.shares.eventStreamsPerNode),
-      deps.shutdown,
-    ),
-  );
+  const streams = new TenantCounter(deps.config.shares.eventStreamsPerTenant, deps.config.shares.eventStreamsPerNode);
+  deps.metrics?.watchEventStreams(() => streams.total);
+  app.route('/', planEventRoutes(streams, deps.shutdown));
   app.route('/', connectionRoutes());
   app.route('/', catalogRoutes());
 

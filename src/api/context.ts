@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { PlanProcessing } from '../temporal/plans.js';
 import type { PlanStatusListener } from '../alterations/status-listener.js';
 import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
@@ -15,7 +16,14 @@ import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
 export interface AppDeps {
   config: Pick<
     Config,
-    'permissionModel' | 'maxBodyBytes' | 'temporal' | 'alterations' | 'trustedProxies' | 'shares' | 'database'
+    | 'permissionModel'
+    | 'maxBodyBytes'
+    | 'temporal'
+    | 'alterations'
+    | 'trustedProxies'
+    | 'shares'
+    | 'database'
+    | 'metrics'
   >;
   pool: pg.Pool;
   temporal: Client;
@@ -42,6 +50,10 @@ export interface AppDeps {
   shutdown?: AbortSignal | undefined;
   /** How often an event stream reads its plan when nothing wakes it, in ms (default 500, growing to 2000). */
   planEventPollMs?: { min: number; max: number } | undefined;
+  /** The service's metrics (`GET /metrics`, request counts); without it nothing is counted or served. */
+  metrics?: ServiceMetrics | undefined;
+  /** In a process that runs a worker: does it poll (`GET /health/ready`)? Absent on an API-only node. */
+  workerRunning?: (() => boolean) | undefined;
 }
 
 export interface AppEnv {

@@ -70,6 +70,7 @@ export const STRUCTURED_PERMISSIONS = [
   'identity/roles:create',
   'identity/users:create',
   'identity/users:delete',
+  'service/metrics:view',
   'user-tasks:supervise',
   'workflows/definitions:create',
   'workflows/definitions:view',

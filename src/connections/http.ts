@@ -8,6 +8,19 @@ import { FIELD_VALUE, HEADER_NAME, type HttpConnectionConfiguration, reservedHea
 export type HttpOutcome = { ok: true; status: number } | { ok: false; error: string };
 
 /**
+ * How an outbound call ended, for the operator's metrics (`wfa_outbound_calls_total{outcome}`): `success` a
+ * 2xx answer, `http_error` another status, `refused` never sent (the method, the URL, a header or the address
+ * is not allowed), `timeout` no complete answer within `timeoutMs`, `failed` anything else (no connection,
+ * a body cut short, a protocol switch).
+ */
+export type CallOutcome = 'success' | 'http_error' | 'refused' | 'timeout' | 'failed';
+
+/** Told of each call as it ends: its outcome, and its duration for the calls that went out. */
+export interface CallObserver {
+  callFinished(outcome: CallOutcome, seconds: number | undefined): void;
+}
+
+/**
  * Where activities may send requests. Loopback, link-local (cloud metadata at 169.254.169.254), private,
  * unique-local, carrier-grade NAT and unspecified addresses are refused unless an operator lists them in
  * OUTBOUND_HTTP_ALLOW_NETWORKS: a workflow author must not reach the service's own port, its database or
@@ -133,22 +146,24 @@ export async function sendThroughConnection(
   connection: HttpConnectionConfiguration,
   request: { method: string; path: string; body?: unknown; idempotencyKey?: string },
   policy: OutboundPolicy = { allowNetworks: [] },
+  observer?: CallObserver,
 ): Promise<HttpOutcome> {
+  const refuse = (error: string): HttpOutcome => {
+    observer?.callFinished('refused', undefined);
+    return { ok: false, error };
+  };
   const method = outboundMethod(request.method);
   if (!method)
-    return {
-      ok: false,
-      error: `the method ${JSON.stringify(request.method)} is not one of ${OUTBOUND_METHODS.join(', ')}`,
-    };
+    return refuse(`the method ${JSON.stringify(request.method)} is not one of ${OUTBOUND_METHODS.join(', ')}`);
   const url = targetUrl(connection.baseUrl, request.path);
-  if (typeof url === 'string') return { ok: false, error: url };
+  if (typeof url === 'string') return refuse(url);
   const cannot = unsendable(connection);
-  if (cannot) return { ok: false, error: cannot };
+  if (cannot) return refuse(cannot);
   const allowed = networkList(policy.allowNetworks);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(host)) {
     const why = refusal(host, allowed);
-    if (why) return { ok: false, error: why };
+    if (why) return refuse(why);
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(connection.headers ?? {})) headers[name.toLowerCase()] = value;
@@ -173,19 +188,22 @@ export async function sendThroughConnection(
   };
   const transport = url.protocol === 'https:' ? https : http;
   const timeoutMs = connection.timeoutMs;
+  const started = performance.now();
   return new Promise<HttpOutcome>((resolve) => {
     let settled = false;
     let req: http.ClientRequest | undefined;
-    const done = (o: HttpOutcome) => {
+    const done = (o: HttpOutcome, outcome: CallOutcome = 'failed') => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
       // Whatever is still open (a socket, a body still dripping) is closed: nothing outlives the call.
       req?.destroy();
+      if (o.ok) outcome = o.status >= 200 && o.status < 300 ? 'success' : 'http_error';
+      observer?.callFinished(outcome, outcome === 'refused' ? undefined : (performance.now() - started) / 1000);
       resolve(o);
     };
     const deadline = setTimeout(
-      () => done({ ok: false, error: `no complete response within ${timeoutMs} ms` }),
+      () => done({ ok: false, error: `no complete response within ${timeoutMs} ms` }, 'timeout'),
       timeoutMs,
     );
     try {
@@ -201,7 +219,7 @@ export async function sendThroughConnection(
       });
     } catch (err) {
       // Node refuses a header it cannot send (checked above; this is the last guard).
-      done({ ok: false, error: `the request could not be sent: ${(err as Error).message}` });
+      done({ ok: false, error: `the request could not be sent: ${(err as Error).message}` }, 'refused');
       return;
     }
     // Node hands a protocol switch (101) to these events and nothing else: without them the call never ends.
@@ -214,7 +232,7 @@ export async function sendThroughConnection(
       done({ ok: false, error: 'the server answered as a tunnel; Send HTTP Request does not open tunnels' });
     });
     req.on('error', (err) => {
-      if (err instanceof RefusedAddress) return done({ ok: false, error: err.message });
+      if (err instanceof RefusedAddress) return done({ ok: false, error: err.message }, 'refused');
       done({ ok: false, error: `could not connect to ${url.origin}` });
     });
     if (body !== undefined) req.write(body);

@@ -1,6 +1,11 @@
 import type pg from 'pg';
 import type { ConfigCipher } from '../connections/cipher.js';
-import { type HttpOutcome, type OutboundPolicy, sendThroughConnection } from '../connections/http.js';
+import {
+  type CallObserver,
+  type HttpOutcome,
+  type OutboundPolicy,
+  sendThroughConnection,
+} from '../connections/http.js';
 import { isTransientError } from '../db/errors.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
@@ -34,6 +39,8 @@ export interface EngineDeps {
   cipher: ConfigCipher;
   /** Where HTTP activities may connect (OUTBOUND_HTTP_ALLOW_NETWORKS); default: public addresses only. */
   outbound?: OutboundPolicy;
+  /** Counts and times outbound calls for the operator's metrics (src/metrics/service-metrics.ts). */
+  callMetrics?: CallObserver | undefined;
   clock?: Clock;
 }
 
@@ -176,6 +183,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
       idempotencyKey: `${first.instanceId}:${first.recordId}`,
     },
     deps.outbound,
+    deps.callMetrics,
   );
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options));
 }

@@ -76,6 +76,8 @@ export async function createHarness(
     config?: Partial<Config>;
     /** The database of another harness, kept when this one closes (a restart with other settings). */
     database?: string;
+    /** METRICS_PUBLIC */
+    metricsPublic?: boolean;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -120,6 +122,7 @@ export async function createHarness(
     },
     shares: { ...base.shares, apiConnectionsPerTenant: 5, ...opts.shares },
     alterations: opts.alterations ?? { batchSize: 100, window: 2, batchesPerRun: 500 },
+    metrics: { public: opts.metricsPublic ?? false, port: undefined },
     ...opts.config,
   };
   const service = await createService(config, {

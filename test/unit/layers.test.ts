@@ -15,7 +15,7 @@ const LAYERS: string[][] = [
   ['src/alterations'],
   ['activities'],
   ['workflows'],
-  ['src/temporal'],
+  ['src/temporal', 'src/metrics'],
   ['src/api', 'src/client'],
   ['src/service', 'src/cli', 'src/build'],
   ['src/main'],

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import type { AppEnv } from '../context.js';
+import { probe } from '../health-checks.js';
 import { jsonContent } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
@@ -21,25 +22,6 @@ const health = secureRoute('public', {
     503: jsonContent(HealthSchema, 'A dependency is down: its check says "unavailable"'),
   },
 });
-
-/** Resolves false instead of hanging when a dependency does not answer in time. */
-async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  try {
-    return await Promise.race([
-      check().then(
-        () => true,
-        () => false,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const SWAGGER_ASSETS = new Set([
   'swagger-ui.css',

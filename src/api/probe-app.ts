@@ -1,0 +1,41 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { newId } from '../ids.js';
+import type { AppDeps, AppEnv } from './context.js';
+import { methodNotAllowed } from './methods.js';
+import { handleError, problem } from './problem.js';
+import { routeLabel } from './route-label.js';
+import { probeRoutes } from './routes/probes.js';
+
+/**
+ * What a worker-only process serves on METRICS_PORT: `GET /metrics` (with the same permission as on the
+ * API, checked against the same keys and tokens in Postgres) and the health probes `GET /health/live` and
+ * `GET /health/ready`, so that Prometheus scrapes a worker and a container's health check asks it. Nothing
+ * else: a worker takes no API requests. Every answer is logged at debug (a failing one at warn) and counted.
+ */
+export function createProbeApp(deps: AppDeps) {
+  const app = new OpenAPIHono<AppEnv>();
+  app.use('*', async (c, next) => {
+    const requestId = newId();
+    const logger = deps.logger.child({ requestId });
+    c.set('deps', deps);
+    c.set('requestId', requestId);
+    c.set('logger', logger);
+    const started = performance.now();
+    await next();
+    c.header('x-request-id', requestId);
+    const seconds = (performance.now() - started) / 1000;
+    const fields = { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000) };
+    logger[c.res.status < 400 ? 'debug' : 'warn'](fields, 'request');
+    deps.metrics?.requestFinished(routeLabel(c), c.req.method, c.res.status, seconds);
+  });
+  app.route('/', probeRoutes(deps.config.metrics.public));
+  const allowed = methodNotAllowed(app.routes);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow)
+      return problem(c, 405, `${c.req.method} is not supported on ${c.req.path}; use ${allow}`, undefined, { allow });
+    return problem(c, 404, `No route for ${c.req.method} ${c.req.path}: this worker serves /metrics and /health/…`);
+  });
+  app.onError(handleError);
+  return app;
+}

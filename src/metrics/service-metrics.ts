@@ -1,0 +1,152 @@
+import type pg from 'pg';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PlanMetrics } from '../alterations/processing.js';
+import type { CallObserver, CallOutcome } from '../connections/http.js';
+import { scrapeTemporalSdk } from './temporal-scrape.js';
+
+/**
+ * The service's database pools (README "Tenants and shares", Sizing): the API's, the worker's, the calls',
+ * and the one connection of a worker-only process's METRICS_PORT listener.
+ */
+export type PoolName = 'api' | 'worker' | 'calls' | 'probes';
+
+/**
+ * The operator's metrics of one service (one process's API and worker), in a registry of its own: created
+ * with the service and handed down to the HTTP app, the activities and the outbound calls, never prom-client's
+ * global registry (a test process runs several services). Every label is bounded and names no tenant, plan or
+ * instance: metrics are per node and across tenants (README "Metrics and health").
+ */
+export interface ServiceMetrics extends PlanMetrics, CallObserver {
+  /** The Prometheus text format's content type (version 0.0.4), which the SDK's exporter writes too. */
+  readonly contentType: string;
+  /** One HTTP request answered: its route template (`/alterations/{planId}`, `unmatched`), never its path. */
+  requestFinished(route: string, method: string, status: number, seconds: number): void;
+  /** Reports the pool's connections (total, idle, waiting) at every scrape. */
+  watchPool(name: PoolName, pool: pg.Pool): void;
+  /** Reports the event streams open on this node at every scrape (the app's share counter). */
+  watchEventStreams(open: () => number): void;
+  /** The exposition: this registry's metrics, then the Temporal SDK's (read from its exporter on loopback). */
+  scrape(): Promise<string>;
+}
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const CALL_OUTCOMES: CallOutcome[] = ['success', 'http_error', 'refused', 'timeout', 'failed'];
+/** The job statuses a plan batch writes (a cancelled job is not written by a batch: it is read as Cancelled). */
+const FINISHED_JOB_STATUSES = ['Completed', 'Failed'] as const;
+
+/** Seconds; an event stream's request ends when its stream opens, so long streams do not skew these. */
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Seconds; a call may take up to its connection's timeoutMs (at most 300 s). */
+const CALL_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export function createServiceMetrics(options: { temporalMetricsUrl?: string | undefined } = {}): ServiceMetrics {
+  const registry = new Registry();
+  // process_cpu_…, process_resident_memory_bytes, nodejs_eventloop_lag_…, nodejs_heap_…, nodejs_gc_…
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const requests = new Counter({
+    name: 'wfa_http_requests_total',
+    help: 'HTTP requests answered, by route template (never the raw path; unknown paths are "unmatched"), method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers,
+  });
+  const requestSeconds = new Histogram({
+    name: 'wfa_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request (until its response starts: an event stream counts until it opens), by route template and method',
+    labelNames: ['route', 'method'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers,
+  });
+  const jobs = new Counter({
+    name: 'wfa_plan_jobs_total',
+    help: "Plan jobs finished by this worker's plan batches, by job status name",
+    labelNames: ['status'] as const,
+    registers,
+  });
+  for (const status of FINISHED_JOB_STATUSES) jobs.inc({ status }, 0);
+  const batches = new Gauge({
+    name: 'wfa_plan_batches_in_flight',
+    help: 'Plan batch activities running on this worker now (a throttled batch waiting for its start in its slot included)',
+    registers,
+  });
+  batches.set(0);
+
+  const streamSources: (() => number)[] = [];
+  new Gauge({
+    name: 'wfa_event_streams_open',
+    help: 'Plan event streams (GET /alterations/{planId}/events) open on this API node, all tenants together',
+    registers,
+    collect() {
+      this.set(streamSources.reduce((sum, open) => sum + open(), 0));
+    },
+  });
+
+  const pools: [PoolName, pg.Pool][] = [];
+  new Gauge({
+    name: 'wfa_db_pool_connections',
+    help: 'Connections of each database pool of this process, read at scrape time: total (open), idle, and waiting (requests queued for one)',
+    labelNames: ['pool', 'state'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [name, pool] of pools) {
+        this.set({ pool: name, state: 'total' }, pool.totalCount);
+        this.set({ pool: name, state: 'idle' }, pool.idleCount);
+        this.set({ pool: name, state: 'waiting' }, pool.waitingCount);
+      }
+    },
+  });
+
+  const calls = new Counter({
+    name: 'wfa_outbound_calls_total',
+    help: 'Outbound HTTP calls of Send HTTP Request made by this worker, by outcome (success, http_error, refused, timeout, failed)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  for (const outcome of CALL_OUTCOMES) calls.inc({ outcome }, 0);
+  const callSeconds = new Histogram({
+    name: 'wfa_outbound_call_duration_seconds',
+    help: 'Duration of the outbound calls that went out (all outcomes but refused), by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: CALL_BUCKETS,
+    registers,
+  });
+
+  return {
+    contentType: registry.contentType,
+    requestFinished(route, method, status, seconds) {
+      const m = METHODS.has(method) ? method : 'other';
+      requests.inc({ route, method: m, status: String(status) });
+      requestSeconds.observe({ route, method: m }, seconds);
+    },
+    jobsFinished(completed, failed) {
+      if (completed > 0) jobs.inc({ status: 'Completed' }, completed);
+      if (failed > 0) jobs.inc({ status: 'Failed' }, failed);
+    },
+    batchStarted() {
+      batches.inc();
+      let ended = false;
+      return () => {
+        if (ended) return;
+        ended = true;
+        batches.dec();
+      };
+    },
+    callFinished(outcome, seconds) {
+      calls.inc({ outcome });
+      if (seconds !== undefined) callSeconds.observe({ outcome }, seconds);
+    },
+    watchPool(name, pool) {
+      pools.push([name, pool]);
+    },
+    watchEventStreams(open) {
+      streamSources.push(open);
+    },
+    async scrape() {
+      const own = await registry.metrics();
+      if (!options.temporalMetricsUrl) return own;
+      return own + (await scrapeTemporalSdk(options.temporalMetricsUrl));
+    },
+  };
+}
