@@ -70,6 +70,8 @@ export async function createHarness(
     shares?: Partial<Config['shares']>;
     /** TRUSTED_PROXIES */
     trustedProxies?: string[];
+    /** A Temporal other than the suite's (TEMPORAL_ADDRESS, with its TLS and API key). */
+    temporal?: Pick<Config['temporal'], 'address' | 'tls' | 'apiKey'>;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -105,7 +107,14 @@ export async function createHarness(
     // Tests call local servers: loopback by default.
     outboundAllowNetworks: opts.outboundAllowNetworks ?? ['127.0.0.0/8'],
     trustedProxies: opts.trustedProxies ?? [],
-    temporal: { ...base.temporal, address: inject('temporalAddress'), namespace: 'default', taskQueue, uiPort: 0 },
+    temporal: {
+      ...base.temporal,
+      address: inject('temporalAddress'),
+      namespace: 'default',
+      taskQueue,
+      uiPort: 0,
+      ...opts.temporal,
+    },
     database: {
       ...base.database,
       apiPoolSize: 10,
