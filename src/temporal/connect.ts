@@ -62,6 +62,7 @@ export async function connectTemporal(
 export function explainTemporalFailure(err: unknown, target: TemporalTarget): Error {
   const message = err instanceof Error ? err.message : String(err);
   const at = `the Temporal server at ${target.address} (TEMPORAL_ADDRESS)`;
+  const At = `T${at.slice(1)}`;
   const { tls } = target;
   let sentence: string;
   if (/NotValidForName|CertNotValidForName|altname/i.test(message)) {
@@ -78,17 +79,28 @@ export function explainTemporalFailure(err: unknown, target: TemporalTarget): Er
     /CertificateRequired|BadCertificate|UnknownCA|certificate required|bad certificate|unknown ca/i.test(message)
   ) {
     sentence = tls?.client
-      ? `${at} refused this client's certificate (TEMPORAL_TLS_CERT ${tls.client.certFile}): it must be signed by a CA the server trusts for clients`
-      : `${at} requires a client certificate (mTLS): set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY`;
+      ? `${At} refused this client's certificate (TEMPORAL_TLS_CERT ${tls.client.certFile}): it must be signed by a CA the server trusts for clients`
+      : `${At} requires a client certificate (mTLS): set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY`;
   } else if (
     tls &&
     /InvalidContentType|CorruptMessage|wrong version number|InvalidMessage|packet length/i.test(message)
   ) {
-    sentence = `${at} does not answer TLS: unset TEMPORAL_TLS and its files if that server is plain, or check the port`;
-  } else if (!tls && /BrokenPipe|broken pipe|connection reset|ConnectionReset|h2 protocol error/i.test(message)) {
-    sentence = `${at} closed the connection: if it serves TLS, set TEMPORAL_TLS=true (and TEMPORAL_TLS_CA for a private CA)`;
+    sentence = `${At} does not answer TLS: unset TEMPORAL_TLS and its files if that server is plain, or check the port`;
+  } else if (tls && /BrokenPipe|broken pipe|connection closed|ConnectionReset|connection reset/i.test(message)) {
+    // The handshake got past our check of the server (a wrong CA fails before that, every time), then the
+    // server hung up: what a frontend requiring client certificates does, its alert racing its close
+    // (Temporal 1.29, SDK 1.24: "CertificateRequired" about a third of the time, else a broken pipe or
+    // "connection closed").
+    sentence = tls.client
+      ? `${At} closed the TLS connection, as a server does that does not trust this client's certificate (TEMPORAL_TLS_CERT ${tls.client.certFile}): it must be signed by a CA the server trusts for clients`
+      : `${At} closed the TLS connection, as a server does that requires a client certificate (mTLS): set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY`;
+  } else if (
+    !tls &&
+    /BrokenPipe|broken pipe|connection closed|connection reset|ConnectionReset|h2 protocol error/i.test(message)
+  ) {
+    sentence = `${At} closed the connection: if it serves TLS, set TEMPORAL_TLS=true (and TEMPORAL_TLS_CA for a private CA)`;
   } else if (/Unauthenticated|PermissionDenied|unauthorized|api key/i.test(message)) {
-    sentence = `${at} refused the credentials: check TEMPORAL_API_KEY${tls?.client ? ' and TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY' : ''}`;
+    sentence = `${At} refused the credentials: check TEMPORAL_API_KEY${tls?.client ? ' and TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY' : ''}`;
   } else {
     sentence = `Could not connect to ${at}${tls ? ' over TLS' : ''}: check TEMPORAL_ADDRESS${tls ? ', TEMPORAL_TLS_CA and TEMPORAL_TLS_SERVER_NAME' : ''}`;
   }
