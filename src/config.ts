@@ -1,7 +1,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { postgresConnection } from './db/postgres-connection.js';
 import { parseNetworks } from './vocabulary/networks.js';
+import { assertKeyMatches, readCertificates, readPrivateKey } from './vocabulary/pem.js';
 
 /** Empty strings in the environment read as "unset", so `FOO= npm start` behaves like no FOO at all. */
 const optional = z
@@ -20,6 +22,12 @@ const ConfigSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('workflow-alterations'),
   TEMPORAL_CLI_PATH: optional,
+  TEMPORAL_TLS: optional.pipe(z.enum(['true', 'false']).optional()),
+  TEMPORAL_TLS_CA: optional,
+  TEMPORAL_TLS_CERT: optional,
+  TEMPORAL_TLS_KEY: optional,
+  TEMPORAL_TLS_SERVER_NAME: optional,
+  TEMPORAL_API_KEY: optional,
   TEMPORAL_UI_PORT: port(8233),
   TEMPORAL_DEV_SERVER_PORT: port(7233),
   ADMIN_API_KEY: optional,
@@ -77,6 +85,10 @@ export interface Config {
     taskQueue: string;
     cliPath: string | undefined;
     uiPort: number;
+    /** TLS to TEMPORAL_ADDRESS (TEMPORAL_TLS…); undefined: plain. */
+    tls: TemporalTls | undefined;
+    /** TEMPORAL_API_KEY (Temporal Cloud): sent with every request as the SDK's `apiKey`. A secret. */
+    apiKey: string | undefined;
   };
   /** Frontend port of the embedded Temporal dev server, used when no TEMPORAL_ADDRESS is set. */
   temporalDevServerPort: number;
@@ -131,6 +143,16 @@ export interface Config {
   metrics: { public: boolean; port: number | undefined };
 }
 
+/** TLS to a Temporal of one's own, its files read and checked at start (README "Secured Temporal and Postgres"). */
+export interface TemporalTls {
+  /** TEMPORAL_TLS_CA: the CA(s) the server's certificate must chain to; the system's CAs when absent. */
+  ca: { file: string; pem: Buffer } | undefined;
+  /** TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: this client's certificate for mTLS. The key is a secret. */
+  client: { certFile: string; keyFile: string; crt: Buffer; key: Buffer } | undefined;
+  /** TEMPORAL_TLS_SERVER_NAME: the name the server's certificate is checked against, if not the address's host. */
+  serverName: string | undefined;
+}
+
 /** What one tenant may hold at once of a resource every tenant shares (README "Tenants and shares"). */
 export interface TenantShares {
   /** Open event streams per tenant on one API node (EVENT_STREAMS_PER_TENANT); past it, 429. */
@@ -168,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (e[previous] && !e[current])
       throw new ConfigError(`Invalid configuration in the environment: ${previous} is set without ${current}`);
   }
+  if (e.DATABASE_URL) invalidIf(() => postgresConnection(e.DATABASE_URL!));
   return {
     port: e.PORT,
     dataDir: path.resolve(e.DATA_DIR),
@@ -179,6 +202,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       cliPath: e.TEMPORAL_CLI_PATH,
       uiPort: e.TEMPORAL_UI_PORT,
+      tls: invalidIf(() => temporalTls(e)),
+      apiKey: e.TEMPORAL_API_KEY,
     },
     temporalDevServerPort: e.TEMPORAL_DEV_SERVER_PORT,
     adminApiKey: e.ADMIN_API_KEY,
@@ -222,11 +247,68 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 function networks(value: string, setting: string): string[] {
+  return invalidIf(() => parseNetworks(value, setting));
+}
+
+/** `read()`, its error (a sentence naming the setting) as a ConfigError. */
+function invalidIf<T>(read: () => T): T {
   try {
-    return parseNetworks(value, setting);
+    return read();
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError(`Invalid configuration in the environment: ${(err as Error).message}`);
   }
+}
+
+/**
+ * TEMPORAL_TLS and its files. Any of them (or TEMPORAL_API_KEY, which Temporal Cloud takes over TLS only)
+ * turns TLS on; TEMPORAL_TLS=false with them is a contradiction, not a choice. They secure the connection to
+ * TEMPORAL_ADDRESS: without one the service runs its own dev server on loopback, which has no TLS.
+ */
+function temporalTls(e: z.infer<typeof ConfigSchema>): TemporalTls | undefined {
+  const named = (
+    [
+      ['TEMPORAL_TLS_CA', e.TEMPORAL_TLS_CA],
+      ['TEMPORAL_TLS_CERT', e.TEMPORAL_TLS_CERT],
+      ['TEMPORAL_TLS_KEY', e.TEMPORAL_TLS_KEY],
+      ['TEMPORAL_TLS_SERVER_NAME', e.TEMPORAL_TLS_SERVER_NAME],
+    ] as const
+  ).filter(([, v]) => v !== undefined);
+  const settings = [...named.map(([k]) => k), ...(e.TEMPORAL_API_KEY ? ['TEMPORAL_API_KEY'] : [])];
+  const on = e.TEMPORAL_TLS === 'true' || settings.length > 0;
+  if (!on) return undefined;
+  const set = (names: string[]) => `${names.join(', ')} ${names.length > 1 ? 'are' : 'is'} set`;
+  if (!e.TEMPORAL_ADDRESS)
+    throw new Error(
+      `${set(e.TEMPORAL_TLS === 'true' ? ['TEMPORAL_TLS', ...settings] : settings)} but TEMPORAL_ADDRESS is not: ` +
+        'TLS and API keys secure the connection to a Temporal of your own; without TEMPORAL_ADDRESS the service runs its embedded dev server on loopback, without TLS. Set TEMPORAL_ADDRESS, or unset them',
+    );
+  if (e.TEMPORAL_TLS === 'false')
+    throw new Error(
+      `TEMPORAL_TLS is false but ${set(settings)}, which only work over TLS` +
+        (e.TEMPORAL_API_KEY ? ' (an API key must not travel unencrypted)' : '') +
+        ': unset TEMPORAL_TLS=false or them',
+    );
+  if ((e.TEMPORAL_TLS_CERT === undefined) !== (e.TEMPORAL_TLS_KEY === undefined))
+    throw new Error(
+      e.TEMPORAL_TLS_CERT
+        ? 'TEMPORAL_TLS_CERT is set without TEMPORAL_TLS_KEY: a client certificate (mTLS) needs its private key'
+        : 'TEMPORAL_TLS_KEY is set without TEMPORAL_TLS_CERT: a client key (mTLS) needs its certificate',
+    );
+  const ca = e.TEMPORAL_TLS_CA
+    ? { file: e.TEMPORAL_TLS_CA, pem: readCertificates('TEMPORAL_TLS_CA', e.TEMPORAL_TLS_CA) }
+    : undefined;
+  let client: TemporalTls['client'];
+  if (e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY) {
+    const crt = readCertificates('TEMPORAL_TLS_CERT', e.TEMPORAL_TLS_CERT);
+    const key = readPrivateKey('TEMPORAL_TLS_KEY', e.TEMPORAL_TLS_KEY);
+    assertKeyMatches(
+      { setting: 'TEMPORAL_TLS_CERT', file: e.TEMPORAL_TLS_CERT, pem: crt },
+      { setting: 'TEMPORAL_TLS_KEY', file: e.TEMPORAL_TLS_KEY, pem: key },
+    );
+    client = { certFile: e.TEMPORAL_TLS_CERT, keyFile: e.TEMPORAL_TLS_KEY, crt, key };
+  }
+  return { ca, client, serverName: e.TEMPORAL_TLS_SERVER_NAME };
 }
 
 /**

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { ServerType } from '@hono/node-server';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
+import { Client, type Connection } from '@temporalio/client';
+import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import { createApp } from './api/app.js';
 import { createProbeApp } from './api/probe-app.js';
@@ -17,12 +17,14 @@ import { createConfigCipher } from './connections/cipher.js';
 import { checkEncryptionKey, reencryptConnections } from './connections/repository.js';
 import { migrate } from './db/migrate.js';
 import { createPool } from './db/pool.js';
+import { explainConnectFailure, postgresConnection } from './db/postgres-connection.js';
 import { prepareDataDir } from './embedded/data-dir.js';
 import { DEV_SERVER_PID_FILE, devServerDbOf, postgresDataDirOf } from './embedded/leftovers.js';
 import { DefinitionCache } from './engine/definitions.js';
 import { Stops } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics/service-metrics.js';
+import { connectTemporal } from './temporal/connect.js';
 import { devServerFairness, startDevServer } from './temporal/devserver.js';
 import { workInFlight } from './alterations/plans.js';
 import { OutboxRelay } from './temporal/outbox-relay.js';
@@ -171,13 +173,16 @@ async function build(
     logger.info({ port }, 'embedded Postgres started');
   }
 
+  // Every connection to Postgres (the pools, the plan status listener) with DATABASE_URL's TLS as libpq
+  // reads it; a bad sslrootcert stops the start here, naming DATABASE_URL.
+  const postgres = postgresConnection(databaseUrl);
   // Two budgets: the worker never takes the API's last connection, nor the API the worker's. The
   // start-up steps use the API's pool (or the worker's, in a worker-only process).
   const { apiPoolSize, workerPoolSize, batchSlots, apiStatementTimeoutMs, idleInTransactionTimeoutMs } =
     config.database;
   const apiPool =
     role !== 'worker'
-      ? createPool(databaseUrl, {
+      ? createPool(postgres, {
           max: apiPoolSize,
           acquireTimeoutMs: 5_000,
           statementTimeoutMs: apiStatementTimeoutMs,
@@ -187,7 +192,7 @@ async function build(
       : undefined;
   const workerPool =
     role !== 'api'
-      ? createPool(databaseUrl, {
+      ? createPool(postgres, {
           max: workerPoolSize,
           idleInTransactionTimeoutMs,
           applicationName: 'workflow-alterations-worker',
@@ -204,15 +209,22 @@ async function build(
     metrics.watchPool('worker', workerPool);
   }
   const pool = (apiPool ?? workerPool)!;
-  await migrate(pool, logger);
+  // The first connection: a certificate that does not verify is a sentence naming DATABASE_URL.
+  await migrate(pool, logger).catch((err: unknown) => {
+    throw explainConnectFailure(err, postgres);
+  });
 
   let temporalAddress = config.temporal.address;
   let connection: Connection;
   let nativeConnection: NativeConnection;
   if (temporalAddress) {
-    connection = await Connection.connect({ address: temporalAddress });
+    // TEMPORAL_TLS… and TEMPORAL_API_KEY apply to both (and so to everything the service asks Temporal).
+    ({ connection, nativeConnection } = await connectTemporal({
+      address: temporalAddress,
+      tls: config.temporal.tls,
+      apiKey: config.temporal.apiKey,
+    }));
     stops.add('Temporal connection', () => connection.close());
-    nativeConnection = await NativeConnection.connect({ address: temporalAddress });
     stops.add('Temporal worker connection', () => nativeConnection.close());
   } else {
     const fairness = await devServerFairness(config.dataDir, () => workInFlight(pool), logger);
@@ -274,7 +286,7 @@ async function build(
   // batches and steps hold (DATABASE_POOL_WORKER is sized to the main worker's slots).
   const callsPool =
     role !== 'api'
-      ? createPool(databaseUrl, {
+      ? createPool(postgres, {
           max: CALLS_POOL_SIZE,
           idleInTransactionTimeoutMs,
           applicationName: 'workflow-alterations-calls',
@@ -385,7 +397,7 @@ async function build(
   if (apiPool) {
     const stopPurge = startIdentityPurge(apiPool, logger, config.accessTokenLifetimeSeconds);
     stops.add('identity purge', stopPurge);
-    const planStatus = new PlanStatusListener(databaseUrl, logger);
+    const planStatus = new PlanStatusListener(postgres, logger);
     await planStatus.start();
     stops.add('plan status listener', () => planStatus.close());
     const shutdown = new AbortController();

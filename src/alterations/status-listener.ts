@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { PostgresConnection } from '../db/postgres-connection.js';
 import type { Logger } from '../logger.js';
 
 /** The channel migration 010 notifies on each change of a plan's status (payload: the plan id). */
@@ -30,7 +31,8 @@ export class PlanStatusListener {
   private retry: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly connectionString: string,
+    /** DATABASE_URL as the pools read it (src/db/postgres-connection.ts): the same TLS. */
+    private readonly connection: PostgresConnection,
     private readonly logger: Logger,
   ) {}
 
@@ -66,7 +68,9 @@ export class PlanStatusListener {
     if (this.closed) return;
     // Keep-alive probes notice a connection a network dropped silently (no error, no end, no notifications).
     const client = new pg.Client({
-      connectionString: this.connectionString,
+      connectionString: this.connection.connectionString,
+      ssl: this.connection.ssl,
+      ...(this.connection.sslnegotiation ? { sslnegotiation: this.connection.sslnegotiation } : {}),
       application_name: 'wfa-plan-status',
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,

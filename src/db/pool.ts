@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { TenantGate } from '../shares.js';
+import { type PostgresConnection, postgresConnection } from './postgres-connection.js';
 import { parseTimestamptz } from './timestamps.js';
 
 /** Anything that can run a query: the pool, or a client inside a transaction. Writes accept either. */
@@ -33,10 +34,17 @@ const DEFAULT_ACQUIRE_TIMEOUT_MS = 10_000;
 /** DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS's default: every pool sets one (contract section 8). */
 const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
-export function createPool(connectionString: string, options: number | PoolOptions = 10): pg.Pool {
+/**
+ * A pool on `connection`: DATABASE_URL as `postgresConnection` reads it (its sslmode as libpq means it), or a
+ * URL read that way here.
+ */
+export function createPool(connection: string | PostgresConnection, options: number | PoolOptions = 10): pg.Pool {
   const o: PoolOptions = typeof options === 'number' ? { max: options } : options;
+  const c = typeof connection === 'string' ? postgresConnection(connection) : connection;
   const pool = new pg.Pool({
-    connectionString,
+    connectionString: c.connectionString,
+    ssl: c.ssl,
+    ...(c.sslnegotiation ? { sslnegotiation: c.sslnegotiation } : {}),
     max: o.max,
     connectionTimeoutMillis: o.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
     application_name: o.applicationName ?? 'workflow-alterations',

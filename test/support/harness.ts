@@ -78,6 +78,8 @@ export async function createHarness(
     database?: string;
     /** METRICS_PUBLIC */
     metricsPublic?: boolean;
+    /** A Temporal other than the suite's (TEMPORAL_ADDRESS, with its TLS and API key). */
+    temporal?: Pick<Config['temporal'], 'address' | 'tls' | 'apiKey'>;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -113,7 +115,14 @@ export async function createHarness(
     // Tests call local servers: loopback by default.
     outboundAllowNetworks: opts.outboundAllowNetworks ?? ['127.0.0.0/8'],
     trustedProxies: opts.trustedProxies ?? [],
-    temporal: { ...base.temporal, address: inject('temporalAddress'), namespace: 'default', taskQueue, uiPort: 0 },
+    temporal: {
+      ...base.temporal,
+      address: inject('temporalAddress'),
+      namespace: 'default',
+      taskQueue,
+      uiPort: 0,
+      ...opts.temporal,
+    },
     database: {
       ...base.database,
       apiPoolSize: 10,

@@ -147,3 +147,55 @@ export function embeddedEnv(dataDir: string, ports: EmbeddedPorts, extra: NodeJS
     ...extra,
   };
 }
+
+/**
+ * Stops a process this test started, by its pid: `signal` (SIGTERM by default), SIGKILL past `deadlineMs`;
+ * resolves once it has exited. Nothing to do for one that already has.
+ */
+export async function stopProcess(p: Spawned, signal: NodeJS.Signals = 'SIGTERM', deadlineMs = 20_000): Promise<void> {
+  if (p.done() || p.child.pid === undefined) return;
+  try {
+    process.kill(p.child.pid, signal);
+  } catch {
+    return; // gone meanwhile
+  }
+  if ((await exitWithin(p, deadlineMs)) !== 'hung') return;
+  try {
+    process.kill(p.child.pid, 'SIGKILL');
+  } catch {
+    // gone meanwhile
+  }
+  await p.exited;
+}
+
+/** SIGKILL, as a crash would end it (no cleanup, no checkpoint); resolves once it has exited. */
+export async function kill9(p: Spawned): Promise<void> {
+  if (p.done() || p.child.pid === undefined) return;
+  try {
+    process.kill(p.child.pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  await p.exited;
+}
+
+/**
+ * Polls `check` (every 100 ms) until it returns a value, and returns it. Fails after `timeoutMs`, or at once
+ * when `p` exits meanwhile, with its output's tail: a wait never outlives the process it waits on.
+ */
+export async function waitUntil<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  p?: Spawned,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (p?.done()) throw new Error(`the process exited while waiting for ${what}\n${p.tail()}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${p ? `\n${p.tail()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

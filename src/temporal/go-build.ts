@@ -1,0 +1,177 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rmdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * What the Temporal tools this project builds from their Go modules share (the CLI whose `server
+ * start-dev` is the embedded dev server, src/temporal/cli-binary.ts; the real Temporal server the tests run,
+ * src/temporal/server-binary.ts): finding a Go new enough, one build at a time per cache folder, and
+ * progress while a build of minutes runs. A machine that reaches the package registries but not the web
+ * can build them: the Go module proxy is such a registry.
+ */
+
+/** GOTOOLCHAIN=auto (which fetches the toolchain a module's go.mod asks for) exists from Go 1.21. */
+export const MIN_GO = [1, 21] as const;
+const STALE_LOCK_MS = 30 * 60_000;
+
+export interface GoBuildOptions {
+  cacheDir: string;
+  /** Where progress goes (the terminal's stderr by default). */
+  progress?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** For tests: the Go command, and the environment it runs with. */
+  go?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** The Go version `go version` reports, e.g. [1, 26] for "go version go1.26.8 linux/amd64"; undefined without Go. */
+export function parseGoVersion(output: string): [number, number] | undefined {
+  const m = /\bgo(\d+)\.(\d+)/.exec(output);
+  return m ? [Number(m[1]), Number(m[2])] : undefined;
+}
+
+const goTooOld = (v: [number, number]) => v[0] < MIN_GO[0] || (v[0] === MIN_GO[0] && v[1] < MIN_GO[1]);
+
+/** Go toolchains `.ci/install-go` put in the cache ({cacheDir}/go/go1.x.y/bin/go), newest first. */
+async function cachedGos(cacheDir: string): Promise<string[]> {
+  const names = await readdir(path.join(cacheDir, 'go')).catch(() => [] as string[]);
+  const version = (n: string) => (n.match(/\d+/g) ?? []).map(Number);
+  return names
+    .filter((n) => /^go\d+\.\d+(\.\d+)?$/.test(n))
+    .sort((a, b) => {
+      const [x, y] = [version(a), version(b)];
+      for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (y[i] ?? 0) - (x[i] ?? 0);
+      return 0;
+    })
+    .map((n) => path.join(cacheDir, 'go', n, 'bin', 'go'));
+}
+
+/**
+ * The Go to build with: `opts.go` if given, else the first of `go` on PATH and the cached toolchains that is
+ * new enough. Without one, throws what `unavailable` makes of "too old" or "not found" (each caller says
+ * what else the user can do).
+ */
+export async function findGo(
+  opts: GoBuildOptions,
+  env: NodeJS.ProcessEnv,
+  unavailable: (problem: { tooOld: [number, number] } | { missing: true }) => Error,
+): Promise<{ go: string; version: [number, number] }> {
+  const candidates = opts.go ? [opts.go] : ['go', ...(await cachedGos(opts.cacheDir))];
+  let tooOld: [number, number] | undefined;
+  for (const go of candidates) {
+    const version = await run(go, ['version'], env).then(
+      (r) => (r.code === 0 ? parseGoVersion(r.output) : undefined),
+      () => undefined,
+    );
+    if (!version) continue;
+    if (!goTooOld(version)) return { go, version };
+    tooOld ??= version;
+  }
+  throw unavailable(tooOld ? { tooOld } : { missing: true });
+}
+
+/**
+ * Runs `build` once across processes: two starts at once build once. The first takes the lock folder, the
+ * others wait until `done()` (or the lock goes, then try themselves). A lock older than half an hour is a
+ * build that was killed: it is taken over.
+ */
+export async function onceAcrossProcesses(
+  lock: string,
+  done: () => boolean,
+  build: () => Promise<void>,
+  opts: GoBuildOptions,
+  waiting: string,
+): Promise<void> {
+  if (done()) return;
+  await mkdir(path.dirname(lock), { recursive: true });
+  for (;;) {
+    try {
+      await mkdir(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const age =
+        Date.now() -
+        (await stat(lock).then(
+          (s) => s.mtimeMs,
+          () => Date.now(),
+        ));
+      if (age > STALE_LOCK_MS) {
+        await rmdir(lock).catch(() => undefined);
+        continue;
+      }
+      say(opts, waiting);
+      while (!done() && existsSync(lock)) await sleep(1_000);
+      if (done()) return;
+    }
+  }
+  try {
+    if (!done()) await build();
+  } finally {
+    await rmdir(lock).catch(() => undefined);
+  }
+}
+
+/**
+ * `go install` of `modules` with GOBIN `gobin`: GOTOOLCHAIN=auto fetches the Go a module asks for through
+ * the module proxy, and -buildvcs=false because the build runs outside any repository. While it runs, a
+ * line every 30 s (a clock every second on a terminal) says it still is. A failure throws what `failed`
+ * makes of the command (with its exit code) and the end of its output.
+ */
+export async function goInstall(
+  go: string,
+  modules: string[],
+  gobin: string,
+  opts: GoBuildOptions,
+  failed: (command: string, output: string) => Error,
+): Promise<void> {
+  const env = { ...(opts.env ?? process.env) };
+  const started = Date.now();
+  const tty = Boolean(opts.progress?.isTTY ?? process.stderr.isTTY);
+  const ticker = setInterval(
+    () => say(opts, tty ? `\r  building… ${elapsed(started)}` : `  still building (${elapsed(started)})\n`),
+    tty ? 1_000 : 30_000,
+  );
+  try {
+    const result = await run(go, ['install', ...modules], {
+      ...env,
+      GOBIN: gobin,
+      GOTOOLCHAIN: 'auto',
+      GOFLAGS: '-buildvcs=false',
+    });
+    if (result.code !== 0) {
+      const tail = result.output.trim().split('\n').slice(-15).join('\n');
+      throw failed(`go install ${modules.join(' ')}, exit ${result.code}`, tail);
+    }
+  } finally {
+    clearInterval(ticker);
+    if (tty) say(opts, '\r\x1b[2K');
+  }
+}
+
+export function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString('utf8')).slice(-20_000);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, output }));
+  });
+}
+
+export const say = (opts: GoBuildOptions, text: string) => (opts.progress ?? process.stderr).write(text);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function elapsed(since: number): string {
+  const s = Math.round((Date.now() - since) / 1000);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+}
