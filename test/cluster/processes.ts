@@ -86,9 +86,10 @@ export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', deadl
   clearTimeout(timer);
 }
 
-/** Everything still running, newest first (API nodes and workers before Temporal and Postgres). */
-export async function stopAll(): Promise<void> {
-  for (const proc of [...all].reverse()) await stop(proc, proc.name === 'postgres' ? 'SIGINT' : 'SIGTERM');
+/** Everything still running (or what `which` picks of it), newest first (API nodes and workers before Postgres). */
+export async function stopAll(which: (p: Proc) => boolean = () => true): Promise<void> {
+  for (const proc of [...all].reverse().filter(which))
+    await stop(proc, proc.name === 'postgres' ? 'SIGINT' : 'SIGTERM');
 }
 
 export function pidsAlive(pids: number[]): number[] {

@@ -1,18 +1,31 @@
 /**
- * `npm run test:cluster`: the production shape run for real, without Docker. As separate OS processes,
- * from the build (`npm run build`): a Postgres server, a Temporal dev server on a SQLite file, two API
- * nodes sharing one AUTH_SIGNING_KEY and two workers. One plan over 50,000 seeded instances runs while,
- * in turn, a worker is killed (kill -9) and replaced, the Temporal server is killed (kill -9) and started
- * again on its file, and Postgres is restarted in immediate mode. Then: the plan Completed, every instance
- * was written exactly once and every job completed once (triggers count them), both workers ran batches
- * (the plan's Temporal history), and tokens and keys behave the same across the two API nodes.
- * Everything is stopped by pid at the end, also on failure or Ctrl-C. The last line is
- * `cluster: N passed, N failed`.
+ * `npm run test:cluster`: the production shape run for real, without Docker. As separate OS processes, from
+ * the build (`npm run build`): a Postgres server, the Temporal **server** (temporal-server v1.29.1 built from its
+ * Go module, not the dev server) with its persistence and SQL visibility in databases of its own on that
+ * Postgres, Task Queue Fairness on and the service's search attributes registered, two API nodes sharing one
+ * AUTH_SIGNING_KEY and two workers.
+ *
+ * 1. One plan over 50,000 seeded instances (a ModifyVariable and a ScheduleActivity of a WriteLine each) runs
+ *    while, in turn, a worker is killed (kill -9) and replaced, the Temporal server is killed (kill -9) and
+ *    started again on its databases, and Postgres is restarted in immediate mode. The plan Completed, every
+ *    instance was written exactly once, its step ran once (one journal line), every job completed once
+ *    (triggers count them), and tokens and keys behave the same across the two API nodes.
+ * 2. Scaling: a second plan starts with one worker, and two more join while it runs (1 to 3): it Completes,
+ *    each instance written once more, and the workers that joined ran batches.
+ * 3. Spread: a third plan with three workers from its start: no worker ran more than half of its batches.
+ * 4. 2,000 instances started through both API nodes, each making one outbound call from its workflow, while a
+ *    worker is killed (kill -9) and replaced: each finishes with every step recorded once and one workflow in
+ *    Temporal, Completed as Finished/Finished.
+ *
+ * Everything is stopped by pid at the end, also on failure or Ctrl-C. It prints which Temporal it ran, the
+ * batches by worker of each plan and the faults survived; the last line is `cluster: N passed, N failed`.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,16 +33,20 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { NODE_MEMORY_FLAGS } from '../../src/memory.js';
-import { ensureCliBinary } from '../../src/temporal/cli-binary.js';
-import { seedInstances } from '../support/seed.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { TEMPORAL_SERVER_VERSION } from '../../src/temporal/server-binary.js';
 import { freePort } from '../support/free-port.js';
-import { kill9, pidsAlive, PostgresServer, type Proc, start, stopAll, TemporalServer, waitFor } from './processes.js';
+import { seedInstances } from '../support/seed.js';
+import { findTemporalServerTools, TemporalServer } from '../support/temporal-server.js';
+import { approvalWithNote } from '../support/workflows.js';
+import { kill9, pidsAlive, PostgresServer, type Proc, start, stop, stopAll, waitFor } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const INSTANCES = Number(process.env.CLUSTER_INSTANCES ?? 50_000);
-const PLAN_VALUE = 777;
+/** Instances started through the API nodes, each one outbound call, while a worker is killed (kill -9). */
+const STARTED = Number(process.env.CLUSTER_STARTED ?? 2_000);
 const FAULTS_AT = [0.2, 0.45, 0.7];
+/** Of a plan's batches, the most one of three workers may run (issue 25: a plan spreads over workers). */
+const MAX_SHARE = 0.5;
 
 interface Check {
   name: string;
@@ -47,16 +64,22 @@ const log = (msg: string) =>
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const summary: string[] = [];
   const work = await mkdtemp(path.join(os.tmpdir(), 'wfa-cluster-'));
   // As root, Postgres runs as the postgres user, who must be able to reach its data folder inside.
   await chmod(work, 0o711);
   const pids: number[] = [];
   const track = (p: Proc) => (pids.push(p.child.pid!), p);
-  process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
+  let temporal: TemporalServer | undefined;
+  const trackTemporal = () => {
+    if (temporal?.pid) pids.push(temporal.pid);
+  };
+  process.on('SIGINT', () => void Promise.all([stopAll(), temporal?.stop()]).then(() => process.exit(130)));
   try {
     log('npm run build');
     execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-    const cli = config.temporal.cliPath ?? (await ensureCliBinary({ cacheDir: config.cacheDir }));
+    const found = await findTemporalServerTools(config.cacheDir);
+    if ('missing' in found) throw new Error(`no Temporal server to run: ${found.missing}`);
 
     const pgServer = await PostgresServer.create(path.join(work, 'pgdata'), await freePort());
     await pgServer.start();
@@ -68,20 +91,28 @@ async function main(): Promise<void> {
     const databaseUrl = `postgres://postgres@127.0.0.1:${pgServer.port}/workflow_alterations`;
     log(`Postgres pid ${pgServer.proc!.child.pid} on ${pgServer.port}`);
 
-    const temporal = new TemporalServer(cli, path.join(work, 'temporal.sqlite'), await freePort());
+    temporal = await TemporalServer.create({
+      ...found,
+      dir: path.join(work, 'temporal'),
+      // Trust authentication on loopback: the password is not checked.
+      postgres: { host: '127.0.0.1', port: pgServer.port, user: 'postgres', password: 'cluster' },
+    });
     await temporal.start();
-    track(temporal.proc!);
-    log(`Temporal dev server pid ${temporal.proc!.child.pid} on ${temporal.port}`);
+    trackTemporal();
+    const server = `temporal-server ${TEMPORAL_SERVER_VERSION} (${found.tools.server}): Postgres persistence and SQL visibility in the databases temporal and temporal_visibility, Task Queue Fairness on`;
+    log(`Temporal server pid ${temporal.pid} on ${temporal.port}; ${server}`);
+    summary.push(`Temporal: ${server}`);
 
     const adminKey = `wfa_cluster_${randomBytes(16).toString('hex')}`;
     const password = `cluster-${randomBytes(8).toString('hex')}`;
+    const temporalAddress = temporal.address;
     const nodeEnv = (name: string, extra: Record<string, string>): NodeJS.ProcessEnv => {
       const env: NodeJS.ProcessEnv = { ...process.env };
-      for (const k of ['TEMPORAL_CLI_PATH', 'PORT']) delete env[k];
+      for (const k of ['TEMPORAL_CLI_PATH', 'PORT', 'METRICS_PORT']) delete env[k];
       return {
         ...env,
         DATABASE_URL: databaseUrl,
-        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_ADDRESS: temporalAddress,
         DATA_DIR: path.join(work, name),
         AUTH_SIGNING_KEY: 'one signing key shared by every API node of this cluster',
         ADMIN_API_KEY: adminKey,
@@ -89,6 +120,8 @@ async function main(): Promise<void> {
         ALTERATION_BATCH_SIZE: '100',
         ALTERATION_BATCH_WINDOW: '2',
         LOG_LEVEL: 'warn',
+        // The instances' calls go to a server of this process.
+        OUTBOUND_HTTP_ALLOW_NETWORKS: '127.0.0.0/8',
         ...extra,
       };
     };
@@ -107,10 +140,16 @@ async function main(): Promise<void> {
     ];
     const urls = apiPorts.map((p) => `http://127.0.0.1:${p}`);
     const workers = [node('worker-1', '--worker'), node('worker-2', '--worker')];
+    const alive = () => workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
+    const addWorker = () => {
+      const w = node(`worker-${workers.length + 1}`, '--worker');
+      workers.push(w);
+      return w;
+    };
     for (const [i, url] of urls.entries()) {
       await waitFor(
-        `api-${i + 1} /health`,
-        async () => ((await fetch(`${url}/health`)).status === 200 ? true : undefined),
+        `api-${i + 1} /health/ready`,
+        async () => ((await fetch(`${url}/health/ready`)).status === 200 ? true : undefined),
         90_000,
         apis[i],
       );
@@ -157,44 +196,132 @@ async function main(): Promise<void> {
       CREATE TRIGGER cluster_job_completions AFTER INSERT OR UPDATE ON alteration_jobs FOR EACH ROW EXECUTE FUNCTION cluster_count_job_completion();`);
     await db.query('VACUUM ANALYZE workflow_instances');
     log(`seeded ${INSTANCES} instances; write-counting triggers installed`);
+    const one = async (sql: string, params: unknown[] = []) =>
+      (await db.query(sql, params)).rows[0] as Record<string, number>;
 
-    // The plan, submitted to node 1; progress read from Postgres (and through node 2 at the end).
-    const planId = `cluster-${randomBytes(4).toString('hex')}`;
-    const submitted = await call(0, 'POST', '/alterations/submit', {
-      id: planId,
-      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: PLAN_VALUE }],
-      filter: { definitionIds: ['cluster-orders'] },
-    });
-    if (submitted.status !== 202) throw new Error(`submit: ${submitted.status} ${JSON.stringify(submitted.body)}`);
-    const planStarted = Date.now();
-    const jobsDone = async () => {
+    const temporalClient = async <T>(fn: (client: Client) => Promise<T>): Promise<T> => {
+      const connection = await Connection.connect({ address: temporalAddress });
+      try {
+        return await fn(new Client({ connection }));
+      } finally {
+        await connection.close();
+      }
+    };
+    /** Batches of a plan by the worker that ran them, over every run of its workflow (continue-as-new). */
+    const batchesByWorker = (planId: string) =>
+      temporalClient(async (client) => {
+        const byWorker = new Map<string, number>();
+        const runs: string[] = [];
+        for await (const w of client.workflow.list({ query: `WorkflowId = "alteration-plan-${planId}"` }))
+          runs.push(w.runId);
+        for (const runId of runs) {
+          const history = await client.workflow.getHandle(`alteration-plan-${planId}`, runId).fetchHistory();
+          const scheduled = new Map<string, string>();
+          for (const e of history.events ?? []) {
+            if (e.activityTaskScheduledEventAttributes)
+              scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+            const s = e.activityTaskStartedEventAttributes;
+            if (s && scheduled.get(String(s.scheduledEventId)) === 'runJobBatch') {
+              const pid = (s.identity ?? '?').split('@')[0]!;
+              const name = workers.find((w) => String(w.child.pid) === pid)?.name ?? s.identity ?? '?';
+              byWorker.set(name, (byWorker.get(name) ?? 0) + 1);
+            }
+          }
+        }
+        return byWorker;
+      });
+    const describeShares = (m: Map<string, number>) =>
+      [...m]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([w, n]) => `${w}: ${n}`)
+        .join(', ');
+
+    const submitPlan = async (alterations: unknown[]) => {
+      const planId = `cluster-${randomBytes(4).toString('hex')}`;
+      const submitted = await call(0, 'POST', '/alterations/submit', {
+        id: planId,
+        alterations,
+        filter: { definitionIds: ['cluster-orders'] },
+      });
+      if (submitted.status !== 202) throw new Error(`submit: ${submitted.status} ${JSON.stringify(submitted.body)}`);
+      return planId;
+    };
+    const jobsDone = async (planId: string) => {
       const { rows } = await db.query<{ done: number }>(
         'SELECT coalesce(sum(completed + failed), 0)::int AS done FROM alteration_batch_counts WHERE plan_id = $1',
         [planId],
       );
       return rows[0]!.done;
     };
-    log(`plan ${planId} submitted to api-1`);
+    const planEnded = (planId: string) =>
+      waitFor(
+        `plan ${planId} to finish`,
+        async () => {
+          const r = await call(1, 'GET', `/alterations/${planId}`);
+          return r.status === 200 && r.body.plan.status >= 4 ? r.body.plan : undefined;
+        },
+        15 * 60_000,
+      );
+    /** The plan Completed with every job, each job completed once, each seeded instance written `writes` times. */
+    const checkPlan = async (label: string, planId: string, writes: number, value: number) => {
+      const final = await planEnded(planId);
+      check(
+        `${label}: Completed (read through api-2), every job completed`,
+        final.status === 4 && final.jobCounts.completed === INSTANCES && final.jobCounts.failed === 0,
+        `status ${final.status}, ${JSON.stringify(final.jobCounts)}`,
+      );
+      const counted = await one(
+        `SELECT count(*)::int AS instances, coalesce(max(n), 0)::int AS max, coalesce(min(n), 0)::int AS min
+           FROM cluster_instance_writes w JOIN workflow_instances i ON i.id = w.instance_id
+          WHERE i.definition_id = 'cluster-orders'`,
+      );
+      check(
+        `${label}: every instance written exactly once by it`,
+        counted.instances === INSTANCES && counted.max === writes && counted.min === writes,
+        `${counted.instances} instances written, ${counted.min}–${counted.max} writes each (${writes} expected after this plan)`,
+      );
+      const valued = await one(
+        `SELECT count(*)::int AS n FROM workflow_instances WHERE definition_id = 'cluster-orders' AND variables->'amount' = $1::jsonb`,
+        [JSON.stringify(value)],
+      );
+      check(`${label}: every instance holds its value`, valued.n === INSTANCES, `${valued.n} of ${INSTANCES}`);
+      const completions = await one(
+        'SELECT count(*)::int AS jobs, coalesce(max(n), 0)::int AS max FROM cluster_job_completions WHERE plan_id = $1',
+        [planId],
+      );
+      check(
+        `${label}: every job Completed once`,
+        completions.jobs === INSTANCES && completions.max === 1,
+        `${completions.jobs} jobs completed, at most ${completions.max} time(s) each`,
+      );
+    };
 
+    // 1. The plan under faults: submitted to node 1; progress read from Postgres (and through node 2 at the end).
+    const planId = await submitPlan([
+      { type: 'ModifyVariable', variableId: 'amount', value: 777 },
+      { type: 'ScheduleActivity', activityId: 'note' },
+    ]);
+    const planStarted = Date.now();
+    log(`plan ${planId} submitted to api-1`);
     const faults: { what: string; atJobs: number; atSeconds: number; stallSeconds: number }[] = [];
     const actions: [string, () => Promise<void>][] = [
       [
         'kill -9 worker-1, start worker-3',
         async () => {
           await kill9(workers[0]!);
-          workers.push(node('worker-3', '--worker'));
+          addWorker();
         },
       ],
       [
-        'kill -9 the Temporal server, start it again on its SQLite file',
+        'kill -9 the Temporal server, start it again on its databases',
         async () => {
-          await kill9(temporal.proc!);
-          await temporal.start();
-          track(temporal.proc!);
+          await temporal!.kill9();
+          await temporal!.start();
+          trackTemporal();
         },
       ],
       [
-        'restart Postgres in immediate mode (SIGQUIT, start)',
+        "restart Postgres in immediate mode (SIGQUIT, start): the service's and Temporal's",
         async () => {
           await pgServer.restartImmediate();
           track(pgServer.proc!);
@@ -206,7 +333,7 @@ async function main(): Promise<void> {
       const atJobs = await waitFor(
         `${threshold} jobs done`,
         async () => {
-          const done = await jobsDone();
+          const done = await jobsDone(planId);
           return done >= threshold ? done : undefined;
         },
         15 * 60_000,
@@ -216,89 +343,51 @@ async function main(): Promise<void> {
       await act();
       const resumedAt = await waitFor(
         'the plan to move again',
-        async () => ((await jobsDone()) > atJobs ? Date.now() : undefined),
+        async () => ((await jobsDone(planId)) > atJobs ? Date.now() : undefined),
         10 * 60_000,
       );
       const fault = { what, atJobs, atSeconds: (t0 - planStarted) / 1000, stallSeconds: (resumedAt - t0) / 1000 };
       faults.push(fault);
       log(`  moving again after ${fault.stallSeconds.toFixed(1)} s`);
     }
-
-    const final = await waitFor(
-      'the plan to finish',
-      async () => {
-        const r = await call(1, 'GET', `/alterations/${planId}`);
-        return r.status === 200 && r.body.plan.status >= 4 ? r.body.plan : undefined;
-      },
-      15 * 60_000,
-    );
+    await checkPlan('plan 1 (faults)', planId, 1, 777);
     const planSeconds = (Date.now() - planStarted) / 1000;
-    log(`plan ended with status ${final.status} after ${planSeconds.toFixed(1)} s: ${JSON.stringify(final.jobCounts)}`);
-
-    // Exactly once, counted by the triggers and read back.
-    const one = async (sql: string, params: unknown[] = []) =>
-      (await db.query(sql, params)).rows[0] as Record<string, number>;
-    check('plan Completed (read through api-2)', final.status === 4, `status ${final.status}`);
-    check(
-      'jobCounts',
-      final.jobCounts.completed === INSTANCES && final.jobCounts.failed === 0,
-      JSON.stringify(final.jobCounts),
-    );
-    const writes = await one(
-      'SELECT count(*)::int AS instances, coalesce(max(n), 0)::int AS max, coalesce(min(n), 0)::int AS min FROM cluster_instance_writes',
+    const journal = await one(
+      `SELECT count(*)::int AS lines, count(DISTINCT j.instance_id)::int AS instances
+         FROM journal_entries j JOIN workflow_instances i ON i.id = j.instance_id
+        WHERE i.definition_id = 'cluster-orders' AND j.activity_id = 'note'`,
     );
     check(
-      'every instance written exactly once',
-      writes.instances === INSTANCES && writes.max === 1 && writes.min === 1,
-      `${writes.instances} instances written, ${writes.min}–${writes.max} writes each`,
+      'plan 1: its scheduled step ran once on every instance (one journal line each)',
+      journal.lines === INSTANCES && journal.instances === INSTANCES,
+      `${journal.lines} lines on ${journal.instances} instances`,
     );
-    const valued = await one(
-      `SELECT count(*)::int AS n FROM workflow_instances WHERE variables->'amount' = $1::jsonb`,
-      [JSON.stringify(PLAN_VALUE)],
-    );
-    check('every instance holds the new value', valued.n === INSTANCES, `${valued.n} of ${INSTANCES}`);
-    const completions = await one(
-      'SELECT count(*)::int AS jobs, coalesce(max(n), 0)::int AS max FROM cluster_job_completions WHERE plan_id = $1',
-      [planId],
-    );
-    const completedJobs = await one(
-      'SELECT count(*)::int AS n FROM alteration_jobs WHERE plan_id = $1 AND status = 2',
-      [planId],
+    const result = await temporalClient(
+      async (client) =>
+        (await client.workflow.getHandle(`alteration-plan-${planId}`).result()) as {
+          status: string;
+          completed: number;
+          failed: number;
+        },
     );
     check(
-      'every job Completed once',
-      completions.jobs === INSTANCES && completions.max === 1 && completedJobs.n === INSTANCES,
-      `${completions.jobs} jobs completed, at most ${completions.max} time(s) each; ${completedJobs.n} Completed`,
-    );
-
-    // Both workers ran batches: the plan's Temporal history names the worker of each started activity.
-    const connection = await Connection.connect({ address: temporal.address });
-    const handle = new Client({ connection }).workflow.getHandle(`alteration-plan-${planId}`);
-    const history = await handle.fetchHistory();
-    const result = (await handle.result()) as { status: string; completed: number; failed: number };
-    await connection.close();
-    check(
-      'the plan workflow returns the exact counts',
+      'plan 1: the plan workflow returns the exact counts',
       result.status === 'Completed' && result.completed === INSTANCES && result.failed === 0,
       JSON.stringify(result),
     );
-    const scheduled = new Map<string, string>();
-    const byWorker = new Map<string, number>();
-    for (const e of history.events ?? []) {
-      if (e.activityTaskScheduledEventAttributes)
-        scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
-      const startedAttrs = e.activityTaskStartedEventAttributes;
-      if (startedAttrs && scheduled.get(String(startedAttrs.scheduledEventId)) === 'runJobBatch') {
-        byWorker.set(startedAttrs.identity ?? '?', (byWorker.get(startedAttrs.identity ?? '?') ?? 0) + 1);
-      }
-    }
-    const workerPids = new Map(workers.map((w) => [String(w.child.pid), w.name]));
-    const named = [...byWorker].map(([identity, n]) => `${workerPids.get(identity.split('@')[0]!) ?? identity}: ${n}`);
+    const plan1 = await batchesByWorker(planId);
     check(
-      'both workers ran batches',
-      byWorker.size >= 2 && [...byWorker.keys()].every((id) => workerPids.has(id.split('@')[0]!)),
-      named.join(', '),
+      'plan 1: both workers of each moment ran batches',
+      [...plan1.keys()].filter((w) => w.startsWith('worker-')).length >= 2,
+      describeShares(plan1),
     );
+    summary.push(
+      `plan 1: ${INSTANCES} instances in ${planSeconds.toFixed(1)} s; batches by worker: ${describeShares(plan1)}`,
+    );
+    for (const f of faults)
+      summary.push(
+        `  survived: ${f.what} at ${f.atSeconds.toFixed(1)} s (${f.atJobs} jobs done); moving again after ${f.stallSeconds.toFixed(1)} s`,
+      );
 
     // Across the API nodes: one signing key, sessions and keys in Postgres.
     const login = await call(0, 'POST', '/identity/login', { username: 'admin', password });
@@ -330,19 +419,189 @@ async function main(): Promise<void> {
       before.status === 200 && revoked.status === 204 && after.status === 401,
       `before ${before.status}, revoke ${revoked.status}, after ${after.status}`,
     );
+
+    // 2. Scaling out under a running plan: one worker, then three.
+    for (const w of alive().slice(1)) await stop(w);
+    const [first] = alive();
+    log(`one worker left (${first!.name}); plan 2 submitted`);
+    const plan2 = await submitPlan([{ type: 'ModifyVariable', variableId: 'amount', value: 888 }]);
+    const plan2Started = Date.now();
+    await waitFor(
+      'a tenth of plan 2',
+      async () => ((await jobsDone(plan2)) >= INSTANCES / 10 ? true : undefined),
+      10 * 60_000,
+    );
+    const joined = [addWorker(), addWorker()];
+    log(
+      `scaled from 1 to 3 workers: ${joined.map((w) => w.name).join(', ')} started with ${await jobsDone(plan2)} jobs done`,
+    );
+    await checkPlan('plan 2 (1 to 3 workers)', plan2, 2, 888);
+    const plan2Seconds = (Date.now() - plan2Started) / 1000;
+    const plan2Shares = await batchesByWorker(plan2);
+    check(
+      'plan 2: the workers that joined ran batches',
+      joined.every((w) => (plan2Shares.get(w.name) ?? 0) > 0),
+      describeShares(plan2Shares),
+    );
+    summary.push(
+      `plan 2: ${INSTANCES} instances in ${plan2Seconds.toFixed(1)} s, workers scaled 1 to 3 while it ran; batches by worker: ${describeShares(plan2Shares)}`,
+    );
+
+    // 3. Spread: three workers from the plan's start.
+    const three = alive();
+    const plan3 = await submitPlan([{ type: 'ModifyVariable', variableId: 'amount', value: 999 }]);
+    const plan3Started = Date.now();
+    await checkPlan('plan 3 (3 workers)', plan3, 3, 999);
+    const plan3Seconds = (Date.now() - plan3Started) / 1000;
+    const plan3Shares = await batchesByWorker(plan3);
+    const total = [...plan3Shares.values()].reduce((a, b) => a + b, 0);
+    const most = Math.max(...plan3Shares.values());
+    check(
+      `plan 3: spread over ${three.length} workers, none ran more than ${MAX_SHARE * 100}% of its batches`,
+      three.length === 3 && three.every((w) => plan3Shares.has(w.name)) && most <= total * MAX_SHARE,
+      `${describeShares(plan3Shares)} of ${total} (the most: ${((100 * most) / total).toFixed(0)}%)`,
+    );
+    summary.push(
+      `plan 3: ${INSTANCES} instances in ${plan3Seconds.toFixed(1)} s on 3 workers; batches by worker: ${describeShares(plan3Shares)}`,
+    );
+
+    // 4. Instances through the API, each told to its workflow by the outbox relay and making one outbound call
+    // there, while a worker is killed (kill -9) and replaced: each instance's steps recorded once, one workflow
+    // each in Temporal, every call made (a call retried after the crash carries the same key).
+    const keys = new Map<string, number>();
+    const calls = createServer((req, res) => {
+      const k = String(req.headers['idempotency-key'] ?? '');
+      keys.set(k, (keys.get(k) ?? 0) + 1);
+      res.writeHead(200).end('ok');
+    });
+    await new Promise<void>((resolve) => calls.listen(0, '127.0.0.1', resolve));
+    const callsPort = (calls.address() as AddressInfo).port;
+    const conn = await call(0, 'POST', '/connection-configuration', {
+      name: 'cluster-calls',
+      connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+      connectionConfiguration: { baseUrl: `http://127.0.0.1:${callsPort}` },
+    });
+    const lit = (value: unknown) => ({ typeName: 'String', expression: { type: 'Literal', value } });
+    const calling = await call(0, 'POST', '/workflow-definitions', {
+      definitionId: 'cluster-calls',
+      root: {
+        type: 'Elsa.Flowchart',
+        id: 'flow1',
+        activities: [
+          { id: 'start', type: 'Elsa.WriteLine', version: 1, text: lit('started') },
+          {
+            id: 'call',
+            type: 'Elsa.Http.SendHttpRequest',
+            version: 1,
+            connection: {
+              typeName: 'ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>',
+              expression: { type: 'Literal', value: { connectionName: 'cluster-calls' } },
+            },
+            method: lit('POST'),
+            path: lit('/called'),
+          },
+          { id: 'end', type: 'Elsa.WriteLine', version: 1, text: lit('called') },
+        ],
+        connections: [
+          { source: { activity: 'start', port: 'Done' }, target: { activity: 'call', port: 'In' } },
+          { source: { activity: 'call', port: 'Done' }, target: { activity: 'end', port: 'In' } },
+        ],
+      },
+    });
+    if (conn.status !== 201 || calling.status !== 201)
+      throw new Error(`calls setup: ${conn.status} ${calling.status} ${JSON.stringify(calling.body)}`);
+    const instancesStarted = Date.now();
+    const startedIds: string[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, w) => {
+        while (next < STARTED) {
+          next++;
+          const r = await call(w % 2, 'POST', '/workflow-instances', { definitionId: 'cluster-calls' });
+          if (r.status !== 202) throw new Error(`start: ${r.status} ${JSON.stringify(r.body)}`);
+          startedIds.push(r.body.workflowInstanceId as string);
+        }
+      }),
+    );
+    const startSeconds = (Date.now() - instancesStarted) / 1000;
+    log(`${STARTED} instances started through api-1 and api-2 in ${startSeconds.toFixed(1)} s`);
+    await waitFor('a quarter of the calls', async () => (keys.size >= STARTED / 4 ? true : undefined), 10 * 60_000);
+    const victim = alive()[0]!;
+    log(`kill -9 ${victim.name} with ${keys.size} of ${STARTED} calls made; start another`);
+    await kill9(victim);
+    const replacement = addWorker();
+    const finished = async () =>
+      (
+        await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM workflow_instances WHERE definition_id = 'cluster-calls' AND status = 'Finished'",
+        )
+      ).rows[0]!.n;
+    await waitFor(
+      'every started instance to finish',
+      async () => ((await finished()) === STARTED ? true : undefined),
+      15 * 60_000,
+    );
+    const runSeconds = (Date.now() - instancesStarted) / 1000;
+    const steps = await one(
+      `SELECT count(*)::int AS records, count(DISTINCT (instance_id, activity_id))::int AS distinct_steps,
+              count(*) FILTER (WHERE status <> 'Completed')::int AS not_completed
+         FROM activity_records WHERE instance_id = ANY($1::text[])`,
+      [startedIds],
+    );
+    check(
+      'instances: every started instance finished, each of its three steps recorded once',
+      steps.records === STARTED * 3 && steps.distinct_steps === STARTED * 3 && steps.not_completed === 0,
+      `${steps.records} records, ${steps.distinct_steps} distinct steps, ${steps.not_completed} not Completed, in ${runSeconds.toFixed(1)} s`,
+    );
+    const lines = await one(
+      'SELECT count(*)::int AS n, count(DISTINCT (instance_id, activity_id))::int AS d FROM journal_entries WHERE instance_id = ANY($1::text[])',
+      [startedIds],
+    );
+    check(
+      'instances: each WriteLine journalled once',
+      lines.n === STARTED * 2 && lines.d === STARTED * 2,
+      `${lines.n} lines`,
+    );
+    const repeated = [...keys.values()].filter((n) => n > 1).length;
+    check(
+      'instances: every instance called, each with its own Idempotency-Key',
+      keys.size === STARTED,
+      `${keys.size} keys; ${repeated} call(s) made again after the crash with the same key`,
+    );
+    const told = await waitFor(
+      'Temporal to count every instance Completed',
+      () =>
+        temporalClient(async (client) => {
+          const count = async (query: string) => Number((await client.workflow.count(query)).count);
+          const base = 'WorkflowType = "instanceExecution" AND WorkflowDefinitionId = "cluster-calls"';
+          const n = await count(base);
+          const done = await count(
+            `${base} AND ExecutionStatus = "Completed" AND WorkflowInstanceStatus = "Finished/Finished"`,
+          );
+          const outbox = (await one('SELECT count(*)::int AS n FROM instance_outbox')).n;
+          return n === STARTED && done === STARTED && outbox === 0 ? { n, done } : undefined;
+        }),
+      5 * 60_000,
+    ).catch(() => undefined);
+    check(
+      'instances: one workflow per instance in Temporal, each Completed as Finished/Finished, the outbox empty',
+      told !== undefined,
+      told ? `${told.n} workflows, ${told.done} Completed` : 'not within 5 min',
+    );
+    calls.close();
+    summary.push(
+      `instances: ${STARTED} started in ${startSeconds.toFixed(1)} s, all finished ${runSeconds.toFixed(1)} s after the first start; ${victim.name} killed (kill -9) mid-way, ${replacement.name} started; ${repeated} call(s) made again with the same key`,
+    );
     await db.end();
 
-    log('faults:');
-    for (const f of faults)
-      log(
-        `  ${f.what}: at ${f.atSeconds.toFixed(1)} s, ${f.atJobs} jobs done; the plan moved again after ${f.stallSeconds.toFixed(1)} s`,
-      );
-    log(
-      `plan: ${INSTANCES} instances in ${planSeconds.toFixed(1)} s with the faults above; batches by worker: ${named.join(', ')}`,
-    );
+    log('summary:');
+    for (const line of summary) log(`  ${line}`);
   } catch (err) {
     check('the scenario ran to its end', false, err instanceof Error ? err.message : String(err));
   } finally {
+    // The service's processes, then Temporal, then the Postgres both keep their state in.
+    await stopAll((p) => p.name !== 'postgres');
+    await temporal?.stop();
     await stopAll();
     const left = pidsAlive(pids);
     check(
