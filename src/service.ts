@@ -36,10 +36,16 @@ import { TenantCounter } from './shares.js';
 import type { Clock } from './vocabulary/clock.js';
 
 /**
- * Plan generations and completions (local activities of plan workflows) a worker runs at once: each holds
- * a connection for one long statement; more would take the connections steps and batches need.
+ * How the worker pool's connections (after the batches' slots) are split between the main worker's regular
+ * and local activities: each activity holds at most one connection. Local: instance steps (since the
+ * `instance-local-steps` patch) and plan generation and completion. Regular: plan steering (pause, control)
+ * and the steps of instance workflows recorded before that patch: a quarter, at least 2.
  */
-const LOCAL_ACTIVITY_SLOTS = 2;
+function mainWorkerSlots(workerPoolSize: number, batchSlots: number) {
+  const steady = workerPoolSize - batchSlots;
+  const regular = Math.max(2, Math.floor(steady / 4));
+  return { regular, local: Math.max(2, steady - regular) };
+}
 
 /** Connections of the calls worker's own pool: each call reads what to call in a few short statements. */
 const CALLS_POOL_SIZE = 4;
@@ -339,10 +345,9 @@ async function build(
       ...where,
       deps: activityDeps,
       workflowBundlePath: o.workflowBundlePath,
-      // Each activity holds at most one of the pool's connections: batches have theirs, plan generation and
-      // completion (local activities) theirs, and steps the rest.
-      maxConcurrentActivities: workerPoolSize - batchSlots - LOCAL_ACTIVITY_SLOTS,
-      maxConcurrentLocalActivities: LOCAL_ACTIVITY_SLOTS,
+      // Each activity holds at most one of the pool's connections: batches have theirs, the rest is split.
+      maxConcurrentActivities: mainWorkerSlots(workerPoolSize, batchSlots).regular,
+      maxConcurrentLocalActivities: mainWorkerSlots(workerPoolSize, batchSlots).local,
       maxCachedWorkflows: config.cachedWorkflows,
       ...(o.workerOptions ? { options: o.workerOptions } : {}),
     });

@@ -126,6 +126,42 @@ describe('an instance in Temporal', () => {
     expect(rows).toEqual([]);
   });
 
+  it('runs its steps inside its workflow tasks: one activity task for its outbound call, and it ends by itself', async () => {
+    const port = (server.address() as AddressInfo).port;
+    const name = `steps-${run}`;
+    const made = await h.request('POST', '/connection-configuration', {
+      body: { name, connectionType: HTTP, connectionConfiguration: { baseUrl: `http://127.0.0.1:${port}` } },
+    });
+    expect(made.status).toBe(201);
+    const call = {
+      id: 'call',
+      type: 'Elsa.Http.SendHttpRequest',
+      version: 1,
+      connection: {
+        typeName: `ConnectionProperties<${HTTP}>`,
+        expression: { type: 'Literal', value: { connectionName: name } },
+      },
+      method: lit('GET'),
+      path: lit('/ping'),
+    };
+    const body = chain(name, [writeLine('start', 'started'), call, writeLine('end', 'called')]);
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+    const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
+      .workflowInstanceId as string;
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    await eventually(() => handle.describe().then(() => true), 'its workflow');
+    expect(await handle.result()).toMatchObject({ instance: 'Finished/Finished' });
+    expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+    const { events } = await handle.fetchHistory();
+    const activities = events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities).toEqual(['callOutbound']);
+    const markers = events!.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
+    expect(markers.filter((m) => m === 'core_local_activity').length).toBeGreaterThanOrEqual(3);
+    // Its own last step finished the instance: no word from the relay was needed to end it.
+    expect(events!.some((e) => e.workflowExecutionSignaledEventAttributes)).toBe(false);
+    expect(events!.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBeLessThanOrEqual(3);
+  });
+
   it('counts as the API counts after starts, triggers, a cancel, a migration, faults, retries and calls', async () => {
     const mixed = `mixed-${run}`;
     const v1 = approvalWithNote(mixed);

@@ -72,6 +72,23 @@ describe('the instance workflow', () => {
   // SetVariable and the end; and a run left open in the middle of an outbound call. Today's workflow is one
   // run for the instance's whole life (patch `instance-lifelong-v1`): runs recorded without the patch take
   // the old path and replay as they ran; an open one hands over to the lifelong shape when it ends.
+  // Recorded by commit 9ad94d3, the lifelong shape before `instance-local-steps`: each step an activity of
+  // its own, the workflow waiting for the relay's word after its last step. An instance WriteLine →
+  // SendHttpRequest → WriteLine run to its end, and one left open with its call in flight: both replay, and
+  // the open one would go on the old way (its history has no marker of the patch).
+  it.each([
+    ['instance-history-lifelong-call.bin', true],
+    ['instance-history-lifelong-open-call.bin', false],
+  ])('replays %s, a lifelong run recorded before its steps ran as local activities', async (name, ended) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const kinds = events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    expect(kinds).toContain('executeInstanceStep');
+    expect(kinds).toContain('callOutbound');
+    expect(events.some((e) => e.workflowExecutionCompletedEventAttributes)).toBe(ended);
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
   it.each([
     ['instance-history-per-dispatch-suspended.bin', ['start', 'wait'], 'Running/Suspended'],
     ['instance-history-per-dispatch-finished.bin', ['set'], 'Finished/Finished'],
