@@ -17,6 +17,15 @@ import { dbUrl, mb, round, seedWithoutWorkflows, sleep, stat } from './util.js';
 
 export const DEFINITION_ID = 'bench-def';
 export const PLAN_VALUE = 1001;
+/**
+ * The measured plan's alterations: a ModifyVariable of `amount` (the default), or with BENCH_PLAN=schedule a
+ * ScheduleActivity of the definition's SetVariable `set` (amount = PLAN_VALUE), a pure step each job runs in
+ * its batch. Both leave every instance with `amount` = PLAN_VALUE, which is what the raw UPDATE floor writes.
+ */
+const PLAN_ALTERATIONS =
+  process.env.BENCH_PLAN === 'schedule'
+    ? [{ type: 'ScheduleActivity', activityId: 'set' }]
+    : [{ type: 'ModifyVariable', variableId: 'amount', value: PLAN_VALUE }];
 export const RAW_VALUE = 2002;
 export const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
 /** How the bench learns that a plan ended: its event stream (default), or `poll` (every POLL_MS). */
@@ -47,9 +56,18 @@ export const DEFINITION = {
   root: {
     type: 'Elsa.Flowchart',
     id: 'flow1',
+    start: 'start',
     activities: [
       { id: 'start', type: 'Elsa.WriteLine', version: 1, text: lit('start') },
       { id: 'wait', type: 'Elsa.Event', version: 1, eventName: lit('approve') },
+      // Not connected: what a ScheduleActivity plan runs (BENCH_PLAN=schedule).
+      {
+        id: 'set',
+        type: 'Elsa.SetVariable',
+        version: 1,
+        variable: lit('amount'),
+        value: { typeName: 'Int32', expression: { type: 'Literal', value: PLAN_VALUE } },
+      },
     ],
     connections: [{ source: { activity: 'start', port: 'Done' }, target: { activity: 'wait', port: 'In' } }],
   },
@@ -306,7 +324,7 @@ async function waitForEnd(api: Api, planId: string, t0: number): Promise<{ statu
 async function runPlan(api: Api, filter: unknown) {
   const t0 = performance.now();
   const submit = await api<{ planId: string }>('POST', '/alterations/submit', {
-    alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: PLAN_VALUE }],
+    alterations: PLAN_ALTERATIONS,
     filter,
   });
   const submitMs = performance.now() - t0;
