@@ -1,4 +1,5 @@
 import { type BlockList, isIP } from 'node:net';
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { type Principal, tenantKey } from '../auth/principal.js';
@@ -42,12 +43,16 @@ export interface AppDeps {
   shutdown?: AbortSignal | undefined;
   /** How often an event stream reads its plan when nothing wakes it, in ms (default 500, growing to 2000). */
   planEventPollMs?: { min: number; max: number } | undefined;
+  /** With tracing on (src/tracing.ts): a span per request (src/api/tracing.ts). */
+  tracer?: Tracer | undefined;
 }
 
 export interface AppEnv {
   Variables: {
     deps: AppDeps;
     requestId: string;
+    /** With tracing on, the request span's trace id: problem documents quote it instead of `requestId`. */
+    traceId?: string;
     logger: Logger;
     principal: Principal;
     /** The route streams its JSON body (and ends it with a newline itself): no middleware may buffer it. */
