@@ -116,15 +116,14 @@ export function withTracing(
   };
 }
 
-const NO_TRACE = Object.freeze({});
-
 /**
  * The pino mixin: a line written while a span is active carries its `traceId` and `spanId`. Without tracing
- * the active context is always the empty root one, so this is a lookup that finds nothing.
+ * the active context is always the empty root one, so this is a lookup that finds nothing. A new object
+ * each time: pino assigns the line's own fields into the one returned.
  */
 export function activeTraceFields(): { traceId?: string; spanId?: string } {
   const span = trace.getSpan(context.active());
-  if (!span) return NO_TRACE;
-  const { traceId, spanId } = span.spanContext();
-  return isSpanContextValid(span.spanContext()) ? { traceId, spanId } : NO_TRACE;
+  if (!span) return {};
+  const spanContext = span.spanContext();
+  return isSpanContextValid(spanContext) ? { traceId: spanContext.traceId, spanId: spanContext.spanId } : {};
 }
