@@ -76,6 +76,11 @@ function banner(service: Service): string {
     lines.push(`  Temporal:     ${embedded.temporal} (embedded dev server, data in ${config.dataDir})`);
   if (embedded.postgresDataDir) lines.push(`  Postgres:     embedded, data in ${embedded.postgresDataDir}`);
   if (service.worker) lines.push(`  Worker:       task queue "${config.temporal.taskQueue}"`);
+  if (config.tracing.tracesUrl) {
+    // Where spans go, without any credentials the URL may hold.
+    const url = new URL(config.tracing.tracesUrl);
+    lines.push(`  Traces:       OTLP to ${url.origin}${url.pathname}`);
+  }
   if (service.generatedKey) {
     lines.push(
       '',
