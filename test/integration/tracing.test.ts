@@ -92,6 +92,33 @@ describe('traces', () => {
     ).resolves.toBeUndefined();
   });
 
+  it('makes no span of a plan whose caller sampled its trace out, down to its batches', async () => {
+    const definitionId = `unsampled-${run}`;
+    const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
+    await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
+    const planId = `unsampled-plan-${run}`;
+    const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+    const submitted = await h.request('POST', '/alterations/submit', {
+      // Flags 00: the caller's sampler left this trace out; the parent-based sampler follows it.
+      headers: { traceparent: `00-${callerTrace}-b7ad6b7169203331-00` },
+      body: {
+        id: planId,
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
+        filter: { definitionIds: [definitionId] },
+      },
+    });
+    expect(submitted.status).toBe(202);
+    await eventually(
+      async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
+      'the plan to complete',
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    await processor.forceFlush();
+    // Neither the run nor its activities: an activity that lost the context would start a trace of its own.
+    expect(spans().filter((s) => s.attributes.temporalWorkflowId === planWorkflowId(planId))).toEqual([]);
+    expect(spans().filter((s) => s.spanContext().traceId === callerTrace)).toEqual([]);
+  });
+
   it("continues a caller's traceparent, names the span by its route template, and problems quote the trace", async () => {
     const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const callerSpan = '00f067aa0ba902b7';
