@@ -17,7 +17,8 @@ let h: Harness;
 const run = Math.random().toString(36).slice(2, 8);
 
 beforeAll(async () => {
-  h = await createHarness({ spanProcessor: processor, alterations: { batchSize: 100, window: 2, batchesPerRun: 500 } });
+  // One batch per run: plans continue as new, and stay one trace across their runs.
+  h = await createHarness({ spanProcessor: processor, alterations: { batchSize: 100, window: 2, batchesPerRun: 1 } });
 }, 60_000);
 
 afterAll(() => h?.close());
@@ -33,7 +34,7 @@ const childOf = (parent: ReadableSpan) => (s: ReadableSpan) =>
   s.parentSpanId === parent.spanContext().spanId && s.spanContext().traceId === parent.spanContext().traceId;
 
 describe('traces', () => {
-  it('one trace runs from the submit request through the plan workflow to its batch activities', async () => {
+  it('one trace runs from the submit request through the plan workflow, all its runs, to its batch activities', async () => {
     const definitionId = `traced-${run}`;
     const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
     await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
@@ -51,11 +52,13 @@ describe('traces', () => {
       async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
       'the plan to complete',
     );
-    // The run's span ends with the workflow, and crosses from the sandbox after its last task.
+    // A run's span ends with the run, and crosses from the sandbox after its last task: the last run's once
+    // it completed the plan.
     await eventually(async () => {
       await processor.forceFlush();
-      return named('RunWorkflow:alterationPlan').length > 0 ? true : undefined;
-    }, "the plan workflow's span");
+      const completing = named('StartActivity:completePlan');
+      return named('RunWorkflow:alterationPlan').some((r) => completing.some(childOf(r))) ? true : undefined;
+    }, "the plan workflow's last span");
 
     const request = one('POST /alterations/submit');
     expect(request.kind).toBe(SpanKind.SERVER);
@@ -63,19 +66,28 @@ describe('traces', () => {
     const traceId = request.spanContext().traceId;
     const start = one('StartWorkflow:alterationPlan', childOf(request));
     expect(start.attributes.temporalWorkflowId).toBe(planWorkflowId(planId));
-    const workflow = one('RunWorkflow:alterationPlan', childOf(start));
+    // The first run is the start's child; each run that continued as new is the parent of the next.
+    const runs = [one('RunWorkflow:alterationPlan', childOf(start))];
+    for (;;) {
+      const continued = named('ContinueAsNew:alterationPlan').filter(childOf(runs.at(-1)!));
+      if (continued.length === 0) break;
+      runs.push(one('RunWorkflow:alterationPlan', childOf(continued[0]!)));
+    }
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    for (const r of runs) expect(r.attributes.workflowId).toBe(planWorkflowId(planId));
+    const ofARun = (s: ReadableSpan) => runs.some((r) => childOf(r)(s));
 
-    // Batches: scheduled by the workflow (StartActivity), run by the batches worker (RunActivity).
-    const scheduled = named('StartActivity:runJobBatch').filter(childOf(workflow));
+    // Batches: scheduled by the runs (StartActivity), run by the batches worker (RunActivity).
+    const scheduled = named('StartActivity:runJobBatch').filter(ofARun);
     expect(scheduled.length).toBeGreaterThanOrEqual(2);
     const batches = named('RunActivity:runJobBatch').filter((s) => scheduled.some((p) => childOf(p)(s)));
     expect(batches).toHaveLength(scheduled.length);
-    // Generation and completion are local activities of the same run.
+    // Generation and completion are local activities of the plan's runs.
     for (const local of ['generateJobs', 'completePlan']) {
-      const scheduledLocal = one(`StartActivity:${local}`, childOf(workflow));
+      const scheduledLocal = one(`StartActivity:${local}`, ofARun);
       one(`RunActivity:${local}`, childOf(scheduledLocal));
     }
-    for (const s of [start, workflow, ...scheduled, ...batches]) expect(s.spanContext().traceId).toBe(traceId);
+    for (const s of [start, ...runs, ...scheduled, ...batches]) expect(s.spanContext().traceId).toBe(traceId);
 
     // The request's log line carries the request span's trace.
     const line = h.logs.find((l) => l.msg === 'request' && l.requestId === `submit-${run}`);
@@ -115,7 +127,9 @@ describe('traces', () => {
     await new Promise((r) => setTimeout(r, 500));
     await processor.forceFlush();
     // Neither the run nor its activities: an activity that lost the context would start a trace of its own.
-    expect(spans().filter((s) => s.attributes.temporalWorkflowId === planWorkflowId(planId))).toEqual([]);
+    const ofPlan = (s: ReadableSpan) =>
+      s.attributes.temporalWorkflowId === planWorkflowId(planId) || s.attributes.workflowId === planWorkflowId(planId);
+    expect(spans().filter(ofPlan)).toEqual([]);
     expect(spans().filter((s) => s.spanContext().traceId === callerTrace)).toEqual([]);
   });
 
