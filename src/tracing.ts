@@ -1,4 +1,5 @@
 import { context, isSpanContextValid, propagation, trace, type Tracer } from '@opentelemetry/api';
+import type { Resource } from '@opentelemetry/resources';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
@@ -37,13 +38,12 @@ export async function startTracing(
   spanProcessor?: SpanProcessor,
 ): Promise<Tracing | undefined> {
   if (!settings.tracesUrl && !spanProcessor) return undefined;
-  const [{ NodeTracerProvider }, { BatchSpanProcessor }, { Resource, envDetectorSync }, otelTemporal] =
-    await Promise.all([
-      import('@opentelemetry/sdk-trace-node'),
-      import('@opentelemetry/sdk-trace-base'),
-      import('@opentelemetry/resources'),
-      import('@temporalio/interceptors-opentelemetry'),
-    ]);
+  const [{ NodeTracerProvider }, { BatchSpanProcessor }, resources, otelTemporal] = await Promise.all([
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/resources'),
+    import('@temporalio/interceptors-opentelemetry'),
+  ]);
   let processor = spanProcessor;
   if (!processor) {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
@@ -51,12 +51,11 @@ export async function startTracing(
     processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.tracesUrl }));
   }
   // The OTel specification's precedence: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES, then our default.
-  const resource = Resource.default()
-    .merge(new Resource({ 'service.name': DEFAULT_SERVICE_NAME }))
-    .merge(envDetectorSync.detect())
-    .merge(settings.serviceName ? new Resource({ 'service.name': settings.serviceName }) : null) as InstanceType<
-    typeof Resource
-  >;
+  // (A Resource, as `merge` makes them; the workflow span sink asks for the class.)
+  const resource = resources.Resource.default()
+    .merge(new resources.Resource({ 'service.name': DEFAULT_SERVICE_NAME }))
+    .merge(resources.envDetectorSync.detect())
+    .merge(settings.serviceName ? new resources.Resource({ 'service.name': settings.serviceName }) : null) as Resource;
   // The sampler comes from OTEL_TRACES_SAMPLER (parent-based, always on by default); the propagators from
   // OTEL_PROPAGATORS (W3C trace context and baggage by default).
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });

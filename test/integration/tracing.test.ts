@@ -87,7 +87,10 @@ describe('traces', () => {
       const scheduledLocal = one(`StartActivity:${local}`, ofARun);
       one(`RunActivity:${local}`, childOf(scheduledLocal));
     }
-    for (const s of [start, ...runs, ...scheduled, ...batches]) expect(s.spanContext().traceId).toBe(traceId);
+    for (const s of [start, ...runs, ...scheduled, ...batches]) {
+      expect(s.spanContext().traceId).toBe(traceId);
+      expect(s.resource.attributes['service.name']).toBe('workflow-alterations');
+    }
 
     // The request's log line carries the request span's trace.
     const line = h.logs.find((l) => l.msg === 'request' && l.requestId === `submit-${run}`);
