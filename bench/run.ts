@@ -29,7 +29,7 @@ import { createLogger } from '../src/logger.js';
 import { NODE_MEMORY_FLAGS } from '../src/memory.js';
 import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
-import { WORKFLOWS_PATH } from '../src/temporal/worker.js';
+import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../src/temporal/worker.js';
 import { type BenchResults, evaluateTargets, printTable, type SizeResult } from './report.js';
 import { POLL_MS, WAIT_VIA, child } from './size.js';
 import { redactUrl, round } from './util.js';
@@ -135,7 +135,11 @@ async function parent(): Promise<void> {
     log(`Postgres: ${pgDescription}`);
     log(`Temporal: ${temporalDescription}`);
 
-    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundleLogger });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      workflowInterceptorModules: [WORKFLOW_INTERCEPTORS_PATH],
+      logger: quietBundleLogger,
+    });
     const bundle = path.join(work, 'workflow-bundle.js');
     await writeFile(bundle, code);
 

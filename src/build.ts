@@ -15,6 +15,8 @@ const root = path.dirname(dist);
 const noop = () => undefined;
 const { code } = await bundleWorkflowCode({
   workflowsPath: path.join(dist, 'workflows', 'index.js'),
+  // The tracing interceptors belong in every bundle (src/temporal/bundle.ts, WORKFLOW_INTERCEPTORS_PATH).
+  workflowInterceptorModules: [path.join(dist, 'workflows', 'interceptors.js')],
   logger: { trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error, log: noop },
 });
 await writeFile(path.join(dist, 'workflow-bundle.js'), code);

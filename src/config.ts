@@ -11,6 +11,12 @@ const optional = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
+/** An OTLP endpoint: an http(s) URL (the OTLP/HTTP exporter's). */
+const otlpUrl = optional.refine(
+  (v) => v === undefined || (/^https?:\/\//i.test(v) && URL.canParse(v)),
+  'must be an http(s) URL, e.g. http://localhost:4318',
+);
+
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
 const ConfigSchema = z.object({
@@ -67,6 +73,10 @@ const ConfigSchema = z.object({
   XDG_CACHE_HOME: optional,
   WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(100),
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl,
+  OTEL_SERVICE_NAME: optional,
+  OTEL_SDK_DISABLED: optional,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   METRICS_PUBLIC: optional.pipe(z.enum(['true', 'false']).optional()),
   METRICS_PORT: optional.pipe(z.coerce.number<string | undefined>().int().min(1).max(65535).optional()),
@@ -131,6 +141,11 @@ export interface Config {
    * hold 570 MB.
    */
   cachedWorkflows: number;
+  /**
+   * OpenTelemetry traces (src/tracing.ts): on when an OTLP endpoint is set. `tracesUrl` is where spans are
+   * sent (OTLP over HTTP); the SDK reads the other OTEL_* settings (headers, sampler, batching) itself.
+   */
+  tracing: { tracesUrl: string | undefined; serviceName: string | undefined };
   logLevel: string;
   /** V8's old-space growth past the live heap before a full GC, in percent (src/memory.ts); 0: V8's own. */
   heapGrowingPercent: number;
@@ -239,6 +254,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchesPerRun: e.ALTERATION_BATCHES_PER_RUN,
     },
     cachedWorkflows: e.WORKER_CACHED_WORKFLOWS,
+    tracing: {
+      tracesUrl: tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SDK_DISABLED),
+      serviceName: e.OTEL_SERVICE_NAME,
+    },
     logLevel: e.LOG_LEVEL,
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),
@@ -309,6 +328,17 @@ function temporalTls(e: z.infer<typeof ConfigSchema>): TemporalTls | undefined {
     client = { certFile: e.TEMPORAL_TLS_CERT, keyFile: e.TEMPORAL_TLS_KEY, crt, key };
   }
   return { ca, client, serverName: e.TEMPORAL_TLS_SERVER_NAME };
+}
+
+/**
+ * Where spans go, as the OTLP specification reads the settings: the traces endpoint as given, else
+ * `v1/traces` under the general endpoint; none (tracing off) without either or with OTEL_SDK_DISABLED=true.
+ */
+function tracesUrl(traces: string | undefined, general: string | undefined, disabled: string | undefined) {
+  if (disabled?.trim().toLowerCase() === 'true') return undefined;
+  if (traces) return traces;
+  if (!general) return undefined;
+  return new URL('v1/traces', general.endsWith('/') ? general : `${general}/`).toString();
 }
 
 /**

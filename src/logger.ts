@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { activeTraceFields } from './tracing.js';
 
 export type { Logger };
 
@@ -38,6 +39,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // A line written inside a span (a request, an activity) names its trace: `traceId`, `spanId`.
+      mixin: activeTraceFields,
       // Errors are logged under `err` (the convention) or `error`: both print type, message, stack, cause.
       serializers: { err: serializeError, error: serializeError },
     },

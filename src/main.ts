@@ -83,6 +83,11 @@ function banner(service: Service): string {
     const probes = `http://localhost:${config.metrics.port}`;
     lines.push(`  Metrics:      ${probes}/metrics  (health: ${probes}/health/live, /health/ready)`);
   }
+  if (config.tracing.tracesUrl) {
+    // Where spans go, without any credentials the URL may hold.
+    const url = new URL(config.tracing.tracesUrl);
+    lines.push(`  Traces:       OTLP to ${url.origin}${url.pathname}`);
+  }
   if (service.generatedKey) {
     lines.push(
       '',

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { ServerType } from '@hono/node-server';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Client, type Connection } from '@temporalio/client';
 import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
@@ -33,6 +34,7 @@ import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
 import { createBatchWorker, createCallsWorker, createWorker } from './temporal/worker.js';
 import { TenantCounter } from './shares.js';
+import { startTracing, withTracing } from './tracing.js';
 import type { Clock } from './vocabulary/clock.js';
 
 /**
@@ -90,6 +92,8 @@ export interface ServiceOverrides {
   recordUndo?: boolean;
   /** How often event streams read their plan when nothing wakes them (a test turns polling off with it). */
   planEventPollMs?: { min: number; max: number };
+  /** Spans go here (tests: an in-memory exporter), and tracing is on whatever the OTEL_* settings say. */
+  spanProcessor?: SpanProcessor;
 }
 
 export interface Service {
@@ -152,6 +156,9 @@ async function build(
   const runtime = await installTemporalRuntime(o.runtimeLogger ?? logger);
   // This service's metrics (a registry of its own), with the SDK's worker metrics appended at each scrape.
   const metrics = createServiceMetrics({ temporalMetricsUrl: runtime.metricsUrl });
+  // Registered first, so it stops last: the spans of everything stopped before it are exported.
+  const tracing = await startTracing(config.tracing, o.spanProcessor);
+  if (tracing) stops.add('tracing', () => tracing.shutdown());
   const lost = (why: string) => {
     logger.fatal(why);
     o.onLost?.(why);
@@ -252,7 +259,7 @@ async function build(
     embedded.temporal = devServer.address;
   }
   const { namespace, taskQueue } = config.temporal;
-  const client = new Client({ connection, namespace });
+  const client = new Client({ connection, namespace, interceptors: tracing?.clientInterceptors });
   const planProcessing: PlanProcessing = {
     taskQueue,
     ...config.alterations,
@@ -312,7 +319,7 @@ async function build(
         pool: workerPool,
         // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back
         // to this process's worker with the start), and the requests go through the SDK's native client.
-        client: new Client({ connection: nativeConnection, namespace }),
+        client: new Client({ connection: nativeConnection, namespace, interceptors: tracing?.clientInterceptors }),
         eager: true,
         taskQueue,
         logger,
@@ -341,6 +348,7 @@ async function build(
       ...(o.recordUndo === false ? { recordUndo: false } : {}),
     };
     const where = { connection: nativeConnection, namespace, taskQueue };
+    const options = withTracing(o.workerOptions, tracing);
     const main = await createWorker({
       ...where,
       deps: activityDeps,
@@ -349,19 +357,19 @@ async function build(
       maxConcurrentActivities: mainWorkerSlots(workerPoolSize, batchSlots).regular,
       maxConcurrentLocalActivities: mainWorkerSlots(workerPoolSize, batchSlots).local,
       maxCachedWorkflows: config.cachedWorkflows,
-      ...(o.workerOptions ? { options: o.workerOptions } : {}),
+      options,
     });
     const batches = await createBatchWorker({
       ...where,
       deps: activityDeps,
       slots: batchSlots,
-      ...(o.workerOptions ? { options: o.workerOptions } : {}),
+      options,
     });
     const calls = await createCallsWorker({
       ...where,
       deps: { ...engine, pool: callsPool, calls: outboundCalls },
       slots: config.shares.outboundCallSlots,
-      ...(o.workerOptions ? { options: o.workerOptions } : {}),
+      options,
     });
     workers = [main, batches, calls];
     stoppingWorker = false;
@@ -421,6 +429,7 @@ async function build(
       shutdown: shutdown.signal,
       metrics,
       workerRunning,
+      tracer: tracing?.tracer,
     });
     if (o.listen !== false) {
       const listening = serveApi(app, { port: config.port });

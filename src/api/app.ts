@@ -8,6 +8,7 @@ import { methodNotAllowed } from './methods.js';
 import { documentProblems } from './openapi-problems.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
 import { settleBody } from './request-body.js';
+import { traceRequests } from './tracing.js';
 import { alterationRoutes } from './routes/alterations.js';
 import { planEventRoutes } from './routes/plan-events.js';
 import { catalogRoutes } from './routes/catalogs.js';
@@ -37,6 +38,8 @@ export function createApp(deps: AppDeps) {
     },
   });
 
+  // First, so that everything after it, the request's log line included, runs inside the request's span.
+  if (deps.tracer) app.use('*', traceRequests(deps.tracer));
   app.use('*', async (c, next) => {
     const incoming = c.req.header('x-request-id');
     const requestId = incoming && /^[\w.:-]{1,100}$/.test(incoming) ? incoming : newId();

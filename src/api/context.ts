@@ -1,4 +1,5 @@
 import { type BlockList, isIP } from 'node:net';
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { type Principal, tenantKey } from '../auth/principal.js';
@@ -54,12 +55,16 @@ export interface AppDeps {
   metrics?: ServiceMetrics | undefined;
   /** In a process that runs a worker: does it poll (`GET /health/ready`)? Absent on an API-only node. */
   workerRunning?: (() => boolean) | undefined;
+  /** With tracing on (src/tracing.ts): a span per request (src/api/tracing.ts). */
+  tracer?: Tracer | undefined;
 }
 
 export interface AppEnv {
   Variables: {
     deps: AppDeps;
     requestId: string;
+    /** With tracing on, the request span's trace id: problem documents quote it instead of `requestId`. */
+    traceId?: string;
     logger: Logger;
     principal: Principal;
     /** The route streams its JSON body (and ends it with a newline itself): no middleware may buffer it. */

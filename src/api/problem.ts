@@ -73,7 +73,9 @@ export function problem(
     detail,
   };
   if (errors && errors.length) body.errors = errors;
-  const traceId = c.get('requestId');
+  // The id the server's log lines of this request carry: the OpenTelemetry trace id with tracing on, else
+  // the request id.
+  const traceId = c.get('traceId') ?? c.get('requestId');
   if (traceId) body.traceId = traceId;
   return c.body(JSON.stringify(body), status, { 'content-type': 'application/problem+json', ...headers });
 }

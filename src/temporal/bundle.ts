@@ -5,6 +5,14 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 /** The workflows' entry point, in the source tree. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
+/**
+ * The workflow interceptors (tracing, workflows/interceptors.ts), in the source tree. A worker given a
+ * pre-built bundle ignores `interceptors.workflowModules`: every bundle must include them itself
+ * (`workflowInterceptorModules`), or traces stop at the workflow. test/unit/workflow-bundles.test.ts checks
+ * that every `bundleWorkflowCode` call does.
+ */
+export const WORKFLOW_INTERCEPTORS_PATH = fileURLToPath(new URL('../../workflows/interceptors.ts', import.meta.url));
+
 const noop = () => undefined;
 const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
 
@@ -38,6 +46,10 @@ export async function bundleWorkflowsApart(): Promise<string> {
 
 // The child: bundle, write the code to standard output, exit.
 if (process.env.WFA_BUNDLE_CHILD === '1' && process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: [WORKFLOW_INTERCEPTORS_PATH],
+    logger: quiet,
+  });
   process.stdout.write(code, () => process.exit(0));
 }

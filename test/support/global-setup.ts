@@ -8,7 +8,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
 import { ensureDatabase, startEmbeddedPostgres } from '../../src/embedded/postgres.js';
 import { startDevServer } from '../../src/temporal/devserver.js';
-import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
 import { freePort } from './free-port.js';
 
 declare module 'vitest' {
@@ -68,7 +68,11 @@ export default async function setup(project: TestProject) {
     stops.unshift(() => env.teardown());
   }
 
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: [WORKFLOW_INTERCEPTORS_PATH],
+    logger: quietLogger,
+  });
   const workflowBundlePath = path.join(work, 'workflow-bundle.js');
   await writeFile(workflowBundlePath, code);
 

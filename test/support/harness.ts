@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -80,6 +81,8 @@ export async function createHarness(
     metricsPublic?: boolean;
     /** A Temporal other than the suite's (TEMPORAL_ADDRESS, with its TLS and API key). */
     temporal?: Pick<Config['temporal'], 'address' | 'tls' | 'apiKey'>;
+    /** Tracing on, its spans to this processor (an in-memory exporter's). */
+    spanProcessor?: SpanProcessor;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -142,6 +145,7 @@ export async function createHarness(
     workflowBundlePath: inject('workflowBundlePath'),
     workerOptions: { shutdownGraceTime: '2 seconds' },
     ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.spanProcessor ? { spanProcessor: opts.spanProcessor } : {}),
   });
   const pool = service.apiPool!;
   const app = service.app!;
