@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import type { TracingSettings } from './tracing.js';
 import { postgresConnection } from './db/postgres-connection.js';
 import { parseNetworks } from './vocabulary/networks.js';
 import { assertKeyMatches, readCertificates, readPrivateKey } from './vocabulary/pem.js';
@@ -145,7 +146,7 @@ export interface Config {
    * OpenTelemetry traces (src/tracing.ts): on when an OTLP endpoint is set. `tracesUrl` is where spans are
    * sent (OTLP over HTTP); the SDK reads the other OTEL_* settings (headers, sampler, batching) itself.
    */
-  tracing: { tracesUrl: string | undefined; serviceName: string | undefined };
+  tracing: TracingSettings;
   logLevel: string;
   /** V8's old-space growth past the live heap before a full GC, in percent (src/memory.ts); 0: V8's own. */
   heapGrowingPercent: number;

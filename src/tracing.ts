@@ -4,10 +4,18 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
-import type { Config } from './config.js';
 
 /** The `service.name` of the spans unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) names another. */
 export const DEFAULT_SERVICE_NAME = 'workflow-alterations';
+
+/**
+ * OpenTelemetry traces: on when an OTLP endpoint is set (src/config.ts reads it). `tracesUrl` is where spans
+ * go; `serviceName` is OTEL_SERVICE_NAME when set.
+ */
+export interface TracingSettings {
+  tracesUrl: string | undefined;
+  serviceName: string | undefined;
+}
 
 /**
  * OpenTelemetry tracing of one service (contract section 9): the API's requests, the Temporal clients'
@@ -34,7 +42,7 @@ export interface Tracing {
  * interceptors read them there: they are registered here and unregistered by `shutdown`.
  */
 export async function startTracing(
-  settings: Config['tracing'],
+  settings: TracingSettings,
   spanProcessor?: SpanProcessor,
 ): Promise<Tracing | undefined> {
   if (!settings.tracesUrl && !spanProcessor) return undefined;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  * those of layers below, never one above. A change that makes an import run back up fails here.
  */
 const LAYERS: string[][] = [
-  ['src/errors', 'src/ids', 'src/logger', 'src/memory', 'src/shares', 'src/vocabulary'],
+  ['src/errors', 'src/ids', 'src/logger', 'src/memory', 'src/shares', 'src/tracing', 'src/vocabulary'],
   ['src/db', 'src/embedded', 'src/lifecycle', 'src/ports'],
   ['src/auth', 'src/connections'],
   ['src/config', 'src/engine'],
