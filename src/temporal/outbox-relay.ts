@@ -46,12 +46,8 @@ export interface OutboxRelayOptions {
   eager?: boolean;
 }
 
-interface Claimed {
-  instance_id: string;
-  seq: string;
-  /** The instance has had no workflow yet (migration 012): started with `workflow.start`. */
-  created: boolean;
-  tenant_id: string;
+/** Where an instance stands, as the relay tells it. */
+interface Standing {
   definition_id: string | null;
   version: number | null;
   status: string | null;
@@ -61,13 +57,32 @@ interface Claimed {
   bookmarks: { activityId: string; eventName: string }[] | null;
 }
 
+const absent: Standing = {
+  definition_id: null,
+  version: null,
+  status: null,
+  sub_status: null,
+  revision: null,
+  has_work: null,
+  bookmarks: null,
+};
+
+/** An outbox row as a relay claimed it, with where its instance stood. */
+export interface ClaimedRow extends Standing {
+  instance_id: string;
+  seq: string;
+  /** The instance has had no workflow yet (migration 012): started with `workflow.start`. */
+  created: boolean;
+  tenant_id: string;
+}
+
 /**
  * Tells instances' workflows what committed in Postgres (migration 011's outbox): on the worker, one pass
  * after another, each claims up to PASS_SIZE rows (an even part of them per tenant with rows waiting, and
  * at most `perTenant` requests of one tenant in flight, so a tenant's hundred thousand changes never hold
  * another tenant's one behind them), sends each instance's workflow where the
- * instance stands (signal-with-start: the lifelong workflow is started if it is not running, with its
- * search attributes and memo), requests the cancellation of a cancelled instance's workflow, and deletes
+ * instance stands (a new instance's workflow is started with it; an open one is signalled; a running
+ * instance whose workflow closed gets a new run by signal-with-start, with its search attributes and memo), requests the cancellation of a cancelled instance's workflow, and deletes
  * the rows told, unless the instance changed again meanwhile (then it is told again next pass). Several
  * relays (one per worker) share the outbox: a claimed row is skipped by the others.
  */
@@ -101,8 +116,8 @@ export class OutboxRelay {
   async pass(): Promise<number> {
     const claimed = await this.claim();
     if (claimed.length === 0) return 0;
-    const told: Claimed[] = [];
-    const failed: Claimed[] = [];
+    const told: ClaimedRow[] = [];
+    const failed: ClaimedRow[] = [];
     // Rows come tenants in turn; a sender takes the first whose tenant is under its share of requests in
     // flight, so another tenant's row never waits behind a flooding tenant's requests.
     const queue = [...claimed];
@@ -190,9 +205,18 @@ export class OutboxRelay {
     }
   }
 
-  /** Claims rows, tenants in turn, with where each instance stands now. */
-  private async claim(): Promise<Claimed[]> {
-    const { rows } = await this.o.pool.query<Claimed>(
+  /**
+   * Claims rows, tenants in turn, then reads where each instance stands now. Two statements, not one: a row
+   * whose instance committed a change while the claim waited for its lock comes back with that change's `seq`
+   * (the claim re-reads a row updated under it), but a join in the same statement would still read the
+   * instance as its snapshot saw it, from before the change; told that older state under the newer `seq`, the
+   * row would be deleted and the change never told. Read after the claim committed, the state is at least as
+   * new as the `seq` claimed.
+   */
+  private async claim(): Promise<ClaimedRow[]> {
+    const { rows: claimed } = await this.o.pool.query<
+      Pick<ClaimedRow, 'instance_id' | 'seq' | 'created' | 'tenant_id'>
+    >(
       `WITH tenants AS (SELECT DISTINCT tenant_id FROM instance_outbox),
             picked AS (
               SELECT p.instance_id FROM tenants t CROSS JOIN LATERAL (
@@ -205,43 +229,39 @@ export class OutboxRelay {
               UPDATE instance_outbox o SET claimed_until = now() + make_interval(secs => $2)
                 FROM picked WHERE o.instance_id = picked.instance_id
               RETURNING o.instance_id, o.seq, o.tenant_id, o.created)
-       SELECT c.instance_id, c.seq, c.created, c.tenant_id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
-              ${runnableWorkSql('i')} AS has_work,
+       SELECT c.instance_id, c.seq, c.created, c.tenant_id,
               row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.seq) AS turn
-         FROM claimed c LEFT JOIN workflow_instances i ON i.id = c.instance_id
-        ORDER BY turn, c.seq`,
+         FROM claimed c ORDER BY turn, c.seq`,
       [PASS_SIZE, CLAIM_SECONDS],
     );
-    return rows;
+    if (claimed.length === 0) return [];
+    const standing = await this.standing(claimed.map((c) => c.instance_id));
+    return claimed.map((c) => ({ ...c, ...(standing.get(c.instance_id) ?? absent) }));
   }
 
-  /** Tells one instance's workflow where the instance stands (starting it if it is not running). */
-  private async tell(row: Claimed): Promise<void> {
+  /** Where these instances stand now (an instance deleted since is absent). */
+  private async standing(ids: string[]): Promise<Map<string, Standing>> {
+    const { rows } = await this.o.pool.query<Standing & { id: string }>(
+      `SELECT i.id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
+              ${runnableWorkSql('i')} AS has_work
+         FROM workflow_instances i WHERE i.id = ANY($1::text[])`,
+      [ids],
+    );
+    return new Map(rows.map(({ id, ...s }) => [id, s]));
+  }
+
+  /**
+   * Tells one instance's workflow where the instance stands (starting it if it has none running), the row as
+   * claimed (a test tells a row claimed before the instance changed).
+   */
+  async tell(row: ClaimedRow): Promise<void> {
     // An instance deleted since (a purged tenant): nothing to tell.
     if (row.status === null || row.sub_status === null || row.definition_id === null) return;
-    const tidings: InstanceTidings = {
-      revision: Number(row.revision),
-      status: row.status,
-      subStatus: row.sub_status,
-      version: row.version ?? 0,
-      hasWork: row.has_work === true,
-      waitingOn: (row.bookmarks ?? []).map((b) => `${b.eventName} (${b.activityId})`),
-    };
-    const status = `${row.status}/${row.sub_status}`;
-    const tenant = tenantOut(row.tenant_id) ?? 'default';
-    const workflowId = instanceWorkflowId(row.instance_id);
-    const finished = row.status === 'Finished';
-    try {
-      if (row.created) await this.startNew(row, tidings, status, tenant, finished);
-      else await this.signalWithStart(row, tidings, status, tenant, finished);
-    } catch (err) {
-      // A finished instance whose workflow already closed (told twice: a relay died before deleting its row).
-      if (finished && err instanceof WorkflowExecutionAlreadyStartedError) return;
-      throw err;
-    }
-    if (status === 'Finished/Cancelled') {
+    const open = row.created ? await this.startNew(row) : await this.signal(row);
+    // A cancelled instance's workflow ends Canceled through Temporal's cancellation, after the word.
+    if (open && row.status === 'Finished' && row.sub_status === 'Cancelled') {
       try {
-        await this.o.client.workflow.getHandle(workflowId).cancel();
+        await this.o.client.workflow.getHandle(instanceWorkflowId(row.instance_id)).cancel();
       } catch (err) {
         // Already closed (cancelled before): nothing left to cancel.
         if (!(err instanceof WorkflowNotFoundError)) throw err;
@@ -253,44 +273,68 @@ export class OutboxRelay {
    * A new instance's workflow, started with where the instance stands as its input: one request, and with a
    * worker in this process (NativeConnection) the first workflow task comes back in the answer, skipping
    * Temporal's matching (eager workflow start). Started already (a relay that died after starting it, before
-   * deleting its row): told by signal instead.
+   * deleting its row): told by signal instead. An instance's first workflow never reuses its id.
    */
-  private async startNew(row: Claimed, tidings: InstanceTidings, status: string, tenant: string, finished: boolean) {
+  private async startNew(row: ClaimedRow): Promise<boolean> {
     try {
       await this.o.client.workflow.start(instanceExecution, {
-        ...this.startOptions(row, status, tenant, finished),
-        args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes, told: tidings }],
+        ...this.startOptions(row, WorkflowIdReusePolicy.REJECT_DUPLICATE),
+        args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes, told: tidingsOf(row) }],
         requestEagerStart: this.o.eager === true,
       });
+      return true;
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      await this.signalWithStart(row, tidings, status, tenant, finished);
+      return this.signal(row);
     }
   }
 
-  private signalWithStart(row: Claimed, tidings: InstanceTidings, status: string, tenant: string, finished: boolean) {
+  /**
+   * Tells the instance's workflow by signal-with-start, as a first run: an open run is signalled, an instance
+   * that never had a workflow (bulk-loaded with the outbox off, or of the previous release) gets one. With a
+   * closed run and none open, the instance's state read again decides, not the state claimed: its workflow
+   * closes only after the instance's end committed (its own last step ran inside it, or the relay told it), so
+   * a workflow closed while the claimed state still said Running ended with an instance that no longer is, and
+   * starting it again would make a second run of a finished instance. A running instance whose run closed (a
+   * run of the previous release, per dispatch; an instance a revert reopened; a workflow terminated by hand)
+   * gets a new run. False: no run open.
+   */
+  private async signal(row: ClaimedRow): Promise<boolean> {
+    try {
+      await this.signalWithStart(row, WorkflowIdReusePolicy.REJECT_DUPLICATE);
+      return true;
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    if (row.status === 'Finished') return false;
+    const now = (await this.standing([row.instance_id])).get(row.instance_id);
+    if (now?.status !== 'Running') return false;
+    await this.signalWithStart({ ...row, ...now }, WorkflowIdReusePolicy.ALLOW_DUPLICATE);
+    return true;
+  }
+
+  private signalWithStart(row: ClaimedRow, workflowIdReusePolicy: WorkflowIdReusePolicy) {
     return this.o.client.workflow.signalWithStart(instanceExecution, {
-      ...this.startOptions(row, status, tenant, finished),
+      ...this.startOptions(row, workflowIdReusePolicy),
       args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes }],
       signal: workAvailable,
-      signalArgs: [tidings],
+      signalArgs: [tidingsOf(row)],
     });
   }
 
-  private startOptions(row: Claimed, status: string, tenant: string, finished: boolean) {
+  private startOptions(row: ClaimedRow, workflowIdReusePolicy: WorkflowIdReusePolicy) {
+    const tenant = tenantOut(row.tenant_id) ?? 'default';
     return {
       workflowId: instanceWorkflowId(row.instance_id),
       taskQueue: this.o.taskQueue,
-      // A running instance's workflow is started again after a closed run (the previous release's per-dispatch
-      // runs; an instance a revert reopened); a finished instance's workflow is never started twice.
-      workflowIdReusePolicy: finished ? WorkflowIdReusePolicy.REJECT_DUPLICATE : WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      workflowIdReusePolicy,
       priority: tenantPriority(row.tenant_id),
       staticSummary: `Workflow instance ${row.instance_id} of ${row.definition_id}: its whole life, from its start to its end`,
       memo: { instanceId: row.instance_id, definitionId: row.definition_id, version: row.version, tenant },
       ...(this.o.searchAttributes
         ? {
             typedSearchAttributes: [
-              { key: INSTANCE_STATUS_ATTRIBUTE, value: status },
+              { key: INSTANCE_STATUS_ATTRIBUTE, value: `${row.status}/${row.sub_status}` },
               { key: DEFINITION_ATTRIBUTE, value: row.definition_id ?? '' },
               { key: PLAN_TENANT_ATTRIBUTE, value: tenant },
             ],
@@ -298,4 +342,16 @@ export class OutboxRelay {
         : {}),
     };
   }
+}
+
+/** The word a workflow is told: where its instance stands. */
+function tidingsOf(row: Standing): InstanceTidings {
+  return {
+    revision: Number(row.revision),
+    status: row.status ?? '',
+    subStatus: row.sub_status ?? '',
+    version: row.version ?? 0,
+    hasWork: row.has_work === true,
+    waitingOn: (row.bookmarks ?? []).map((b) => `${b.eventName} (${b.activityId})`),
+  };
 }
