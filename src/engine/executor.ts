@@ -19,6 +19,7 @@ import { callRequest } from './handlers/send-http-request.js';
 import { evaluateInputs, recordedInputs } from './inputs.js';
 import {
   INSTANCE_COLUMNS,
+  OUTBOUND_ACTIVITY_TYPE,
   instanceFromRow,
   type InstanceRow,
   type InstanceState,
@@ -144,8 +145,6 @@ interface PendingCall extends CallRequest {
   retry?: StepRetryPolicy;
 }
 
-const OUTBOUND_TYPE = 'Elsa.Http.SendHttpRequest';
-
 /**
  * Executes the next scheduled activity of one instance. Most activities run in one transaction: lock the
  * row, run the activity, write the activity record, journal and new state, schedule successors. A retried
@@ -223,7 +222,7 @@ export async function orFault(
       const { rows } = await client.query<{ id: string; activity_id: string; activity_type: string }>(
         `UPDATE activity_records SET status = 'Faulted', completed_at = $2
           WHERE instance_id = $1 AND status = 'Running' AND activity_type = $3 RETURNING id, activity_id, activity_type`,
-        [instanceId, now, OUTBOUND_TYPE],
+        [instanceId, now, OUTBOUND_ACTIVITY_TYPE],
       );
       const activityId = rows[0]?.activity_id ?? s.scheduled[0] ?? 'unknown';
       const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
@@ -277,7 +276,7 @@ export async function prepareCall(deps: EngineDeps, instanceId: string, recordId
     instanceId,
     recordId,
     activityId: record?.activity_id ?? 'unknown',
-    activityType: record?.activity_type ?? OUTBOUND_TYPE,
+    activityType: record?.activity_type ?? OUTBOUND_ACTIVITY_TYPE,
     connectionName: '',
   };
   const { rows } = await deps.pool.query<InstanceRow>(
@@ -348,7 +347,7 @@ async function beginStep(
     const { rows: started } = await client.query<{ id: string; activity_id: string }>(
       `SELECT id, activity_id FROM activity_records WHERE instance_id = $1 AND status = 'Running' AND activity_type = $2
         ORDER BY started_at LIMIT 1`,
-      [s.id, OUTBOUND_TYPE],
+      [s.id, OUTBOUND_ACTIVITY_TYPE],
     );
     if (started[0]) {
       const activity = findActivity(def.root, started[0].activity_id);

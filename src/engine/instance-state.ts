@@ -135,6 +135,22 @@ export function hasRunnableWork(s: AlterableState): boolean {
 export const runnableWorkSql = (alias: string) =>
   `(${alias}.status = 'Running' AND ${alias}.sub_status <> 'Faulted' AND jsonb_array_length(${alias}.scheduled) > 0)`;
 
+/** The activity type whose steps call out, in parts (src/engine/executor.ts). */
+export const OUTBOUND_ACTIVITY_TYPE = 'Elsa.Http.SendHttpRequest';
+
+/**
+ * What an instance's workflow has to run, as the outbox relay tells it (`hasWork`): runnable work, or an
+ * outbound call a step started and whose outcome was never recorded. The workflow that ran that step makes the
+ * call; but when its workflow task was lost after the step committed (a worker killed, a task timed out), the
+ * next attempt replays to the word it was told, and a word that said "nothing to run" would leave the call
+ * unmade and the instance Executing for ever. Told there is work, the workflow runs the step again, which finds
+ * the started call and makes it with the same Idempotency-Key.
+ */
+export const workflowWorkSql = (alias: string) =>
+  `(${runnableWorkSql(alias)} OR (${alias}.status = 'Running' AND ${alias}.sub_status <> 'Faulted' AND EXISTS (
+     SELECT 1 FROM activity_records r
+      WHERE r.instance_id = ${alias}.id AND r.status = 'Running' AND r.activity_type = '${OUTBOUND_ACTIVITY_TYPE}')))`;
+
 /**
  * The mutable columns of an instance: how to read each from the state (to compare it, and to write it: a
  * Date goes into the JSON rows as its ISO text) and its SQL type.

@@ -8,7 +8,7 @@ import {
   PLAN_TENANT_ATTRIBUTE,
 } from '../../workflows/search-attributes.js';
 import type { InstanceTidings } from '../../workflows/instance-execution.js';
-import { runnableWorkSql } from '../engine/instance-state.js';
+import { workflowWorkSql } from '../engine/instance-state.js';
 import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
 import { tenantPriority } from './fairness.js';
@@ -243,7 +243,7 @@ export class OutboxRelay {
   private async standing(ids: string[]): Promise<Map<string, Standing>> {
     const { rows } = await this.o.pool.query<Standing & { id: string }>(
       `SELECT i.id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
-              ${runnableWorkSql('i')} AS has_work
+              ${workflowWorkSql('i')} AS has_work
          FROM workflow_instances i WHERE i.id = ANY($1::text[])`,
       [ids],
     );

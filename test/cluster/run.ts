@@ -568,6 +568,7 @@ async function main(): Promise<void> {
       keys.size === STARTED,
       `${keys.size} keys; ${repeated} call(s) made again after the crash with the same key`,
     );
+    let counted = '';
     const told = await waitFor(
       'Temporal to count every instance Completed',
       () =>
@@ -578,7 +579,9 @@ async function main(): Promise<void> {
           const done = await count(
             `${base} AND ExecutionStatus = "Completed" AND WorkflowInstanceStatus = "Finished/Finished"`,
           );
+          const running = await count(`${base} AND ExecutionStatus = "Running"`);
           const outbox = (await one('SELECT count(*)::int AS n FROM instance_outbox')).n;
+          counted = `${n} workflow runs, ${done} Completed as Finished/Finished, ${running} Running, ${outbox} outbox rows`;
           return n === STARTED && done === STARTED && outbox === 0 ? { n, done } : undefined;
         }),
       5 * 60_000,
@@ -586,7 +589,7 @@ async function main(): Promise<void> {
     check(
       'instances: one workflow per instance in Temporal, each Completed as Finished/Finished, the outbox empty',
       told !== undefined,
-      told ? `${told.n} workflows, ${told.done} Completed` : 'not within 5 min',
+      told ? `${told.n} workflows, ${told.done} Completed` : `not within 5 min: ${counted}`,
     );
     calls.close();
     summary.push(

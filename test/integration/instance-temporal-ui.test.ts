@@ -8,6 +8,8 @@ import { cachedCliPath } from '../../src/temporal/cli-binary.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { OutboxRelay, type ClaimedRow } from '../../src/temporal/outbox-relay.js';
 import { createLogger } from '../../src/logger.js';
+import { createConfigCipher } from '../../src/connections/cipher.js';
+import { runStep } from '../../src/engine/executor.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { approvalWithNote, chain, event, fault, finish, lit, setVariable, writeLine } from '../support/workflows.js';
 
@@ -212,6 +214,72 @@ describe('an instance in Temporal', () => {
     expect(activities).toEqual(['callOutbound']);
     const markers = events!.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
     expect(markers.filter((m) => m === 'core_local_activity').length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('makes the call its step started when the workflow task that was to make it was lost', async () => {
+    const keys: string[] = [];
+    const recording = createServer((req, res) => {
+      keys.push(String(req.headers['idempotency-key']));
+      res.writeHead(200).end('ok');
+    });
+    await new Promise<void>((resolve) => recording.listen(0, '127.0.0.1', resolve));
+    try {
+      const name = `lost-${run}`;
+      const made = await h.request('POST', '/connection-configuration', {
+        body: {
+          name,
+          connectionType: HTTP,
+          connectionConfiguration: { baseUrl: `http://127.0.0.1:${(recording.address() as AddressInfo).port}` },
+        },
+      });
+      expect(made.status).toBe(201);
+      const call = {
+        id: 'call',
+        type: 'Elsa.Http.SendHttpRequest',
+        version: 1,
+        connection: {
+          typeName: `ConnectionProperties<${HTTP}>`,
+          expression: { type: 'Literal', value: { connectionName: name } },
+        },
+        method: lit('POST'),
+        path: lit('/orders'),
+      };
+      const body = chain(name, [writeLine('start', 'started'), call, writeLine('end', 'called')]);
+      expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+      let id: string;
+      let recordId: string | undefined;
+      await h.stopWorker();
+      try {
+        id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
+          .workflowInstanceId as string;
+        // What the step inside the instance's workflow commits before its workflow task is lost (a worker killed,
+        // a task timed out): the call recorded as started, not made. The workflow then replays to what it is told.
+        const deps = {
+          pool: h.workerPool,
+          definitions: h.definitions,
+          logger: createLogger('silent'),
+          cipher: createConfigCipher(undefined),
+        };
+        recordId = (await runStep(deps, id, { callsApart: true })).call?.recordId;
+        expect(recordId).toBeDefined();
+        expect(await instance(id)).toMatchObject({ status: 'Running', subStatus: 'Executing' });
+      } finally {
+        await h.startWorker();
+      }
+      // Told that the instance has a call to make, its workflow runs the step again and makes it, with its key.
+      const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+      await eventually(() => handle.describe().then(() => true), 'its workflow');
+      await eventually(
+        async () => ((await instance(id)).status === 'Finished' ? true : undefined),
+        'the instance to finish',
+        30_000,
+      );
+      expect(await handle.result()).toMatchObject({ instance: 'Finished/Finished' });
+      expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+      expect(keys).toEqual([`${id}:${recordId}`]);
+    } finally {
+      recording.close();
+    }
   });
 
   it('counts as the API counts after starts, triggers, a cancel, a migration, faults, retries and calls', async () => {
