@@ -3,10 +3,10 @@ import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
 import { cachedCliPath, CliUnavailableError, ensureCliBinary, parseGoVersion } from '../../src/temporal/cli-binary.js';
+import { sink } from '../support/sink.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let work: string;
@@ -27,14 +27,6 @@ ${opts.fail ? 'echo "go: module lookup disabled by GOPROXY=off" >&2; exit 1' : '
   await chmod(go, 0o755);
   return go;
 }
-
-const sink = () => {
-  let text = '';
-  const stream = Object.assign(new Writable({ write: (c: Buffer, _e, cb) => ((text += c.toString()), cb()) }), {
-    isTTY: false,
-  });
-  return { stream, text: () => text };
-};
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-cli-binary-'));

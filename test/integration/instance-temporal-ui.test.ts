@@ -62,6 +62,19 @@ const listed = async (query: string) => {
 
 const instance = async (id: string) => (await h.request('GET', `/workflow-instances/${id}`)).body;
 
+/** A Send HTTP Request activity `call` through the HTTP connection `connectionName`. */
+const httpCall = (connectionName: string, method = 'GET', path = '/ping') => ({
+  id: 'call',
+  type: 'Elsa.Http.SendHttpRequest',
+  version: 1,
+  connection: {
+    typeName: `ConnectionProperties<${HTTP}>`,
+    expression: { type: 'Literal', value: { connectionName } },
+  },
+  method: lit(method),
+  path: lit(path),
+});
+
 describe('an instance in Temporal', () => {
   it('is one Running workflow while it waits, completed when it finishes, with its status as attribute', async () => {
     const id = (await h.request('POST', '/workflow-instances', { body: { definitionId } })).body
@@ -190,18 +203,7 @@ describe('an instance in Temporal', () => {
       body: { name, connectionType: HTTP, connectionConfiguration: { baseUrl: `http://127.0.0.1:${port}` } },
     });
     expect(made.status).toBe(201);
-    const call = {
-      id: 'call',
-      type: 'Elsa.Http.SendHttpRequest',
-      version: 1,
-      connection: {
-        typeName: `ConnectionProperties<${HTTP}>`,
-        expression: { type: 'Literal', value: { connectionName: name } },
-      },
-      method: lit('GET'),
-      path: lit('/ping'),
-    };
-    const body = chain(name, [writeLine('start', 'started'), call, writeLine('end', 'called')]);
+    const body = chain(name, [writeLine('start', 'started'), httpCall(name), writeLine('end', 'called')]);
     expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
     const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
       .workflowInstanceId as string;
@@ -233,18 +235,11 @@ describe('an instance in Temporal', () => {
         },
       });
       expect(made.status).toBe(201);
-      const call = {
-        id: 'call',
-        type: 'Elsa.Http.SendHttpRequest',
-        version: 1,
-        connection: {
-          typeName: `ConnectionProperties<${HTTP}>`,
-          expression: { type: 'Literal', value: { connectionName: name } },
-        },
-        method: lit('POST'),
-        path: lit('/orders'),
-      };
-      const body = chain(name, [writeLine('start', 'started'), call, writeLine('end', 'called')]);
+      const body = chain(name, [
+        writeLine('start', 'started'),
+        httpCall(name, 'POST', '/orders'),
+        writeLine('end', 'called'),
+      ]);
       expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
       let id: string;
       let recordId: string | undefined;
@@ -325,17 +320,7 @@ describe('an instance in Temporal', () => {
             calling,
             [
               writeLine('start', 'started'),
-              {
-                id: 'call',
-                type: 'Elsa.Http.SendHttpRequest',
-                version: 1,
-                connection: {
-                  typeName: `ConnectionProperties<${HTTP}>`,
-                  expression: { type: 'Literal', value: { connectionName: `local-${run}` } },
-                },
-                method: lit('GET'),
-                path: lit('/ping'),
-              },
+              httpCall(`local-${run}`),
               event('wait', 'after-call'),
               setVariable('set', 'note', 'called', 'String'),
             ],

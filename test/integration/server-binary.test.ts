@@ -1,9 +1,9 @@
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cachedServerDir, ensureServerBinary, ServerUnavailableError } from '../../src/temporal/server-binary.js';
+import { sink } from '../support/sink.js';
 
 let work: string;
 
@@ -40,14 +40,6 @@ ${
 
 const calls = async (go: string) =>
   (await readFile(path.join(path.dirname(go), 'calls'), 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
-
-const sink = () => {
-  let text = '';
-  const stream = Object.assign(new Writable({ write: (c: Buffer, _e, cb) => ((text += c.toString()), cb()) }), {
-    isTTY: false,
-  });
-  return { stream, text: () => text };
-};
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-server-binary-'));
