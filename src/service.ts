@@ -349,13 +349,14 @@ async function build(
     };
     const where = { connection: nativeConnection, namespace, taskQueue };
     const options = withTracing(o.workerOptions, tracing);
+    const slots = mainWorkerSlots(workerPoolSize, batchSlots);
     const main = await createWorker({
       ...where,
       deps: activityDeps,
       workflowBundlePath: o.workflowBundlePath,
       // Each activity holds at most one of the pool's connections: batches have theirs, the rest is split.
-      maxConcurrentActivities: mainWorkerSlots(workerPoolSize, batchSlots).regular,
-      maxConcurrentLocalActivities: mainWorkerSlots(workerPoolSize, batchSlots).local,
+      maxConcurrentActivities: slots.regular,
+      maxConcurrentLocalActivities: slots.local,
       maxCachedWorkflows: config.cachedWorkflows,
       options,
     });

@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -59,6 +61,8 @@ const listed = async (query: string) => {
   for await (const w of h.client.workflow.list({ query })) ids.push(w.workflowId);
   return ids;
 };
+
+const MIGRATION_013 = fileURLToPath(new URL('../../src/db/migrations/013_outbox_unmade_calls.sql', import.meta.url));
 
 const instance = async (id: string) => (await h.request('GET', `/workflow-instances/${id}`)).body;
 
@@ -218,7 +222,10 @@ describe('an instance in Temporal', () => {
     expect(markers.filter((m) => m === 'core_local_activity').length).toBeGreaterThanOrEqual(3);
   });
 
-  it('makes the call its step started when the workflow task that was to make it was lost', async () => {
+  it.each([
+    ['its outbox row tells it', 'relay'],
+    ["migration 013 tells it again (the release before told it 'nothing to run' and deleted its row)", 'migration'],
+  ] as const)('makes the call its step started when the workflow task to make it was lost: %s', async (_, told) => {
     const keys: string[] = [];
     const recording = createServer((req, res) => {
       keys.push(String(req.headers['idempotency-key']));
@@ -226,7 +233,7 @@ describe('an instance in Temporal', () => {
     });
     await new Promise<void>((resolve) => recording.listen(0, '127.0.0.1', resolve));
     try {
-      const name = `lost-${run}`;
+      const name = `lost-${told}-${run}`;
       const made = await h.request('POST', '/connection-configuration', {
         body: {
           name,
@@ -258,6 +265,12 @@ describe('an instance in Temporal', () => {
         recordId = (await runStep(deps, id, { callsApart: true })).call?.recordId;
         expect(recordId).toBeDefined();
         expect(await instance(id)).toMatchObject({ status: 'Running', subStatus: 'Executing' });
+        if (told === 'migration') {
+          await h.pool.query('DELETE FROM instance_outbox WHERE instance_id = $1', [id]);
+          await h.pool.query(await readFile(MIGRATION_013, 'utf8'));
+          const { rows } = await h.pool.query('SELECT 1 FROM instance_outbox WHERE instance_id = $1', [id]);
+          expect(rows).toHaveLength(1);
+        }
       } finally {
         await h.startWorker();
       }

@@ -33,25 +33,31 @@ const one = (name: string, where: (s: ReadableSpan) => boolean = () => true) => 
 const childOf = (parent: ReadableSpan) => (s: ReadableSpan) =>
   s.parentSpanId === parent.spanContext().spanId && s.spanContext().traceId === parent.spanContext().traceId;
 
+/** A ModifyVariable plan over 250 seeded instances of a definition of its own, submitted and run to the end. */
+async function submitPlan(name: string, headers: Record<string, string>) {
+  const definitionId = `${name}-${run}`;
+  const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
+  await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
+  const planId = `${name}-plan-${run}`;
+  const submitted = await h.request('POST', '/alterations/submit', {
+    headers,
+    body: {
+      id: planId,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
+      filter: { definitionIds: [definitionId] },
+    },
+  });
+  expect(submitted.status).toBe(202);
+  await eventually(
+    async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
+    'the plan to complete',
+  );
+  return planId;
+}
+
 describe('traces', () => {
   it('one trace runs from the submit request through the plan workflow, all its runs, to its batch activities', async () => {
-    const definitionId = `traced-${run}`;
-    const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
-    await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
-    const planId = `traced-plan-${run}`;
-    const submitted = await h.request('POST', '/alterations/submit', {
-      headers: { 'x-request-id': `submit-${run}` },
-      body: {
-        id: planId,
-        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
-        filter: { definitionIds: [definitionId] },
-      },
-    });
-    expect(submitted.status).toBe(202);
-    await eventually(
-      async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
-      'the plan to complete',
-    );
+    const planId = await submitPlan('traced', { 'x-request-id': `submit-${run}` });
     // A run's span ends with the run, and crosses from the sandbox after its last task: the last run's once
     // it completed the plan.
     await eventually(async () => {
@@ -108,25 +114,9 @@ describe('traces', () => {
   });
 
   it('makes no span of a plan whose caller sampled its trace out, down to its batches', async () => {
-    const definitionId = `unsampled-${run}`;
-    const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) });
-    await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 250, variables: { amount: 0 } });
-    const planId = `unsampled-plan-${run}`;
     const callerTrace = '0af7651916cd43dd8448eb211c80319c';
-    const submitted = await h.request('POST', '/alterations/submit', {
-      // Flags 00: the caller's sampler left this trace out; the parent-based sampler follows it.
-      headers: { traceparent: `00-${callerTrace}-b7ad6b7169203331-00` },
-      body: {
-        id: planId,
-        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }],
-        filter: { definitionIds: [definitionId] },
-      },
-    });
-    expect(submitted.status).toBe(202);
-    await eventually(
-      async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan?.status === 4 ? true : undefined),
-      'the plan to complete',
-    );
+    // Flags 00: the caller's sampler left this trace out; the parent-based sampler follows it.
+    const planId = await submitPlan('unsampled', { traceparent: `00-${callerTrace}-b7ad6b7169203331-00` });
     await new Promise((r) => setTimeout(r, 500));
     await processor.forceFlush();
     // Neither the run nor its activities: an activity that lost the context would start a trace of its own.
