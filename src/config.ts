@@ -73,6 +73,7 @@ const ConfigSchema = z.object({
   ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
   XDG_CACHE_HOME: optional,
   WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(100),
+  TRIGGER_INLINE_INSTANCES: z.coerce.number().int().min(0).max(100_000).default(1000),
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl,
@@ -142,6 +143,11 @@ export interface Config {
    * hold 570 MB.
    */
   cachedWorkflows: number;
+  /**
+   * The most instances an event trigger resumes inside its request (TRIGGER_INLINE_INSTANCES); a trigger that
+   * reaches more records their resumption and answers, and workers resume them (src/engine/events.ts).
+   */
+  triggerInlineInstances: number;
   /**
    * OpenTelemetry traces (src/tracing.ts): on when an OTLP endpoint is set. `tracesUrl` is where spans are
    * sent (OTLP over HTTP); the SDK reads the other OTEL_* settings (headers, sampler, batching) itself.
@@ -255,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchesPerRun: e.ALTERATION_BATCHES_PER_RUN,
     },
     cachedWorkflows: e.WORKER_CACHED_WORKFLOWS,
+    triggerInlineInstances: e.TRIGGER_INLINE_INSTANCES,
     tracing: {
       tracesUrl: tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SDK_DISABLED),
       serviceName: e.OTEL_SERVICE_NAME,

@@ -22,6 +22,7 @@ import { explainConnectFailure, postgresConnection } from './db/postgres-connect
 import { prepareDataDir } from './embedded/data-dir.js';
 import { DEV_SERVER_PID_FILE, devServerDbOf, postgresDataDirOf } from './embedded/leftovers.js';
 import { DefinitionCache } from './engine/definitions.js';
+import { ResumptionDrain } from './engine/resumption-drain.js';
 import { Stops } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics/service-metrics.js';
@@ -327,6 +328,8 @@ async function build(
         perTenant: config.shares.temporalRequestsPerTenant,
       })
     : undefined;
+  // The worker runs the event resumptions triggers recorded (migration 014), tenants in turn.
+  const resumptions = workerPool ? new ResumptionDrain({ pool: workerPool, definitions, logger }) : undefined;
   let workers: Worker[] = [];
   let workerRuns: Promise<void>[] = [];
   let stoppingWorker = false;
@@ -376,6 +379,7 @@ async function build(
     stoppingWorker = false;
     workerRuns = workers.map((w) => w.run());
     relay?.start();
+    resumptions?.start();
     // A worker that died leaves an API that accepts work nobody does: the owner decides (main stops, exit 1).
     for (const run of workerRuns) {
       run.catch((err: unknown) => {
@@ -388,7 +392,7 @@ async function build(
   const stopWorker = async () => {
     if (!workers.length) return;
     stoppingWorker = true;
-    await relay?.stop();
+    await Promise.all([relay?.stop(), resumptions?.stop()]);
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await Promise.all(workerRuns.map((r) => r.catch(() => undefined)));
     workers = [];

@@ -25,6 +25,7 @@ export interface AppDeps {
     | 'shares'
     | 'database'
     | 'metrics'
+    | 'triggerInlineInstances'
   >;
   pool: pg.Pool;
   temporal: Client;

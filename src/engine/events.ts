@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
 import { runPureSteps, writePureSteps } from './pure-steps.js';
+import { claimResumptions, forgetResumptions, recordedResumptions, recordResumptions } from './resumptions.js';
 import { scheduleSuccessors, settle } from './transitions.js';
 import {
   INSTANCE_COLUMNS,
@@ -18,14 +19,30 @@ export interface TriggerFilter {
 
 export interface TriggerResult {
   resumedWorkflowInstanceIds: string[];
+  /**
+   * The resumptions were recorded for a worker to run (more instances than the inline limit): the instances
+   * are still as they were when the trigger answered.
+   */
+  queued: boolean;
 }
 
+/** Instances one statement of a resumption reads and writes (a trigger's inline part, a worker's pass). */
+export const RESUME_CHUNK = 1000;
+
 /**
- * Resumes every suspended instance of the tenant that has a bookmark on the event: the bookmark is
- * removed, the waiting activity completes and its successors are scheduled, and the pure steps they lead
- * to run (src/engine/pure-steps.ts). All in one transaction, with the rows locked, so a concurrent trigger
- * cannot resume the same bookmark twice; what needs an instance's workflow is told through the outbox
- * that commits with it, so the trigger answers once the resumption is durable, not after it ran.
+ * Resumes every suspended instance of the tenant that has a bookmark on the event. The matching rows are
+ * locked in one statement, so a concurrent trigger cannot resume the same bookmark twice. Then:
+ *
+ * - up to `inlineMax` instances (TRIGGER_INLINE_INSTANCES): resumed in this transaction: the bookmark is
+ *   removed, the waiting activity completes and its successors are scheduled, and the pure steps they lead to
+ *   run (src/engine/pure-steps.ts). The trigger answers once they have run.
+ * - more: their resumption is recorded (src/engine/resumptions.ts) and the trigger answers once that committed;
+ *   workers resume them shortly after, oldest first and tenants in turn, with the same code. A trigger's cost
+ *   then stays one insert per instance, whatever the steps (10,000 resumed inline took 1.8 s on a quiet 2-core
+ *   machine, 3.1 s in the engine bench, against the target of an answer within a second).
+ *
+ * Either way, what needs an instance's workflow is told through the outbox that commits with the change.
+ * An instance whose resumption on this event is already recorded is not resumed again, nor listed.
  */
 export async function triggerEvent(
   pool: pg.Pool,
@@ -33,6 +50,7 @@ export async function triggerEvent(
   tenantKey: string,
   eventName: string,
   filter: TriggerFilter,
+  inlineMax = RESUME_CHUNK,
   now = new Date(),
 ): Promise<TriggerResult> {
   return withTransaction(pool, async (client) => {
@@ -48,25 +66,57 @@ export async function triggerEvent(
        SELECT id FROM locked ORDER BY created_at, id`,
       [tenantKey, JSON.stringify([{ eventName }]), filter.correlationId ?? null, filter.workflowInstanceId ?? null],
     );
-    // Resumed a chunk at a time in the one transaction: memory follows the chunk, not the event's audience
-    // (10,000 instances resumed at once held every state three times over).
-    const resumedIds: string[] = [];
-    for (let at = 0; at < locked.length; at += TRIGGER_CHUNK) {
-      const ids = locked.slice(at, at + TRIGGER_CHUNK).map((r) => r.id);
-      resumedIds.push(...(await resumeChunk(client, definitions, ids, eventName, now)));
+    const ids = locked.map((r) => r.id);
+    if (ids.length > inlineMax) {
+      return { resumedWorkflowInstanceIds: await recordResumptions(client, tenantKey, eventName, ids), queued: true };
     }
-    return { resumedWorkflowInstanceIds: resumedIds };
+    // Read after the lock (a statement of its own): a trigger that recorded these resumptions and committed
+    // while this one waited for the rows is seen.
+    const pending = await recordedResumptions(client, ids, eventName);
+    const resumedIds: string[] = [];
+    const toResume = ids.filter((id) => !pending.has(id));
+    for (let at = 0; at < toResume.length; at += RESUME_CHUNK) {
+      resumedIds.push(
+        ...(await resumeChunk(client, definitions, toResume.slice(at, at + RESUME_CHUNK), eventName, now)),
+      );
+    }
+    return { resumedWorkflowInstanceIds: resumedIds, queued: false };
   });
 }
 
-/** Instances one statement of a trigger reads and writes. */
-const TRIGGER_CHUNK = 1000;
+/**
+ * Runs resumptions a trigger recorded (a worker's pass): claims up to `max` (src/engine/resumptions.ts), locks
+ * their instances in id order, forgets the rows claimed and resumes each instance's bookmarks on its event as
+ * the trigger would have, in one transaction. An instance that no longer runs or waits on the event (cancelled,
+ * or resumed by an alteration meanwhile) is left as it is. Returns the number of resumptions taken: 0 when none
+ * waits (or another worker holds them all).
+ */
+export async function resumeRecorded(pool: pg.Pool, definitions: DefinitionCache, max = RESUME_CHUNK): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    const claimed = await claimResumptions(client, max);
+    if (claimed.length === 0) return 0;
+    await client.query('SELECT id FROM workflow_instances WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [
+      [...new Set(claimed.map((c) => c.instance_id))],
+    ]);
+    await forgetResumptions(client, claimed);
+    const now = new Date();
+    const byEvent = new Map<string, string[]>();
+    for (const c of claimed) {
+      const ids = byEvent.get(c.event_name) ?? [];
+      ids.push(c.instance_id);
+      byEvent.set(c.event_name, ids);
+    }
+    for (const [eventName, ids] of byEvent) await resumeChunk(client, definitions, ids, eventName, now);
+    return claimed.length;
+  });
+}
 
 /**
- * Resumes locked instances: the bookmarks on the event are removed, the waiting activities complete and
- * their successors are scheduled, and the pure steps they lead to run (src/engine/pure-steps.ts).
+ * Resumes locked instances that still run and wait on the event: the bookmarks on the event are removed, the
+ * waiting activities complete and their successors are scheduled, and the pure steps they lead to run
+ * (src/engine/pure-steps.ts). Returns the ids resumed, in creation order.
  */
-async function resumeChunk(
+export async function resumeChunk(
   client: pg.PoolClient,
   definitions: DefinitionCache,
   ids: string[],
@@ -74,8 +124,10 @@ async function resumeChunk(
   now: Date,
 ): Promise<string[]> {
   const { rows } = await client.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = ANY($1::text[]) ORDER BY created_at, id`,
-    [ids],
+    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
+      WHERE id = ANY($1::text[]) AND status = 'Running' AND bookmarks @> $2::jsonb
+      ORDER BY created_at, id`,
+    [ids, JSON.stringify([{ eventName }])],
   );
   const before = new Map(rows.map((r) => [r.id, instanceFromRow(r)]));
   const resumed: InstanceState[] = [];

@@ -12,6 +12,7 @@ import { workflowWorkSql } from '../engine/instance-state.js';
 import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
 import { tenantPriority } from './fairness.js';
+import { Poller } from '../vocabulary/poller.js';
 import { instanceWorkflowId } from './names.js';
 
 /** How long a relay holds the rows it claimed; a relay that died is replaced after this. */
@@ -23,8 +24,9 @@ const CLAIM_SECONDS = 60;
  * cost one claim and one delete statement each.
  */
 const PASS_SIZE = 64;
-/** How often an idle relay looks for new rows. */
+/** How often an idle relay looks for new rows; after a failed pass, a second. */
 const IDLE_MS = 100;
+const RETRY_MS = 1_000;
 /** Longest wait before telling a workflow again after Temporal refused. */
 const MAX_BACKOFF_SECONDS = 30;
 
@@ -87,9 +89,7 @@ export interface ClaimedRow extends Standing {
  * relays (one per worker) share the outbox: a claimed row is skipped by the others.
  */
 export class OutboxRelay {
-  private stopped = false;
-  private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly poller: Poller;
   private failing = false;
   private readonly concurrency: number;
   private readonly perTenant: number;
@@ -97,19 +97,23 @@ export class OutboxRelay {
   constructor(private readonly o: OutboxRelayOptions) {
     this.concurrency = o.concurrency ?? 32;
     this.perTenant = Math.max(1, o.perTenant ?? 16);
+    this.poller = new Poller({
+      pass: () => this.pass(),
+      idleMs: IDLE_MS,
+      retryMs: RETRY_MS,
+      onError: (err) => {
+        if (!this.failing) this.o.logger.warn({ err }, 'instance outbox relay could not read the outbox; retrying');
+        this.failing = true;
+      },
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.poller.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
-    this.running = undefined;
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 
   /** One pass: the number of rows it told (tests and benches drain with it). */
@@ -181,28 +185,6 @@ export class OutboxRelay {
       );
     }
     return told.length;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      let told = 0;
-      try {
-        told = await this.pass();
-      } catch (err) {
-        if (!this.failing) this.o.logger.warn({ err }, 'instance outbox relay could not read the outbox; retrying');
-        this.failing = true;
-      }
-      if (told === 0 && !this.stopped) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.failing ? 1_000 : IDLE_MS);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = undefined;
-      }
-    }
   }
 
   /**

@@ -97,6 +97,12 @@ const trigger = secureRoute(EXECUTE, {
   path: '/events/{eventName}/trigger',
   tags: ['Workflow instances'],
   summary: 'Resume every suspended instance of the tenant waiting on the event',
+  description:
+    'Up to TRIGGER_INLINE_INSTANCES instances (1,000 by default) are resumed before the answer: their steps up to ' +
+    'the next wait or outbound call have run. A trigger that reaches more records their resumption and answers ' +
+    'once that committed; workers then resume them, oldest first and tenants in turn, and until then they stay ' +
+    'Suspended with their bookmark. Either way each listed instance is resumed once: an instance whose ' +
+    'resumption on the event is recorded already is not listed again.',
   request: {
     params: z.object({ eventName: z.string().min(1) }),
     ...jsonBody(
@@ -132,9 +138,16 @@ export function instanceRoutes() {
     return c.json(view, 200);
   });
   app.openapi(trigger, async (c) => {
-    const { pool, definitions } = c.get('deps');
+    const { pool, definitions, config } = c.get('deps');
     const { eventName } = c.req.valid('param');
-    const result = await triggerEvent(pool, definitions, callerTenant(c), eventName, c.req.valid('json'));
+    const result = await triggerEvent(
+      pool,
+      definitions,
+      callerTenant(c),
+      eventName,
+      c.req.valid('json'),
+      config.triggerInlineInstances,
+    );
     return c.json({ resumedWorkflowInstanceIds: result.resumedWorkflowInstanceIds }, 200);
   });
   return app;
