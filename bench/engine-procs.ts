@@ -95,6 +95,8 @@ export class TreeSampler {
   readonly overall = emptyPeaks();
   readonly byPhase = new Map<string, MemoryPeaks>();
   last: TreeMemory | undefined;
+  /** Told each phase as it begins (another sampler following the same phases). */
+  onPhase: ((label: string | undefined) => void) | undefined;
 
   constructor(
     private readonly root: () => number | undefined,
@@ -115,6 +117,7 @@ export class TreeSampler {
 
   /** Samples from now on count towards `label` too (undefined: to no phase). */
   phase(label: string | undefined): void {
+    this.onPhase?.(label);
     this.current = label;
     if (label && !this.byPhase.has(label)) this.byPhase.set(label, emptyPeaks());
     this.sample();

@@ -46,6 +46,7 @@ import {
   temporalCli,
 } from './engine-devserver.js';
 import { cpuMark, type CpuMark, cpuSplit, type CpuSplit, machine, TreeSampler } from './engine-procs.js';
+import { type HeapSample, HeapSampler } from './engine-heap.js';
 import { NODE_MEMORY_FLAGS } from '../src/memory.js';
 import { planHistory } from './history.js';
 import { round, sleep, stat } from './util.js';
@@ -767,6 +768,11 @@ async function main(): Promise<void> {
       }),
     };
 
+    // Where the node process's memory is, by phase (its own /metrics, every second).
+    const heap = new HeapSampler(svc.base, svc.adminKey);
+    heap.start();
+    stops.unshift(async () => heap.stop());
+    serviceSampler.onPhase = (label) => heap.phase(label);
     serviceSampler.phase('idle during the baseline');
     const baseline = await runBaseline(ctx, stops);
     const service = await runService(ctx, svc);
@@ -796,6 +802,8 @@ async function main(): Promise<void> {
       startupPeakNodeMb: serviceSampler.byPhase.get('start-up')?.nodeMb ?? null,
       overallPeakNodeMb: serviceSampler.overall.nodeMb,
       byPhase: Object.fromEntries(serviceSampler.byPhase),
+      /** The node process's split (V8 heap, external, native) at each phase's largest RSS, from its /metrics. */
+      heapByPhase: Object.fromEntries(heap.byPhase),
     };
 
     const ratios = {
@@ -869,6 +877,19 @@ async function main(): Promise<void> {
 const s = (ms: number | null | undefined) => (ms == null ? 'not reached' : `${round(ms / 1000, 2)} s`);
 const rate = (r: number | null | undefined) => (r == null ? '-' : `${Math.round(r).toLocaleString('en-US')}/s`);
 const x = (r: number | null) => (r == null ? '-' : `${r}x`);
+
+/** The node process's memory at each phase's largest RSS, as its /metrics split it. */
+function heapLines(byPhase: Record<string, HeapSample> | undefined): string[] {
+  const phases = Object.entries(byPhase ?? {});
+  if (phases.length === 0) return [];
+  return [
+    "Service node memory at each phase's largest RSS (MB; /metrics): RSS = V8 heap total (used) + external + native",
+    ...phases.map(
+      ([label, h]) =>
+        `  ${label.padEnd(25)} ${h.rssMb} = ${h.heapTotalMb} (${h.heapUsedMb}) + ${h.externalMb} + ${h.nativeMb}`,
+    ),
+  ];
+}
 
 function printTable(r: any): void {
   const b = r.baseline;
@@ -951,6 +972,7 @@ function printTable(r: any): void {
     ...rows.map((rr) => rr.map((c, i) => (i === 0 ? c.padEnd(widths[0]!) : c.padStart(widths[i]!))).join('   ')),
     '',
     `Service node RSS peak by phase (MB): ${phasePeaks}`,
+    ...heapLines(r.memory.heapByPhase),
     '',
     'CPU (% of one core):',
     `  baseline starts:  ${cpuText(b.cpu.start)}`,

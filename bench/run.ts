@@ -29,7 +29,7 @@ import { createLogger } from '../src/logger.js';
 import { NODE_MEMORY_FLAGS } from '../src/memory.js';
 import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
-import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../src/temporal/worker.js';
+import { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../src/temporal/worker.js';
 import { type BenchResults, evaluateTargets, printTable, type SizeResult } from './report.js';
 import { POLL_MS, WAIT_VIA, child } from './size.js';
 import { redactUrl, round } from './util.js';
@@ -141,7 +141,7 @@ async function parent(): Promise<void> {
       logger: quietBundleLogger,
     });
     const bundle = path.join(work, 'workflow-bundle.js');
-    await writeFile(bundle, code);
+    await writeFile(bundle, slimWorkflowBundle(code));
 
     const results: SizeResult[] = [];
     // BENCH_COMPARE_UNDO=1: each size also runs with no before-images recorded, to show what they cost.

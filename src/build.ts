@@ -2,6 +2,7 @@ import { cp, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { slimWorkflowBundle } from './temporal/bundle.js';
 
 /**
  * The second half of `npm run build` (after `tsc -p tsconfig.build.json`), run from the compiled output:
@@ -19,7 +20,7 @@ const { code } = await bundleWorkflowCode({
   workflowInterceptorModules: [path.join(dist, 'workflows', 'interceptors.js')],
   logger: { trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error, log: noop },
 });
-await writeFile(path.join(dist, 'workflow-bundle.js'), code);
+await writeFile(path.join(dist, 'workflow-bundle.js'), slimWorkflowBundle(code));
 await mkdir(path.join(here, 'db', 'migrations'), { recursive: true });
 await cp(path.join(root, 'src', 'db', 'migrations'), path.join(here, 'db', 'migrations'), { recursive: true });
 process.stdout.write(`Built dist/ (workflow bundle: ${Math.round(code.length / 1024)} KiB)\n`);

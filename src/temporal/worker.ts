@@ -7,7 +7,7 @@ import { type CallDeps, createCallActivities } from '../../activities/calls.js';
 import { batchesTaskQueue, callsTaskQueue } from '../../workflows/task-queues.js';
 import { bundleWorkflowsApart } from './bundle.js';
 
-export { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from './bundle.js';
+export { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from './bundle.js';
 /** Compiled (dist/src/temporal/worker.js): `npm run build` bundled the workflows once, next to dist/src. */
 const BUILT = import.meta.url.endsWith('.js');
 const BUILT_BUNDLE = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url));

@@ -8,7 +8,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
 import { ensureDatabase, startEmbeddedPostgres } from '../../src/embedded/postgres.js';
 import { startDevServer } from '../../src/temporal/devserver.js';
-import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
 import { freePort } from './free-port.js';
 
 declare module 'vitest' {
@@ -74,7 +74,7 @@ export default async function setup(project: TestProject) {
     logger: quietLogger,
   });
   const workflowBundlePath = path.join(work, 'workflow-bundle.js');
-  await writeFile(workflowBundlePath, code);
+  await writeFile(workflowBundlePath, slimWorkflowBundle(code));
 
   project.provide('pgAdminUrl', adminUrl);
   project.provide('templateDatabase', templateDatabase);

@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { slimWorkflowBundle } from '../../src/temporal/bundle.js';
 
 // A worker given a pre-built bundle ignores `interceptors.workflowModules`, so each place that bundles the
 // workflows (the build, `npm start` from source, the tests, the bench) must add the tracing interceptors
@@ -29,5 +31,28 @@ describe('the workflow bundles', () => {
       ]),
     );
     for (const { file, call } of calls) expect(call, file).toMatch(/workflowInterceptorModules: \[[^\]]*interceptors/i);
+  });
+
+  it('are kept slim: one-byte text with the same values, and a source map without the sources', () => {
+    const map = {
+      version: 3,
+      file: 'bundle.js',
+      sources: ['workflows/a.ts'],
+      sourcesContent: ['export const note = "jobs a–b …";'],
+      names: [],
+      mappings: 'AAAA',
+    };
+    const code =
+      '// “quoted” comment — with a dash\nglobalThis.note = "jobs a–b … ø";\n' +
+      `//# sourceMappingURL=data:application/json;charset=utf-8;base64,${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
+    const slim = slimWorkflowBundle(code);
+    expect(slim).toMatch(/^[\x00-\x7f]*$/);
+    const context: { note?: string } = {};
+    vm.runInNewContext(slim, context);
+    expect(context.note).toBe('jobs a–b … ø');
+    const encoded = slim.slice(slim.lastIndexOf('base64,') + 'base64,'.length).trim();
+    const { sourcesContent, ...rest } = map;
+    expect(sourcesContent).toHaveLength(1);
+    expect(JSON.parse(Buffer.from(encoded, 'base64').toString('utf8'))).toEqual(rest);
   });
 });
