@@ -37,7 +37,7 @@ export function slimWorkflowBundle(code: string): string {
   delete map.sourcesContent;
   const text = code
     .slice(0, data + BASE64.length)
-    .replace(/[^\x00-\x7f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    .replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return `${text}${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
 }
 
