@@ -20,7 +20,8 @@ const { code } = await bundleWorkflowCode({
   workflowInterceptorModules: [path.join(dist, 'workflows', 'interceptors.js')],
   logger: { trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error, log: noop },
 });
-await writeFile(path.join(dist, 'workflow-bundle.js'), slimWorkflowBundle(code));
+const bundle = slimWorkflowBundle(code);
+await writeFile(path.join(dist, 'workflow-bundle.js'), bundle);
 await mkdir(path.join(here, 'db', 'migrations'), { recursive: true });
 await cp(path.join(root, 'src', 'db', 'migrations'), path.join(here, 'db', 'migrations'), { recursive: true });
-process.stdout.write(`Built dist/ (workflow bundle: ${Math.round(code.length / 1024)} KiB)\n`);
+process.stdout.write(`Built dist/ (workflow bundle: ${Math.round(bundle.length / 1024)} KiB)\n`);
