@@ -167,14 +167,23 @@ export class OutboxRelay {
       this.o.logger.info('instance workflows are told again');
     }
     // Rows told are deleted unless the instance changed meanwhile (a new seq): those are released for the
-    // next pass, as are the ones Temporal refused (after a backoff).
+    // next pass, as are the ones Temporal refused (after a backoff). Two statements, not one: a change that
+    // commits while the delete waits for its row makes the delete skip the row (its seq is new), and a release
+    // in the same statement, reading the statement's snapshot, would see the old seq and skip it too, leaving
+    // the row claimed and the change untold until the claim ran out (60 s). Run after the delete, the release
+    // sees the change.
+    const toldIds = told.map((r) => r.instance_id);
+    const toldSeqs = told.map((r) => r.seq);
     await this.o.pool.query(
-      `WITH told AS (SELECT * FROM unnest($1::text[], $2::bigint[]) AS t(instance_id, seq)),
-            gone AS (DELETE FROM instance_outbox o USING told
-                      WHERE o.instance_id = told.instance_id AND o.seq = told.seq RETURNING o.instance_id)
-       UPDATE instance_outbox o SET claimed_until = NULL, created = false
-         FROM told WHERE o.instance_id = told.instance_id AND o.seq <> told.seq`,
-      [told.map((r) => r.instance_id), told.map((r) => r.seq)],
+      `DELETE FROM instance_outbox o USING unnest($1::text[], $2::bigint[]) AS t(instance_id, seq)
+        WHERE o.instance_id = t.instance_id AND o.seq = t.seq`,
+      [toldIds, toldSeqs],
+    );
+    await this.o.pool.query(
+      `UPDATE instance_outbox o SET claimed_until = NULL, created = false
+         FROM unnest($1::text[], $2::bigint[]) AS t(instance_id, seq)
+        WHERE o.instance_id = t.instance_id AND o.seq <> t.seq`,
+      [toldIds, toldSeqs],
     );
     if (failed.length > 0) {
       await this.o.pool.query(

@@ -200,6 +200,61 @@ describe('an instance in Temporal', () => {
     });
   });
 
+  it('tells a change that committed while the relay was deleting the row it told: the row is released, not left claimed', async () => {
+    // A relay of its own, the service's worker (and its relay) stopped: this relay's passes are the only ones.
+    await h.stopWorker();
+    let started = false;
+    const locker = await h.pool.connect();
+    try {
+      const id = (await h.request('POST', '/workflow-instances', { body: { definitionId } })).body
+        .workflowInstanceId as string;
+      let committing: Promise<unknown> | undefined;
+      // Right after it told the instance's workflow where it stood (Running/Suspended), the instance is cancelled
+      // in a transaction that holds its outbox row while the pass ends: the pass's delete waits for it.
+      class Racing extends OutboxRelay {
+        override async tell(row: ClaimedRow): Promise<void> {
+          await super.tell(row);
+          if (row.instance_id !== id || committing) return;
+          await locker.query('BEGIN');
+          await locker.query(
+            `UPDATE workflow_instances SET status = 'Finished', sub_status = 'Cancelled', finished_at = now(),
+                    scheduled = '[]', bookmarks = '[]', revision = revision + 1 WHERE id = $1`,
+            [id],
+          );
+          committing = new Promise((r) => setTimeout(r, 500)).then(() => locker.query('COMMIT'));
+        }
+      }
+      const relay = new Racing({
+        pool: h.workerPool,
+        client: h.client,
+        taskQueue: h.taskQueue,
+        logger: createLogger('silent'),
+        searchAttributes: true,
+      });
+      expect(await relay.pass()).toBeGreaterThanOrEqual(1);
+      await committing;
+      // The change is the row's next word: released for the next pass, not held until its claim runs out (60 s).
+      const { rows } = await h.pool.query('SELECT claimed_until, created FROM instance_outbox WHERE instance_id = $1', [
+        id,
+      ]);
+      expect(rows).toEqual([{ claimed_until: null, created: false }]);
+      expect(await relay.pass()).toBeGreaterThanOrEqual(1);
+      expect((await h.pool.query('SELECT 1 FROM instance_outbox WHERE instance_id = $1', [id])).rows).toEqual([]);
+      // The worker back: the workflow, told Finished/Cancelled and then cancelled, ends Canceled.
+      await h.startWorker();
+      started = true;
+      const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+      await eventually(
+        async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined),
+        'the workflow to be cancelled',
+      );
+      expect((await handle.describe()).searchAttributes.WorkflowInstanceStatus).toEqual(['Finished/Cancelled']);
+    } finally {
+      locker.release();
+      if (!started) await h.startWorker();
+    }
+  });
+
   it('runs its steps inside its workflow tasks: one activity task, for its outbound call', async () => {
     const port = (server.address() as AddressInfo).port;
     const name = `steps-${run}`;
