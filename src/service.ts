@@ -330,6 +330,9 @@ async function build(
     : undefined;
   // The worker runs the event resumptions triggers recorded (migration 014), tenants in turn.
   const resumptions = workerPool ? new ResumptionDrain({ pool: workerPool, definitions, logger }) : undefined;
+  // Where the relay and the drain run, scrapes report their queues; read through the API's pool (a worker-only
+  // process's probes pool, below), never the worker's, which is sized to its slots.
+  if (workerPool && apiPool) metrics.watchEngineBacklog(apiPool);
   let workers: Worker[] = [];
   let workerRuns: Promise<void>[] = [];
   let stoppingWorker = false;
@@ -464,6 +467,7 @@ async function build(
     });
     stops.add('probes database pool', () => probePool.end());
     metrics.watchPool('probes', probePool);
+    metrics.watchEngineBacklog(probePool);
     const probes = createProbeApp({
       config,
       pool: probePool,

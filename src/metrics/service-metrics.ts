@@ -25,6 +25,11 @@ export interface ServiceMetrics extends PlanMetrics, CallObserver {
   watchPool(name: PoolName, pool: pg.Pool): void;
   /** Reports the event streams open on this node at every scrape (the app's share counter). */
   watchEventStreams(open: () => number): void;
+  /**
+   * Reports the engine's queues at every scrape, read through this pool: the instance changes the outbox
+   * relay has not told their workflows yet, and the event resumptions triggers recorded that no worker ran yet.
+   */
+  watchEngineBacklog(pool: pg.Pool): void;
   /** The exposition: this registry's metrics, then the Temporal SDK's (read from its exporter on loopback). */
   scrape(): Promise<string>;
 }
@@ -38,6 +43,13 @@ const FINISHED_JOB_STATUSES = ['Completed', 'Failed'] as const;
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Seconds; a call may take up to its connection's timeoutMs (at most 300 s). */
 const CALL_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** Both queues in one statement; counts are exact (the queues drain to empty as the workers keep up). */
+const ENGINE_BACKLOG_SQL = `
+  SELECT q.queue, q.n::float8 AS n, COALESCE(extract(epoch FROM clock_timestamp() - q.oldest), 0)::float8 AS oldest
+    FROM (SELECT 'outbox' AS queue, count(*) AS n, min(enqueued_at) AS oldest FROM instance_outbox
+          UNION ALL
+          SELECT 'resumptions', count(*), min(triggered_at) FROM instance_resumptions) q`;
 
 export function createServiceMetrics(options: { temporalMetricsUrl?: string | undefined } = {}): ServiceMetrics {
   const registry = new Registry();
@@ -98,6 +110,37 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     },
   });
 
+  // Database-wide (every tenant, every worker): the same value from every process that reports it.
+  const backlogRows = new Gauge({
+    name: 'wfa_engine_backlog_rows',
+    help: 'Rows waiting in the engine queues of the whole database, read at scrape time: outbox (instance changes not yet told to their workflows), resumptions (event resumptions recorded by triggers and not yet run)',
+    labelNames: ['queue'] as const,
+    registers,
+  });
+  const backlogAge = new Gauge({
+    name: 'wfa_engine_backlog_oldest_seconds',
+    help: 'Age of the oldest row waiting in each engine queue (0 when it is empty), read at scrape time',
+    labelNames: ['queue'] as const,
+    registers,
+  });
+  let backlogPool: pg.Pool | undefined;
+  const readBacklog = async () => {
+    if (!backlogPool) return;
+    try {
+      const { rows } = await backlogPool.query<{ queue: 'outbox' | 'resumptions'; n: number; oldest: number }>(
+        ENGINE_BACKLOG_SQL,
+      );
+      for (const r of rows) {
+        backlogRows.set({ queue: r.queue }, r.n);
+        backlogAge.set({ queue: r.queue }, r.oldest);
+      }
+    } catch {
+      // Postgres unreachable or slow: no samples rather than stale ones (GET /health/ready names the database).
+      backlogRows.reset();
+      backlogAge.reset();
+    }
+  };
+
   const calls = new Counter({
     name: 'wfa_outbound_calls_total',
     help: 'Outbound HTTP calls of Send HTTP Request made by this worker, by outcome (success, http_error, refused, timeout, failed)',
@@ -143,7 +186,11 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     watchEventStreams(open) {
       streamSources.push(open);
     },
+    watchEngineBacklog(pool) {
+      backlogPool = pool;
+    },
     async scrape() {
+      await readBacklog();
       const own = await registry.metrics();
       if (!options.temporalMetricsUrl) return own;
       return own + (await scrapeTemporalSdk(options.temporalMetricsUrl));

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
-import { approvalWithNote, chain, lit } from '../support/workflows.js';
+import { approvalWithNote, chain, event, lit, writeLine } from '../support/workflows.js';
 
 /**
  * Contract section 9 on a real service (Postgres, Temporal, a worker): `GET /metrics` counts what the
@@ -78,7 +78,11 @@ beforeAll(async () => {
   endpoint = createServer((_req, res) => res.end('{}'));
   await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
   endpointUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/api`;
-  h = await createHarness({ alterations: { batchSize: 10, window: 1, batchesPerRun: 500 } });
+  // A trigger over more than 2 instances records their resumptions (the engine queues' test below).
+  h = await createHarness({
+    alterations: { batchSize: 10, window: 1, batchesPerRun: 500 },
+    config: { triggerInlineInstances: 2 },
+  });
 });
 afterAll(async () => {
   if (!closed) await h?.close();
@@ -220,6 +224,67 @@ describe('GET /metrics', () => {
     // Each metric family once: the service's and the SDK's expositions share no name.
     const types = text.split('\n').filter((l) => l.startsWith('# TYPE '));
     expect(new Set(types).size).toBe(types.length);
+  });
+
+  it("reports the engine's queues: changes not yet told and resumptions not yet run wait while the worker is stopped, and drain when it runs", async () => {
+    const definitionId = `metrics-wait-${run}`;
+    const eventName = `metrics-go-${run}`;
+    const def = chain(definitionId, [
+      writeLine('start', 'started'),
+      event('wait', eventName),
+      writeLine('end', 'went'),
+    ]);
+    expect((await h.request('POST', '/workflow-definitions', { body: def })).status).toBe(201);
+    const startOne = async () => {
+      const res = await h.request('POST', '/workflow-instances', { body: { definitionId } });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      return res.body.workflowInstanceId as string;
+    };
+    const ids = [await startOne(), await startOne(), await startOne()];
+    const queues = async () => {
+      const { all } = await scrape();
+      return {
+        outbox: value(all, 'wfa_engine_backlog_rows', { queue: 'outbox' }),
+        resumptions: value(all, 'wfa_engine_backlog_rows', { queue: 'resumptions' }),
+        outboxAge: value(all, 'wfa_engine_backlog_oldest_seconds', { queue: 'outbox' }),
+        resumptionsAge: value(all, 'wfa_engine_backlog_oldest_seconds', { queue: 'resumptions' }),
+      };
+    };
+    const idle = { outbox: 0, resumptions: 0, outboxAge: 0, resumptionsAge: 0 };
+    await eventually(async () => {
+      const q = await queues();
+      return q.outbox === 0 ? q : undefined;
+    }, 'the new instances told to their workflows');
+
+    await h.stopWorker();
+    let stopped = true;
+    try {
+      // Three waiting instances, more than the 2 a trigger resumes in its request: recorded, not run.
+      const triggered = await h.request('POST', `/events/${eventName}/trigger`, { body: {} });
+      expect(triggered.status).toBe(200);
+      expect([...triggered.body.resumedWorkflowInstanceIds].sort()).toEqual([...ids].sort());
+      const late = await startOne();
+      await new Promise((r) => setTimeout(r, 1_100));
+      const waiting = await queues();
+      expect(waiting.resumptions).toBe(3);
+      expect(waiting.outbox).toBe(1);
+      expect(waiting.resumptionsAge).toBeGreaterThanOrEqual(1);
+      expect(waiting.outboxAge).toBeGreaterThanOrEqual(1);
+      expect(waiting.resumptionsAge).toBeLessThan(60);
+
+      await h.startWorker();
+      stopped = false;
+      await eventually(async () => {
+        const q = await queues();
+        return q.outbox === 0 && q.resumptions === 0 ? q : undefined;
+      }, 'the queues to drain');
+      expect(await queues()).toEqual(idle);
+      for (const id of ids)
+        expect((await h.request('GET', `/workflow-instances/${id}`)).body.subStatus, id).toBe('Finished');
+      expect((await h.request('GET', `/workflow-instances/${late}`)).body.subStatus).toBe('Suspended');
+    } finally {
+      if (stopped) await h.startWorker();
+    }
   });
 
   it('needs service/metrics:view in the default tenant: 401 without credentials, 403 without it', async () => {

@@ -90,6 +90,10 @@ describe('a worker-only process with METRICS_PORT', () => {
     expect(metrics.text).toMatch(/^wfa_db_pool_connections\{pool="probes",state="total"\} 1$/m);
     expect(metrics.text).not.toContain('pool="api"');
     expect(metrics.text).toMatch(/^wfa_plan_batches_in_flight 0$/m);
+    // The engine's queues, read through the probes connection: nothing waits in a database with no instance.
+    expect(metrics.text).toMatch(/^wfa_engine_backlog_rows\{queue="outbox"\} 0$/m);
+    expect(metrics.text).toMatch(/^wfa_engine_backlog_rows\{queue="resumptions"\} 0$/m);
+    expect(metrics.text).toMatch(/^wfa_engine_backlog_oldest_seconds\{queue="outbox"\} 0$/m);
     expect(metrics.text).toMatch(/^wfa_http_requests_total\{route="\/health\/ready",method="GET",status="200"\} \d+$/m);
     // The SDK's worker metrics: its three workers poll.
     expect(metrics.text).toMatch(/^temporal_num_pollers\{.*\} [1-9]/m);
