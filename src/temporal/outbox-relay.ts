@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type Client, WorkflowIdReusePolicy } from '@temporalio/client';
+import { type Client, isGrpcServiceError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import { instanceExecution, workAvailable } from '../../workflows/index.js';
 import {
@@ -27,6 +27,8 @@ const PASS_SIZE = 64;
 /** How often an idle relay looks for new rows; after a failed pass, a second. */
 const IDLE_MS = 100;
 const RETRY_MS = 1_000;
+/** gRPC's status code NOT_FOUND. */
+const GRPC_NOT_FOUND = 5;
 /** Longest wait before telling a workflow again after Temporal refused. */
 const MAX_BACKOFF_SECONDS = 30;
 
@@ -288,7 +290,10 @@ export class OutboxRelay {
    * a workflow closed while the claimed state still said Running ended with an instance that no longer is, and
    * starting it again would make a second run of a finished instance. A running instance whose run closed (a
    * run of the previous release, per dispatch; an instance a revert reopened; a workflow terminated by hand)
-   * gets a new run. False: no run open.
+   * gets a new run, and that closed run is deleted first: it would go on saying, in Temporal's lists and counts,
+   * that the instance is Finished (its search attributes cannot change once closed), and each instance is one
+   * workflow in them. The instance's journal and activity records in Postgres keep what that run did.
+   * False: no run open.
    */
   private async signal(row: ClaimedRow): Promise<boolean> {
     try {
@@ -300,8 +305,35 @@ export class OutboxRelay {
     if (row.status === 'Finished') return false;
     const now = (await this.standing([row.instance_id])).get(row.instance_id);
     if (now?.status !== 'Running') return false;
+    await this.deleteClosedRun(row.instance_id);
     await this.signalWithStart({ ...row, ...now }, WorkflowIdReusePolicy.ALLOW_DUPLICATE);
     return true;
+  }
+
+  /** Deletes the instance's latest run if it is closed (a run open meanwhile is kept, and signalled). */
+  private async deleteClosedRun(instanceId: string): Promise<void> {
+    const workflowId = instanceWorkflowId(instanceId);
+    let latest;
+    try {
+      latest = await this.o.client.workflow.getHandle(workflowId).describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return;
+      throw err;
+    }
+    if (latest.status.name === 'RUNNING') return;
+    try {
+      await this.o.client.workflowService.deleteWorkflowExecution({
+        namespace: this.o.client.options.namespace,
+        workflowExecution: { workflowId, runId: latest.runId },
+      });
+    } catch (err) {
+      // Deleted already (a relay that died after deleting it, before it started the new run).
+      if (!isGrpcServiceError(err) || err.code !== GRPC_NOT_FOUND) throw err;
+    }
+    this.o.logger.info(
+      { instanceId, runId: latest.runId, closedAs: latest.status.name },
+      "an instance runs again: its workflow's closed run is deleted and a new run started",
+    );
   }
 
   private signalWithStart(row: ClaimedRow, workflowIdReusePolicy: WorkflowIdReusePolicy) {

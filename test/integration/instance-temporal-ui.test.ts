@@ -345,7 +345,7 @@ describe('an instance in Temporal', () => {
     }
   });
 
-  it('counts as the API counts after starts, triggers, a cancel, a migration, faults, retries and calls', async () => {
+  it('counts as the API counts after starts, triggers, a cancel, a migration, faults, retries, calls and reverts', async () => {
     const mixed = `mixed-${run}`;
     const v1 = approvalWithNote(mixed);
     expect((await h.request('POST', '/workflow-definitions', { body: v1 })).status).toBe(201);
@@ -402,7 +402,7 @@ describe('an instance in Temporal', () => {
       (await h.request('POST', '/workflow-instances', { body: { definitionId: def, version: 1, correlationId } })).body
         .workflowInstanceId as string;
     const suspended: string[] = [];
-    for (let i = 0; i < 12; i++) suspended.push(await start(mixed, i < 3 ? `go-${run}` : undefined));
+    for (let i = 0; i < 16; i++) suspended.push(await start(mixed, i < 3 ? `go-${run}` : undefined));
     const faulted = [await start(faulty), await start(faulty), await start(faulty)];
     await start(ending);
     const called = [await start(calling), await start(calling)];
@@ -410,19 +410,40 @@ describe('an instance in Temporal', () => {
     // Three finish through the event; four are cancelled by a plan; three migrate to version 2.
     const trigger = await h.request('POST', '/events/approve/trigger', { body: { correlationId: `go-${run}` } });
     expect(trigger.body.resumedWorkflowInstanceIds).toHaveLength(3);
+    const completed = async (planId: string) => {
+      await eventually(
+        async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan.status === 4 ? true : undefined),
+        'the plan to complete',
+      );
+      return planId;
+    };
     const plan = async (alterations: unknown[], ids: string[]) => {
       const r = await h.request('POST', '/alterations/submit', {
         body: { alterations, filter: { workflowInstanceIds: ids } },
       });
       expect(r.status).toBe(202);
-      await eventually(
-        async () =>
-          (await h.request('GET', `/alterations/${r.body.planId}`)).body.plan.status === 4 ? true : undefined,
-        'the plan to complete',
-      );
+      return completed(r.body.planId as string);
     };
     await plan([{ type: 'Cancel' }], suspended.slice(3, 7));
     await plan([{ type: 'Migrate', targetVersion: 2 }], suspended.slice(7, 10));
+    // Two are cancelled and two finished by cancelling what they wait on; both plans are reverted: the four
+    // instances run again (suspended on their event), each in a new run of its workflow.
+    const reverts = [
+      await plan([{ type: 'Cancel' }], suspended.slice(12, 14)),
+      await plan([{ type: 'CancelActivity', activityId: 'wait' }], suspended.slice(14, 16)),
+    ];
+    for (const id of suspended.slice(12, 16)) {
+      const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+      await eventually(
+        async () => ((await handle.describe()).status.name !== 'RUNNING' ? true : undefined),
+        'the finished instance to close its workflow',
+      );
+    }
+    for (const planId of reverts) {
+      const r = await h.request('POST', `/alterations/${planId}/revert`, { body: {} });
+      expect(r.status).toBe(202);
+      await completed(r.body.planId as string);
+    }
     // Two faulted instances are retried (and fault again); the calls finish and wait on their event.
     const retried = await h.request('POST', '/alterations/workflows/retry', {
       body: { workflowInstanceIds: faulted.slice(0, 2) },
@@ -442,7 +463,7 @@ describe('an instance in Temporal', () => {
       }
     }
     expect(Object.fromEntries(api)).toEqual({
-      'Running/Suspended': 12 - 3 - 4 + 1,
+      'Running/Suspended': 16 - 3 - 4 + 1,
       'Finished/Finished': 3 + 1 + 1,
       'Finished/Cancelled': 4,
       'Running/Faulted': 3,
@@ -486,6 +507,14 @@ describe('an instance in Temporal', () => {
     const cancelled = await h.client.workflow.getHandle(instanceWorkflowId(suspended[3]!)).describe();
     expect(cancelled.status.name).toBe('CANCELLED');
     expect(cancelled.searchAttributes.WorkflowInstanceStatus).toEqual(['Finished/Cancelled']);
+    // A reverted one has one run in Temporal, the open one: its closed run, which said Finished, is gone.
+    for (const id of suspended.slice(12, 16)) {
+      const runs = await listed(`WorkflowId = "${instanceWorkflowId(id)}"`);
+      expect(runs, id).toHaveLength(1);
+      const reopened = await h.client.workflow.getHandle(instanceWorkflowId(id)).describe();
+      expect(reopened.status.name).toBe('RUNNING');
+      expect(reopened.searchAttributes.WorkflowInstanceStatus).toEqual(['Running/Suspended']);
+    }
     // A migrated one's memo names its version.
     const migrated = await h.client.workflow.getHandle(instanceWorkflowId(suspended[7]!)).describe();
     expect(migrated.memo).toMatchObject({ version: 2 });
