@@ -5,6 +5,7 @@ import { runPureSteps, writePureSteps } from '../engine/pure-steps.js';
 import { settle } from '../engine/transitions.js';
 import {
   ALTERABLE_COLUMNS,
+  callsInFlightSql,
   alterableFromRow,
   type AlterableRow,
   type AlterableState,
@@ -245,7 +246,7 @@ export async function lockInstances(
   ids: readonly string[],
 ): Promise<Map<string, AlterableState>> {
   const { rows } = await db.query<AlterableRow>(
-    `SELECT ${ALTERABLE_COLUMNS} FROM workflow_instances
+    `SELECT ${ALTERABLE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
       WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
     [tenantKey, ids],
   );

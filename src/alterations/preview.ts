@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
-import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from '../engine/instance-state.js';
+import { callsInFlightSql, INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from '../engine/instance-state.js';
 import { runPureSteps } from '../engine/pure-steps.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { applyAlterations } from './apply.js';
@@ -34,7 +34,7 @@ export async function previewPlan(
     compiled.params,
   );
   const first = await deps.pool.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id LIMIT ${Number(req.limit)}`,
+    `SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('i')} FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id LIMIT ${Number(req.limit)}`,
     compiled.params,
   );
   const ctx = { db: deps.pool, definitions: deps.definitions, now: nowBy(deps.clock) };

@@ -5,6 +5,7 @@ import { runPureSteps, writePureSteps } from './pure-steps.js';
 import { claimResumptions, forgetResumptions, recordedResumptions, recordResumptions } from './resumptions.js';
 import { scheduleSuccessors, settle } from './transitions.js';
 import {
+  callsInFlightSql,
   INSTANCE_COLUMNS,
   instanceFromRow,
   type InstanceRow,
@@ -124,7 +125,7 @@ export async function resumeChunk(
   now: Date,
 ): Promise<string[]> {
   const { rows } = await client.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
+    `SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
       WHERE id = ANY($1::text[]) AND status = 'Running' AND bookmarks @> $2::jsonb
       ORDER BY created_at, id`,
     [ids, JSON.stringify([{ eventName }])],

@@ -378,6 +378,7 @@ async function beginStep(
         started[0].id,
         now,
       ]);
+      s.callsInFlight = s.callsInFlight?.filter((id) => id !== started[0]!.activity_id);
     }
 
     const activityId = s.scheduled.shift();
@@ -421,6 +422,14 @@ async function beginStep(
     const recordId = rows[0]!.id;
     const finishRecord = (status: 'Completed' | 'Faulted') =>
       client.query('UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1', [recordId, status, now]);
+    const cancelOthers = async () => {
+      await client.query(
+        `UPDATE activity_records SET status = 'Canceled', completed_at = $3
+          WHERE instance_id = $1 AND status = 'Running' AND id <> $2`,
+        [s.id, recordId, now],
+      );
+      s.callsInFlight = [];
+    };
     const strategy = findResilienceStrategy(activity.resilienceStrategyId);
     const fault = async (message: string) => {
       if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
@@ -448,6 +457,7 @@ async function beginStep(
           complete,
           fault,
           finishRecord,
+          cancelOthers,
           writeJournal: (message) =>
             client.query(
               'INSERT INTO journal_entries (instance_id, activity_id, message, timestamp) VALUES ($1, $2, $3, $4)',
@@ -522,6 +532,8 @@ async function finishCall(
       : { hasMoreWork: false, executedActivityId: call.activityId };
   }
   s.updatedAt = now;
+  // This call's outcome is recorded below (a retry keeps it out): the others still out keep the instance running.
+  const othersOut = s.callsInFlight?.filter((id) => id !== call.activityId);
   const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
   if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
   const strategy = findResilienceStrategy(findActivity(def.root, call.activityId)?.resilienceStrategyId);
@@ -557,6 +569,7 @@ async function finishCall(
       scheduleSuccessors(s, def, call.activityId, 'Done');
     }
   }
+  s.callsInFlight = othersOut;
   settle(s, now);
   await saveInstance(client, s);
   if ((s.subStatus as string) === 'Faulted')

@@ -35,6 +35,13 @@ export interface AlterableState {
   finishedAt: Date | null;
   /** Writes of this instance so far: every write adds one (a revert compares it, src/alterations/undo.ts). */
   revision: number;
+  /**
+   * The activities whose outbound call a step started and whose outcome is not recorded yet (their records
+   * Running; src/engine/executor.ts makes a call in parts): live work, so the instance does not finish while
+   * one is out (`settle`). Read only where a change may settle the instance (`callsInFlightSql`); absent
+   * elsewhere, and never written: the activity records are the truth.
+   */
+  callsInFlight?: readonly string[];
 }
 
 /** The mutable part of a workflow instance: what execution reads and writes. */
@@ -64,6 +71,8 @@ export interface InstanceRow {
   updated_at: Date;
   finished_at: Date | null;
   revision: number;
+  /** With `callsInFlightSql` among the columns read. */
+  calls_in_flight?: string[];
 }
 
 export const INSTANCE_COLUMNS =
@@ -91,6 +100,7 @@ export function alterableFromRow(r: AlterableRow): AlterableState {
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
     revision: r.revision,
+    ...(r.calls_in_flight ? { callsInFlight: r.calls_in_flight } : {}),
   };
 }
 
@@ -104,14 +114,23 @@ export function instanceFromRow(r: InstanceRow): InstanceState {
   };
 }
 
-/** Reads and row-locks one instance (inside a transaction); undefined when it does not exist. */
+/**
+ * `callsInFlight` as a column (`calls_in_flight`) of the workflow_instances row `table` (its name or alias):
+ * one probe of the records' (instance_id, id) index per instance read.
+ */
+export const callsInFlightSql = (table: string) =>
+  `ARRAY(SELECT r.activity_id FROM activity_records r
+          WHERE r.instance_id = ${table}.id AND r.status = 'Running' AND r.activity_type = '${OUTBOUND_ACTIVITY_TYPE}'
+          ORDER BY r.id) AS calls_in_flight`;
+
+/** Reads and row-locks one instance (inside a transaction), with its calls in flight; undefined when it does not exist. */
 export async function lockInstance(
   client: Queryable,
   id: string,
   tenantKey?: string,
 ): Promise<InstanceState | undefined> {
   const { rows } = await client.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances
+    `SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
       WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
     [id, tenantKey ?? null],
   );

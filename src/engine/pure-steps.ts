@@ -39,7 +39,7 @@ export interface PureRecord {
   node_id: string;
   activity_type: string;
   name: string | null;
-  status: 'Running' | 'Completed' | 'Faulted';
+  status: 'Running' | 'Completed' | 'Faulted' | 'Canceled';
   inputs: Record<string, unknown>;
   started_at: string;
   completed_at: string | null;
@@ -58,9 +58,11 @@ export interface PureWrites {
   journal: PureJournalLine[];
   /** Steps run, over every instance. */
   steps: number;
+  /** Instances a step ended (Finish): their records already written and still Running become Canceled. */
+  ended: { instance_id: string; at: string }[];
 }
 
-export const noPureWrites = (): PureWrites => ({ records: [], journal: [], steps: 0 });
+export const noPureWrites = (): PureWrites => ({ records: [], journal: [], steps: 0, ended: [] });
 
 /** The activity at the head of the schedule, when it can run inline. */
 function inlineHead(s: AlterableState, def: DefinitionVersion) {
@@ -130,6 +132,15 @@ export async function runPureSteps(
           close('Faulted');
         },
         finishRecord: async (status) => close(status),
+        cancelOthers: async () => {
+          for (const r of writes.records)
+            if (r.instance_id === s.id && r !== record && r.status === 'Running') {
+              r.status = 'Canceled';
+              r.completed_at = at;
+            }
+          writes.ended.push({ instance_id: s.id, at });
+          s.callsInFlight = [];
+        },
         writeJournal: async (message) => {
           writes.journal.push({ instance_id: s.id, activity_id: activity.id, message, timestamp: at });
         },
@@ -146,6 +157,15 @@ export async function runPureSteps(
  * function's rows are inserted in the order it returns them, so the identity ids follow the array).
  */
 export async function writePureSteps(db: Queryable, writes: PureWrites): Promise<void> {
+  // Before the new records go in: theirs are as the steps left them.
+  if (writes.ended.length > 0) {
+    await db.query(
+      `UPDATE activity_records r SET status = 'Canceled', completed_at = e.at
+         FROM unnest($1::text[], $2::timestamptz[]) AS e(instance_id, at)
+        WHERE r.instance_id = e.instance_id AND r.status = 'Running'`,
+      [writes.ended.map((e) => e.instance_id), writes.ended.map((e) => e.at)],
+    );
+  }
   if (writes.records.length > 0) {
     await db.query(
       `INSERT INTO activity_records

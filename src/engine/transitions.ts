@@ -8,13 +8,16 @@ import type { AlterableState } from './instance-state.js';
  */
 
 /**
- * Settles the sub-status after a change: executing while work is scheduled, suspended on bookmarks,
- * finished when neither is left. A faulted or finished instance keeps its state.
+ * Settles the sub-status after a change: executing while work is scheduled or an outbound call is out,
+ * suspended on bookmarks, finished when none is left. A faulted or finished instance keeps its state.
  */
 export function settle(s: AlterableState, now: Date): void {
   if (s.status === 'Finished' || s.subStatus === 'Faulted') return;
   if (s.scheduled.length > 0) {
     s.subStatus = s.subStatus === 'Pending' ? 'Pending' : 'Executing';
+  } else if (s.callsInFlight && s.callsInFlight.length > 0) {
+    // Its outcome schedules what follows the call (src/engine/executor.ts, part three), and settles again.
+    s.subStatus = 'Executing';
   } else if (s.bookmarks.length > 0) {
     s.subStatus = 'Suspended';
   } else {

@@ -20,6 +20,11 @@ export interface StepContext {
   fault(message: string): Promise<void>;
   /** Closes the activity record without scheduling anything. */
   finishRecord(status: 'Completed' | 'Faulted'): Promise<unknown>;
+  /**
+   * Marks the instance's other Running records Canceled (the waits of other branches, a call still out): what
+   * an activity that ends the instance discards.
+   */
+  cancelOthers(): Promise<unknown>;
   /** Appends a line to the instance's journal, as this activity's. */
   writeJournal(message: string): Promise<unknown>;
 }
