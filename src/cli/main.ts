@@ -227,11 +227,22 @@ export async function runCli(
     .command('trigger <eventName>')
     .description('resume the instances waiting on an event')
     .option('--correlation-id <id>', 'only the instance with this correlation id')
-    .action(async (eventName: string, o: { correlationId?: string }) => {
+    .option('--instance <id>', 'only this instance')
+    .action(async (eventName: string, o: { correlationId?: string; instance?: string }) => {
       const r = await (
         await client()
-      ).instances.trigger(eventName, o.correlationId ? { correlationId: o.correlationId } : {});
-      print(() => `Resumed ${r.resumedWorkflowInstanceIds.length} instance(s)`, r);
+      ).instances.trigger(eventName, {
+        ...(o.correlationId ? { correlationId: o.correlationId } : {}),
+        ...(o.instance ? { workflowInstanceId: o.instance } : {}),
+      });
+      const n = r.resumedWorkflowInstanceIds.length;
+      print(
+        () =>
+          r.resumption === 'recorded'
+            ? `Resuming ${n} instance(s): recorded, the workers resume them next`
+            : `Resumed ${n} instance(s)`,
+        { resumedWorkflowInstanceIds: r.resumedWorkflowInstanceIds },
+      );
     });
   instances
     .command('show <id>')

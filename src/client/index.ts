@@ -112,7 +112,7 @@ export function createClient(options: ClientOptions) {
     method: string,
     path: string,
     shape: z.ZodType | null,
-    opts: { body?: unknown; query?: Query; signal?: AbortSignal } = {},
+    opts: { body?: unknown; query?: Query; signal?: AbortSignal; headers?: (h: Headers) => void } = {},
   ): Promise<T> {
     const request: RequestInfo = { baseUrl: base, method, path };
     const headers: Record<string, string> = { accept: 'application/json', ...auth() };
@@ -128,7 +128,9 @@ export function createClient(options: ClientOptions) {
         ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
         ...(signal ? { signal } : {}),
       });
-      return await decode<T>(res, request, shape, options.maxResponseBytes);
+      const decoded = await decode<T>(res, request, shape, options.maxResponseBytes);
+      opts.headers?.(res.headers);
+      return decoded;
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       throw connectionError(err, request, options.timeoutMs);
@@ -215,10 +217,17 @@ export function createClient(options: ClientOptions) {
           limit?: number;
         } = {},
       ) => call<Page<InstanceSummary>>('GET', '/workflow-instances', shapes.instancePage, { query }),
-      trigger: (eventName: string, body: { correlationId?: string; workflowInstanceId?: string } = {}) =>
-        call<{ resumedWorkflowInstanceIds: string[] }>('POST', `/events/${seg(eventName)}/trigger`, shapes.triggered, {
-          body,
-        }),
+      /** `resumption`: `inline` (resumed before the answer) or `recorded` (the workers resume them next). */
+      trigger: async (eventName: string, body: { correlationId?: string; workflowInstanceId?: string } = {}) => {
+        let resumption: string | null = null;
+        const r = await call<{ resumedWorkflowInstanceIds: string[] }>(
+          'POST',
+          `/events/${seg(eventName)}/trigger`,
+          shapes.triggered,
+          { body, headers: (h) => (resumption = h.get('wfa-resumption')) },
+        );
+        return { ...r, resumption: resumption === 'recorded' ? ('recorded' as const) : ('inline' as const) };
+      },
     },
 
     plans: {

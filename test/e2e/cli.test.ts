@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { runWfa, startWfa } from '../support/wfa.js';
 import { seedInstances } from '../support/seed.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { approvalWithNote, chain, event, writeLine } from '../support/workflows.js';
 
 const run = randomBytes(4).toString('hex');
 let adminKey: string;
@@ -30,7 +30,12 @@ async function file(name: string, body: unknown): Promise<string> {
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-cli-'));
-  service = await spawnService('cli', work, { ADMIN_PASSWORD: password, ALTERATION_BATCH_SIZE: '50' });
+  // A trigger over more than 2 instances is recorded (the trigger test below).
+  service = await spawnService('cli', work, {
+    ADMIN_PASSWORD: password,
+    ALTERATION_BATCH_SIZE: '50',
+    TRIGGER_INLINE_INSTANCES: '2',
+  });
   url = service.url;
   adminKey = service.adminKey;
   pool = new pg.Pool({ connectionString: service.databaseUrl, max: 2 });
@@ -157,6 +162,37 @@ describe('wfa, spawned against a running service', () => {
     const again = await wfa(['plans', 'revert', planId]);
     expect(again.err).toContain(`already reverted by plan ${planId}-undo`);
   }, 90_000);
+
+  it('triggers an event for one instance, then for the rest, saying when their resumption was only recorded', async () => {
+    const eventName = `cli-go-${run}`;
+    const def = chain(`cli-wait-${run}`, [
+      writeLine('start', 'started'),
+      event('wait', eventName),
+      writeLine('end', 'went'),
+    ]);
+    expect((await wfa(['definitions', 'publish', await file('wait.json', def)])).code).toBe(0);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const started = await wfa(['instances', 'start', `cli-wait-${run}`]);
+      expect(started.code, started.err).toBe(0);
+      ids.push(started.out.trim());
+    }
+    const one = await wfa(['trigger', eventName, '--instance', ids[0]!]);
+    expect(one.err).toBe('');
+    expect(one.out.trim()).toBe('Resumed 1 instance(s)');
+    // Three waiting, more than the 2 the service resumes inline: recorded, and said so.
+    const rest = await wfa(['trigger', eventName]);
+    expect(rest.out.trim()).toBe('Resuming 3 instance(s): recorded, the workers resume them next');
+    expect(JSON.parse((await wfa(['--json', 'trigger', eventName])).out)).toEqual({ resumedWorkflowInstanceIds: [] });
+    for (const id of ids) {
+      for (let tries = 0; ; tries++) {
+        const shown = JSON.parse((await wfa(['--json', 'instances', 'show', id])).out) as { subStatus: string };
+        if (shown.subStatus === 'Finished') break;
+        expect(tries, `${id} to finish`).toBeLessThan(60);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  });
 
   it('names the offending field of a bad file, and says when a file is not JSON', async () => {
     const bad = await wfa(['plans', 'submit', await file('bad.json', { alterations: [{ type: 'Nope' }], filter: {} })]);

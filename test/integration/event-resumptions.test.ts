@@ -92,6 +92,7 @@ describe('an event trigger over more instances than it resumes inline', () => {
 
     const res = await h.request('POST', '/events/approve/trigger', { body: {} });
     expect(res.status).toBe(200);
+    expect(res.headers.get('wfa-resumption')).toBe('recorded');
     expect(res.body.resumedWorkflowInstanceIds).toEqual(ids);
     expect(await recorded('approve')).toBe(ids.length);
     // Recorded, not yet run: each instance is still suspended on its bookmark.

@@ -102,7 +102,8 @@ const trigger = secureRoute(EXECUTE, {
     'the next wait or outbound call have run. A trigger that reaches more records their resumption and answers ' +
     'once that committed; workers then resume them, oldest first and tenants in turn, and until then they stay ' +
     'Suspended with their bookmark. Either way each listed instance is resumed once: an instance whose ' +
-    'resumption on the event is recorded already is not listed again.',
+    'resumption on the event is recorded already is not listed again. The header Wfa-Resumption says which: ' +
+    '`inline` (resumed) or `recorded` (to be resumed by the workers).',
   request: {
     params: z.object({ eventName: z.string().min(1) }),
     ...jsonBody(
@@ -112,7 +113,14 @@ const trigger = secureRoute(EXECUTE, {
     ),
   },
   responses: {
-    200: jsonContent(z.object({ resumedWorkflowInstanceIds: z.array(z.string()) }), 'The resumed instances'),
+    200: {
+      ...jsonContent(z.object({ resumedWorkflowInstanceIds: z.array(z.string()) }), 'The resumed instances'),
+      headers: z.object({
+        'Wfa-Resumption': z
+          .enum(['inline', 'recorded'])
+          .openapi({ description: 'inline: resumed before the answer; recorded: the workers resume them next' }),
+      }),
+    },
     ...BODY_ROUTE_PROBLEMS,
   },
 });
@@ -148,6 +156,7 @@ export function instanceRoutes() {
       c.req.valid('json'),
       config.triggerInlineInstances,
     );
+    c.header('Wfa-Resumption', result.queued ? 'recorded' : 'inline');
     return c.json({ resumedWorkflowInstanceIds: result.resumedWorkflowInstanceIds }, 200);
   });
   return app;
