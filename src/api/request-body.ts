@@ -18,6 +18,16 @@ export function requestHasBody(c: Context<AppEnv>): boolean {
   return (length !== undefined && length !== '0') || c.req.header('transfer-encoding') !== undefined;
 }
 
+/** Every part decodes as percent-encoded UTF-8. */
+function decodes(parts: string[]): boolean {
+  try {
+    for (const part of parts) decodeURIComponent(part);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The per-route input guard, run after authentication and routing (secureRoute puts it after the
  * permission check): query values and path parameters follow the input rule; on a route that takes a
@@ -27,6 +37,12 @@ export function requestHasBody(c: Context<AppEnv>): boolean {
 export function inputGuard(body?: { required: boolean }) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const errors: FieldError[] = [];
+    // Hono keeps a part it cannot decode as it came (`%FF` would be the event named "%FF"): refused here.
+    const url = new URL(c.req.url);
+    if (!decodes(url.pathname.split('/')))
+      errors.push({ path: pointer(['path']), message: 'is not valid percent-encoded UTF-8' });
+    if (!decodes(url.search.slice(1).replace(/\+/g, ' ').split(/[&=]/)))
+      errors.push({ path: pointer(['query']), message: 'is not valid percent-encoded UTF-8' });
     for (const [key, values] of Object.entries(c.req.queries())) {
       const bad = badString(key) ?? values.map(badString).find(Boolean);
       if (bad) errors.push({ path: pointer(['query', key]), message: bad });

@@ -64,6 +64,18 @@ describe('strings: no NUL, well-formed Unicode', () => {
     await expect400('GET', '/alterations/workflows/retry?workflowInstanceIds=a%00', '/query/workflowInstanceIds');
   });
 
+  it('refuses paths and queries that are not percent-encoded UTF-8, instead of taking them literally', async () => {
+    const r = await expect400('POST', '/events/%FF/trigger', '/path', {});
+    expect(r.body.errors[0].message).toBe('is not valid percent-encoded UTF-8');
+    // A lone surrogate, percent-encoded.
+    await expect400('POST', '/events/%ED%A0%80/trigger', '/path', {});
+    await expect400('GET', '/workflow-instances/%FF', '/path');
+    await expect400('GET', '/workflow-instances?correlationId=%C3', '/query');
+    // Well-formed: an event named with a percent sign and a non-ASCII letter.
+    const ok = await h.request('POST', '/events/100%25-%C3%A9/trigger', { body: {} });
+    expect(ok.status).toBe(200);
+  });
+
   it('refuses lone surrogates before they reach jsonb', async () => {
     const r = await expect400('POST', '/workflow-instances', '/variables/note', {
       definitionId: 'input-def',
