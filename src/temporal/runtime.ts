@@ -10,6 +10,16 @@ const LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = 
   ERROR: 'error',
 };
 
+/**
+ * The SDK's warning that a worker has no workflows to poll for is how the batches and calls workers are meant
+ * to be (they run activities only, src/temporal/worker.ts): said at every start, it would read as a fault. Debug.
+ */
+const EXPECTED_WARNINGS = new Set(['No workflows registered, not polling for workflow tasks']);
+
+export function levelOf(level: LogLevel, message: string): (typeof LEVELS)[LogLevel] {
+  return level === 'WARN' && EXPECTED_WARNINGS.has(message) ? 'debug' : LEVELS[level];
+}
+
 /** What the process's Temporal runtime offers the service. */
 export interface TemporalRuntime {
   /**
@@ -49,7 +59,7 @@ async function install(logger: Logger): Promise<TemporalRuntime> {
     // The service decides when its worker stops (src/main.ts), so the SDK installs no signal handlers.
     shutdownSignals: [],
     logger: new DefaultLogger('WARN', (entry) => {
-      logger[LEVELS[entry.level]]({ temporal: withErrorsSerialised(entry.meta) }, entry.message);
+      logger[levelOf(entry.level, entry.message)]({ temporal: withErrorsSerialised(entry.meta) }, entry.message);
     }),
   };
   let last: unknown;
