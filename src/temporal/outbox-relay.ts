@@ -27,8 +27,6 @@ const PASS_SIZE = 64;
 /** How often an idle relay looks for new rows; after a failed pass, a second. */
 const IDLE_MS = 100;
 const RETRY_MS = 1_000;
-/** How long the deletion of a closed run waits for Temporal's visibility, before and after it. */
-const VISIBILITY_WAIT_MS = 10_000;
 /** gRPC's status code NOT_FOUND. */
 const GRPC_NOT_FOUND = 5;
 /** Longest wait before telling a workflow again after Temporal refused. */
@@ -323,13 +321,6 @@ export class OutboxRelay {
       throw err;
     }
     if (latest.status.name === 'RUNNING') return;
-    // Temporal writes a run's close to its visibility store after the run closed, and removes a deleted run
-    // from it after the delete: a delete before the close was written would leave the close to be written
-    // afterwards (the run listed for ever), and a new run started before the removal would race it. So the
-    // delete waits for the close to be listed, and the new run for the deleted one to be gone (each at most
-    // VISIBILITY_WAIT_MS: a revert that comes within a second of the plan it reverts).
-    const run = `WorkflowId = ${JSON.stringify(workflowId)} AND RunId = ${JSON.stringify(latest.runId)}`;
-    await this.listedUntil(`${run} AND ExecutionStatus != "Running"`, (n) => n > 0);
     try {
       await this.o.client.workflowService.deleteWorkflowExecution({
         namespace: this.o.client.options.namespace,
@@ -339,22 +330,12 @@ export class OutboxRelay {
       // Deleted already (a relay that died after deleting it, before it started the new run).
       if (!isGrpcServiceError(err) || err.code !== GRPC_NOT_FOUND) throw err;
     }
-    const gone = await this.listedUntil(run, (n) => n === 0);
-    this.o.logger[gone ? 'info' : 'warn'](
+    // Temporal deletes the run at once and its visibility record once its visibility queue has written what
+    // came before (the run's close among it): seconds on a quiet server, longer on a dev server under load.
+    this.o.logger.info(
       { instanceId, runId: latest.runId, closedAs: latest.status.name },
-      gone
-        ? "an instance runs again: its workflow's closed run is deleted and a new run started"
-        : `an instance runs again: its workflow's closed run is deleted, but Temporal still lists it after ${VISIBILITY_WAIT_MS} ms`,
+      "an instance runs again: its workflow's closed run is deleted and a new run started",
     );
-  }
-
-  /** Counts `query` in Temporal's visibility until `done` says so (true) or VISIBILITY_WAIT_MS pass (false). */
-  private async listedUntil(query: string, done: (count: number) => boolean): Promise<boolean> {
-    for (const deadline = Date.now() + VISIBILITY_WAIT_MS; ;) {
-      if (done((await this.o.client.workflow.count(query)).count)) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 
   private signalWithStart(row: ClaimedRow, workflowIdReusePolicy: WorkflowIdReusePolicy) {
