@@ -91,6 +91,8 @@ export async function runPureSteps(
   for (const s of states) {
     const def = await definitions.byVersionId(db, s.definitionVersionId);
     if (!def) continue;
+    // This instance's records are the ones written from here on (instances run one after the other).
+    const firstRecord = writes.records.length;
     for (let n = 0; n < MAX_INLINE_STEPS; n++) {
       const head = inlineHead(s, def);
       if (!head) break;
@@ -133,8 +135,8 @@ export async function runPureSteps(
         },
         finishRecord: async (status) => close(status),
         cancelOthers: async () => {
-          for (const r of writes.records)
-            if (r.instance_id === s.id && r !== record && r.status === 'Running') {
+          for (const r of writes.records.slice(firstRecord))
+            if (r !== record && r.status === 'Running') {
               r.status = 'Canceled';
               r.completed_at = at;
             }
