@@ -6,6 +6,7 @@ import { settle } from '../engine/transitions.js';
 import {
   ALTERABLE_COLUMNS,
   callsInFlightSql,
+  OUTBOUND_ACTIVITY_TYPE,
   alterableFromRow,
   type AlterableRow,
   type AlterableState,
@@ -38,7 +39,7 @@ export interface ApplyOutcome {
    * A revert only: activities that wait again (their bookmarks restored) whose records the reverted job
    * marked Canceled, at `at` (that job's time), are Running again.
    */
-  reopened?: { activityIds: string[]; at: Date };
+  reopened?: { activityIds: string[]; at: Date; calls?: boolean };
 }
 
 /**
@@ -235,7 +236,11 @@ export function applyResolved(
   }
   // As if the cancelled activities had ended without an outcome: the instance goes on with what is left,
   // and finishes when nothing else is scheduled or waiting (a faulted one stays faulted until retried).
-  if (closedActivities.length > 0) settle(s, now);
+  if (closedActivities.length > 0) {
+    // A call out for a cancelled activity (scheduled again while its call was out) is closed with it.
+    s.callsInFlight = s.callsInFlight?.filter((a) => !closedActivities.includes(a));
+    settle(s, now);
+  }
   return { ok: true, log, state: s, cancelled, ...(closedActivities.length > 0 ? { closedActivities } : {}) };
 }
 
@@ -284,6 +289,7 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
   const cancelled: string[] = [];
   const closed: { instance: string[]; activity: string[] } = { instance: [], activity: [] };
   const reopened: { instance: string[]; activity: string[]; at: Date[] } = { instance: [], activity: [], at: [] };
+  const callsOut: { instance: string[]; at: Date[] } = { instance: [], at: [] };
   for (const o of altered) {
     if (!o.ok || !o.state) continue;
     const id = o.state.id;
@@ -294,6 +300,10 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
         closed.instance.push(id);
         closed.activity.push(activityId);
       }
+    if (o.reopened?.calls) {
+      callsOut.instance.push(id);
+      callsOut.at.push(o.reopened.at);
+    }
     for (const activityId of o.reopened?.activityIds ?? []) {
       reopened.instance.push(id);
       reopened.activity.push(activityId);
@@ -322,6 +332,16 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
         WHERE r.instance_id = c.instance_id AND r.activity_id = c.activity_id AND r.status = 'Canceled'
           AND r.completed_at = c.at`,
       [reopened.instance, reopened.activity, reopened.at],
+    );
+  }
+  if (callsOut.instance.length > 0) {
+    // Out again: the instance's workflow is told it has work and makes the call again, same Idempotency-Key.
+    await db.query(
+      `UPDATE activity_records r SET status = 'Running', completed_at = NULL
+         FROM unnest($1::text[], $2::timestamptz[]) AS c(instance_id, at)
+        WHERE r.instance_id = c.instance_id AND r.status = 'Canceled' AND r.completed_at = c.at
+          AND r.activity_type = '${OUTBOUND_ACTIVITY_TYPE}'`,
+      [callsOut.instance, callsOut.at],
     );
   }
 }

@@ -404,13 +404,24 @@ function revertOne(instance: AlterableState | undefined, job: BatchJob, revertOf
   const waitingThen = new Set(state.bookmarks.map((b) => b.activityId));
   const closedActivities = [...waitingNow].filter((a) => !waitingThen.has(a));
   const reopened = [...waitingThen].filter((a) => !waitingNow.has(a));
+  // Outbound calls the reverted job cancelled (a Cancel, a CancelActivity of an activity whose call was out) are
+  // out again when the instance runs again: their records Running, so its workflow makes them (same key).
+  // Only a job that changed where the instance stood can have (a ModifyVariable's revert looks for none); only
+  // that job's transaction closed records of this instance at its time.
+  const calls =
+    state.status === 'Running' &&
+    (instance.status !== state.status ||
+      instance.subStatus !== state.subStatus ||
+      instance.scheduled.join('\u0000') !== state.scheduled.join('\u0000'));
   return {
     ok: true,
     log: [],
     state,
     cancelled: state.subStatus === 'Cancelled' && instance.subStatus !== 'Cancelled',
     ...(closedActivities.length > 0 ? { closedActivities } : {}),
-    ...(reopened.length > 0 && job.written_at ? { reopened: { activityIds: reopened, at: job.written_at } } : {}),
+    ...((reopened.length > 0 || calls) && job.written_at
+      ? { reopened: { activityIds: reopened, at: job.written_at, calls } }
+      : {}),
   };
 }
 

@@ -72,6 +72,18 @@ beforeAll(async () => {
       [event('wait2', `end-${run}`), finish('end')],
       [connect('start', 'wait2'), connect('wait2', 'end')],
     ),
+    // One branch: call → called.
+    {
+      definitionId: `chain-call-${run}`,
+      variables: [{ id: 'code', name: 'Code', typeName: 'Int32', value: 0 }],
+      root: {
+        type: 'Elsa.Flowchart',
+        id: 'flow1',
+        start: 'start',
+        activities: [writeLine('start', 'started'), callActivity('call'), writeLine('called', 'called')],
+        connections: [connect('start', 'call'), connect('call', 'called')],
+      },
+    },
     // wait → approved, and call → end (Finish): the Finish runs in the instance's workflow, after the call.
     forked(
       `call-then-finish-${run}`,
@@ -180,6 +192,75 @@ describe('an instance whose other branch has a call out', () => {
     // The preview wrote nothing: the instance still waits, and ends when triggered and called back.
     await h.request('POST', `/events/go-${run}/trigger`, { body: { workflowInstanceId: id } });
     await answerAndFinish(id);
+  });
+});
+
+describe('an instance with its call out, altered', () => {
+  async function startChain(): Promise<string> {
+    const before = held.length;
+    const id = await start(`chain-call-${run}`);
+    await eventually(async () => (held.length > before ? true : undefined), 'the call to reach the endpoint');
+    return id;
+  }
+
+  it('finishes when one job schedules the calling activity again and cancels it: nothing is left out', async () => {
+    const id = await startChain();
+    const altered = await h.request('POST', '/alterations/run', {
+      body: {
+        alterations: [
+          { type: 'ScheduleActivity', activityId: 'call' },
+          { type: 'CancelActivity', activityId: 'call' },
+        ],
+        workflowInstanceIds: [id],
+      },
+    });
+    expect(altered.body.results[0].isSuccessful, JSON.stringify(altered.body)).toBe(true);
+    const i = await instance(id);
+    expect(i).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+    expect(records(i)).toEqual({ start: 'Completed', call: 'Canceled' });
+    // The call that was out comes back: its outcome is not applied.
+    held.shift()!.writeHead(200).end('ok');
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    await eventually(
+      async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined),
+      'its workflow to complete',
+    );
+    expect(journal(await instance(id))).toEqual(['started']);
+  });
+
+  it('makes its call again when a revert brings it back from a Cancel, and then finishes', async () => {
+    const id = await startChain();
+    const submitted = await h.request('POST', '/alterations/submit', {
+      body: { alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: [id] } },
+    });
+    const planOf = async (planId: string) =>
+      eventually(
+        async () => ((await h.request('GET', `/alterations/${planId}`)).body.plan.status === 4 ? true : undefined),
+        'the plan to complete',
+      );
+    await planOf(submitted.body.planId as string);
+    expect(records(await instance(id))).toEqual({ start: 'Completed', call: 'Canceled' });
+    const reverted = await h.request('POST', `/alterations/${submitted.body.planId as string}/revert`, { body: {} });
+    expect(reverted.status).toBe(202);
+    await planOf(reverted.body.planId as string);
+    const back = await instance(id);
+    expect(back).toMatchObject({ status: 'Running', subStatus: 'Executing' });
+    expect(records(back)).toEqual({ start: 'Completed', call: 'Running' });
+    // Its workflow makes the call again (the endpoint answers every call from now on), and it finishes.
+    const answering = setInterval(() => {
+      for (const res of held.splice(0)) res.writeHead(200).end('ok');
+    }, 50);
+    try {
+      const done = await eventually(async () => {
+        const now = await instance(id);
+        return now.subStatus === 'Finished' ? now : undefined;
+      }, 'the instance to finish');
+      expect(journal(done)).toEqual(['called', 'started']);
+      expect(code(done)).toBe(200);
+      expect(records(done)).toEqual({ start: 'Completed', call: 'Completed', called: 'Completed' });
+    } finally {
+      clearInterval(answering);
+    }
   });
 });
 
