@@ -113,8 +113,9 @@ const handlers: { [K in AlterationType]: Handler<Extract<Alteration, { type: K }
   Migrate(s, a, defs) {
     const target = defs.byVersion.get(versionKey(s.tenantKey, s.definitionId, a.targetVersion));
     if (!target) return `Workflow definition with ID ${s.definitionId} and version ${a.targetVersion} not found`;
-    // Every activity the instance waits in or has scheduled must exist in the target version.
-    for (const activityId of [...s.bookmarks.map((b) => b.activityId), ...s.scheduled]) {
+    // Every activity the instance waits in, has scheduled or has a call out for must exist in the target version
+    // (a call's outcome runs what follows it there).
+    for (const activityId of [...s.bookmarks.map((b) => b.activityId), ...s.scheduled, ...(s.callsInFlight ?? [])]) {
       if (!findActivity(target.root, activityId))
         return `Activity ${activityId} does not exist in version ${a.targetVersion}`;
     }

@@ -196,9 +196,13 @@ describe('an instance whose other branch has a call out', () => {
 });
 
 describe('an instance with its call out, altered', () => {
-  async function startChain(): Promise<string> {
+  async function startChain(version = 1): Promise<string> {
     const before = held.length;
-    const id = await start(`chain-call-${run}`);
+    const res = await h.request('POST', '/workflow-instances', {
+      body: { definitionId: `chain-call-${run}`, version },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const id = res.body.workflowInstanceId as string;
     await eventually(async () => (held.length > before ? true : undefined), 'the call to reach the endpoint');
     return id;
   }
@@ -226,6 +230,33 @@ describe('an instance with its call out, altered', () => {
       'its workflow to complete',
     );
     expect(journal(await instance(id))).toEqual(['started']);
+  });
+
+  it('is not migrated to a version without the activity whose call is out', async () => {
+    const v2 = await h.request('POST', '/workflow-definitions', {
+      body: {
+        definitionId: `chain-call-${run}`,
+        variables: [{ id: 'code', name: 'Code', typeName: 'Int32', value: 0 }],
+        root: {
+          type: 'Elsa.Flowchart',
+          id: 'flow1',
+          start: 'start',
+          activities: [writeLine('start', 'started'), writeLine('called', 'called')],
+          connections: [connect('start', 'called')],
+        },
+      },
+    });
+    expect(v2.status, JSON.stringify(v2.body)).toBe(201);
+    const id = await startChain(1);
+    const migrated = await h.request('POST', '/alterations/run', {
+      body: { alterations: [{ type: 'Migrate', targetVersion: v2.body.version }], workflowInstanceIds: [id] },
+    });
+    expect(migrated.body.results[0].isSuccessful).toBe(false);
+    expect(migrated.body.results[0].log.map((l: { message: string }) => l.message)).toContain(
+      `Activity call does not exist in version ${v2.body.version as number}`,
+    );
+    held.shift()!.writeHead(200).end('ok');
+    await eventually(async () => ((await instance(id)).subStatus === 'Finished' ? true : undefined), 'the end');
   });
 
   it('makes its call again when a revert brings it back from a Cancel, and then finishes', async () => {
