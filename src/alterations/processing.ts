@@ -4,6 +4,7 @@ import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { sameJson } from '../vocabulary/json.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -412,7 +413,7 @@ function revertOne(instance: AlterableState | undefined, job: BatchJob, revertOf
     state.status === 'Running' &&
     (instance.status !== state.status ||
       instance.subStatus !== state.subStatus ||
-      instance.scheduled.join('\u0000') !== state.scheduled.join('\u0000'));
+      !sameJson(instance.scheduled, state.scheduled));
   return {
     ok: true,
     log: [],

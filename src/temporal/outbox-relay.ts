@@ -330,8 +330,8 @@ export class OutboxRelay {
       // Deleted already (a relay that died after deleting it, before it started the new run).
       if (!isGrpcServiceError(err) || err.code !== GRPC_NOT_FOUND) throw err;
     }
-    // Temporal deletes the run at once and its visibility record once its visibility queue has written what
-    // came before (the run's close among it): seconds on a quiet server, longer on a dev server under load.
+    // Temporal carries the delete out once its queues have acknowledged the run's close (about 30 s on the dev
+    // server, longer under load); until then the closed run is still listed. Nothing here waits for that.
     this.o.logger.info(
       { instanceId, runId: latest.runId, closedAs: latest.status.name },
       "an instance runs again: its workflow's closed run is deleted and a new run started",

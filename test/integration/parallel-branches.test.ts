@@ -31,18 +31,26 @@ const callActivity = (id: string) => ({
   resultVariable: lit('code'),
 });
 
-/** `start` leads to both `wait` (on `eventName`) → `approved` and to `second`. */
-const forked = (definitionId: string, eventName: string, second: object[], secondConnections: object[]) => ({
+/** A flowchart from `start` (WriteLine 'started') with the variable `code` the calls write their status to. */
+const flow = (definitionId: string, activities: object[], connections: object[]) => ({
   definitionId,
   variables: [{ id: 'code', name: 'Code', typeName: 'Int32', value: 0 }],
   root: {
     type: 'Elsa.Flowchart',
     id: 'flow1',
     start: 'start',
-    activities: [writeLine('start', 'started'), event('wait', eventName), writeLine('approved', 'approved'), ...second],
-    connections: [connect('start', 'wait'), connect('wait', 'approved'), ...secondConnections],
+    activities: [writeLine('start', 'started'), ...activities],
+    connections,
   },
 });
+
+/** `start` leads to both `wait` (on `eventName`) → `approved` and to `second`. */
+const forked = (definitionId: string, eventName: string, second: object[], secondConnections: object[]) =>
+  flow(
+    definitionId,
+    [event('wait', eventName), writeLine('approved', 'approved'), ...second],
+    [connect('start', 'wait'), connect('wait', 'approved'), ...secondConnections],
+  );
 
 beforeAll(async () => {
   h = await createHarness();
@@ -73,17 +81,11 @@ beforeAll(async () => {
       [connect('start', 'wait2'), connect('wait2', 'end')],
     ),
     // One branch: call → called.
-    {
-      definitionId: `chain-call-${run}`,
-      variables: [{ id: 'code', name: 'Code', typeName: 'Int32', value: 0 }],
-      root: {
-        type: 'Elsa.Flowchart',
-        id: 'flow1',
-        start: 'start',
-        activities: [writeLine('start', 'started'), callActivity('call'), writeLine('called', 'called')],
-        connections: [connect('start', 'call'), connect('call', 'called')],
-      },
-    },
+    flow(
+      `chain-call-${run}`,
+      [callActivity('call'), writeLine('called', 'called')],
+      [connect('start', 'call'), connect('call', 'called')],
+    ),
     // wait → approved, and call → end (Finish): the Finish runs in the instance's workflow, after the call.
     forked(
       `call-then-finish-${run}`,
@@ -234,17 +236,7 @@ describe('an instance with its call out, altered', () => {
 
   it('is not migrated to a version without the activity whose call is out', async () => {
     const v2 = await h.request('POST', '/workflow-definitions', {
-      body: {
-        definitionId: `chain-call-${run}`,
-        variables: [{ id: 'code', name: 'Code', typeName: 'Int32', value: 0 }],
-        root: {
-          type: 'Elsa.Flowchart',
-          id: 'flow1',
-          start: 'start',
-          activities: [writeLine('start', 'started'), writeLine('called', 'called')],
-          connections: [connect('start', 'called')],
-        },
-      },
+      body: flow(`chain-call-${run}`, [writeLine('called', 'called')], [connect('start', 'called')]),
     });
     expect(v2.status, JSON.stringify(v2.body)).toBe(201);
     const id = await startChain(1);
