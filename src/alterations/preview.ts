@@ -3,6 +3,7 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import { callsInFlightSql, INSTANCE_COLUMNS, instanceFromRow, type InstanceRow } from '../engine/instance-state.js';
 import { runPureSteps } from '../engine/pure-steps.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { TimeSlice } from '../vocabulary/time-slice.js';
 import { applyAlterations } from './apply.js';
 import { compileFilter } from './filter.js';
 import { changesBetween } from './undo.js';
@@ -20,11 +21,16 @@ export interface PreviewRequest {
  * `limit` of them (in dry-run order) the outcome and the changes, computed by the function plans apply
  * with (`applyAlterations`, on a copy in memory), and the pure steps they schedule run as the plan runs
  * them (src/engine/pure-steps.ts). Nothing is written and no row is locked.
+ *
+ * The instances are computed one at a time in time slices (src/vocabulary/time-slice.ts): a preview of
+ * instances with thousands of bookmarks never holds the event loop for long, and stops (AbandonedError)
+ * once `signal` says its client has gone.
  */
 export async function previewPlan(
   deps: { pool: Queryable; definitions: DefinitionCache; clock?: Clock | undefined },
   tenantKey: string,
   req: PreviewRequest,
+  signal?: AbortSignal,
 ): Promise<{ matchedCount: number; items: PreviewItem[] }> {
   const compiled = compileFilter(req.filter, tenantKey);
   if (!compiled.selects) return { matchedCount: 0, items: [] };
@@ -39,12 +45,15 @@ export async function previewPlan(
   );
   const ctx = { db: deps.pool, definitions: deps.definitions, now: nowBy(deps.clock) };
   const items: PreviewItem[] = [];
+  const slice = new TimeSlice(signal);
   for (const row of first.rows) {
+    await slice.yield();
     const before = instanceFromRow(row);
-    const outcome = await applyAlterations(before, before.id, req.alterations, ctx);
+    const outcome = await applyAlterations(before, before.id, req.alterations, ctx, slice);
     // The pure steps the alterations schedule run with the plan's batch: the preview runs them too (in
     // memory; their records and journal lines are not kept), so that its changes are what the plan writes.
-    if (outcome.ok && outcome.state) await runPureSteps(deps.pool, deps.definitions, [outcome.state], ctx.now);
+    if (outcome.ok && outcome.state)
+      await runPureSteps(deps.pool, deps.definitions, [outcome.state], ctx.now, undefined, slice);
     items.push({
       workflowInstanceId: before.id,
       isSuccessful: outcome.ok,

@@ -5,6 +5,7 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { sameJson } from '../vocabulary/json.js';
+import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -262,19 +263,30 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
     // The definitions every job may need, loaded once; then each job is altered without awaiting.
     const defs = await resolveDefinitions(plan.revert_of === null ? instances.values() : [], alterations, ctx);
-    const outcomes: ApplyOutcome[] = jobs.rows.map((job) => {
+    // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
+    // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
+    const slice = new TimeSlice();
+    const outcomes: ApplyOutcome[] = [];
+    for (const job of jobs.rows) {
       const instance = instances.get(job.instance_id);
-      return plan.revert_of === null
-        ? applyResolved(instance, job.instance_id, alterations, defs, now)
-        : revertOne(instance, job, plan.revert_of, now);
-    });
-    await saveInstances(client, deps.definitions, outcomes, now, instances);
+      outcomes.push(
+        plan.revert_of === null
+          ? await applyResolved(instance, job.instance_id, alterations, defs, now, slice)
+          : revertOne(instance, job, plan.revert_of, now),
+      );
+      await slice.yield();
+    }
+    await saveInstances(client, deps.definitions, outcomes, now, instances, slice);
     const record = deps.recordUndo !== false;
-    const written = outcomes.map((o, i) => {
-      if (!record) return null;
-      const before = instances.get(jobs.rows[i]!.instance_id);
-      return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
-    });
+    const written = await mapInSlices(
+      outcomes,
+      (o, i) => {
+        if (!record) return null;
+        const before = instances.get(jobs.rows[i]!.instance_id);
+        return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
+      },
+      slice,
+    );
     // Each job is written once, with its result. Pending rows written before job sets are replaced (same
     // id). A concurrent attempt at the same range waited for this one's instance locks above; its insert
     // then violates the primary key and it rolls back, instances included.

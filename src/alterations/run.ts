@@ -5,6 +5,7 @@ import type { AlterableState } from '../engine/instance-state.js';
 import { type ApplyOutcome, applyAlterations, entry, hasRunnableWork, lockInstances, saveInstances } from './apply.js';
 import { type Alteration, LOG_LEVEL, type LogEntry } from './model.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { TimeSlice } from '../vocabulary/time-slice.js';
 
 export interface RunResult {
   workflowInstanceId: string;
@@ -40,6 +41,8 @@ async function alterEach(
     const instances = await lockInstances(client, tenantKey, ids);
     const ctx = { db: client, definitions: deps.definitions, now };
     const outcomes: ApplyOutcome[] = [];
+    // One time slice over every instance (src/vocabulary/time-slice.ts).
+    const slice = new TimeSlice();
     for (const id of ids) {
       const s = instances.get(id);
       const prepared: Prepared = s ? prepare(s, now) : { alterations: [] };
@@ -47,7 +50,7 @@ async function alterEach(
         outcomes.push({ ok: false, log: [prepared.refuse], cancelled: false });
         continue;
       }
-      const outcome = await applyAlterations(s, id, prepared.alterations, ctx);
+      const outcome = await applyAlterations(s, id, prepared.alterations, ctx, slice);
       if (outcome.ok && outcome.state && prepared.onSuccess) prepared.onSuccess(outcome.state);
       outcomes.push(outcome);
     }
@@ -56,7 +59,7 @@ async function alterEach(
       const s = outcomes[i]!.state ?? instances.get(id);
       return s ? hasRunnableWork(s) : false;
     });
-    await saveInstances(client, deps.definitions, outcomes, now, instances);
+    await saveInstances(client, deps.definitions, outcomes, now, instances, slice);
     return ids.map((id, i): RunResult => ({
       workflowInstanceId: id,
       isSuccessful: outcomes[i]!.ok,

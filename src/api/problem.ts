@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isTransientError, SQLSTATE, sqlState } from '../db/errors.js';
 import { ConnectionShareTimeout } from '../db/pool.js';
 import { DomainError, type FieldError, NodeBusyError, TenantShareError, TooManyAttemptsError } from '../errors.js';
+import { AbandonedError } from '../vocabulary/time-slice.js';
 import type { AppEnv } from './context.js';
 
 const TITLES: Record<number, string> = {
@@ -77,7 +78,7 @@ export function problem(
   // the request id.
   const traceId = c.get('traceId') ?? c.get('requestId');
   if (traceId) body.traceId = traceId;
-  return c.body(JSON.stringify(body), status, { 'content-type': 'application/problem+json', ...headers });
+  return c.body(`${JSON.stringify(body)}\n`, status, { 'content-type': 'application/problem+json', ...headers });
 }
 
 export { zodFieldErrors } from '../errors.js';
@@ -100,6 +101,11 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     return problem(c, status, err.message || TITLES[status] || 'Error');
+  }
+  // The client went away and the work it asked for stopped at a yield point: nobody reads this answer.
+  if (err instanceof AbandonedError) {
+    c.get('logger')?.info('the client went away; its request was stopped');
+    return problem(c, 503, 'The client closed the connection; the request was abandoned');
   }
   // The tenant's requests hold their whole share of the API's connections (TENANT_API_CONNECTIONS).
   if (err instanceof ConnectionShareTimeout) {

@@ -6,6 +6,7 @@ import { findHandler } from './handlers/index.js';
 import { evaluateInputs, recordedInputs } from './inputs.js';
 import type { AlterableState } from './instance-state.js';
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
+import { TimeSlice } from '../vocabulary/time-slice.js';
 
 /**
  * Steps that touch nothing outside Postgres run where the change that scheduled them is made: in the
@@ -86,9 +87,12 @@ export async function runPureSteps(
   states: readonly AlterableState[],
   now: Date,
   writes: PureWrites = noPureWrites(),
+  slice: TimeSlice = new TimeSlice(),
 ): Promise<PureWrites> {
   const at = now.toISOString();
   for (const s of states) {
+    // Between instances, the event loop may turn (src/vocabulary/time-slice.ts).
+    await slice.yield();
     const def = await definitions.byVersionId(db, s.definitionVersionId);
     if (!def) continue;
     // This instance's records are the ones written from here on (instances run one after the other).
