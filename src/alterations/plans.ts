@@ -6,6 +6,7 @@ import { INT32_MAX } from '../vocabulary/input.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { JobCounts, JobView, PlanSummaryView, PlanView } from './views.js';
+import { mapInSlices } from '../vocabulary/time-slice.js';
 import {
   type Alteration,
   type Filter,
@@ -374,7 +375,8 @@ async function jobPage(
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
   return {
-    items: page.map((r) => jobView(r, plan)),
+    // In time slices: a completed job's log is one line per alteration (up to 100), 100,000 for a page.
+    items: await mapInSlices(page, (r) => jobView(r, plan)),
     nextCursor: more ? encodeCursor([page[page.length - 1]!.ord]) : null,
   };
 }

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { AlterationSchema, FilterSchema, RolloutPatchSchema, RolloutSchema } from '../alterations/model.js';
 import type { JobView, PlanSummaryView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
 import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
-import type { DefinitionSchema } from '../engine/definition-views.js';
+import type { DefinitionSchema, DefinitionSummarySchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
 import type { InstanceSummary, InstanceView } from '../engine/instance-views.js';
 import { connectionError, ProblemError, type RequestInfo, UnexpectedAnswerError } from './errors.js';
@@ -23,6 +23,7 @@ export type Rollout = z.input<typeof RolloutSchema>;
 export type RolloutPatch = z.input<typeof RolloutPatchSchema>;
 export type DefinitionRequest = z.input<typeof WorkflowDefinitionRequestSchema>;
 export type Definition = z.infer<typeof DefinitionSchema>;
+export type DefinitionSummary = z.infer<typeof DefinitionSummarySchema>;
 export type ConnectionRequest = z.input<typeof ConnectionRequestSchema>;
 export type Connection = z.infer<typeof ConnectionSchema>;
 export type {
@@ -193,8 +194,11 @@ export function createClient(options: ClientOptions) {
         call<Definition>('GET', `/workflow-definitions/${seg(definitionId)}`, shapes.definition, {
           query: { version },
         }),
-      list: () =>
-        call<{ items: Definition[]; totalCount: number }>('GET', '/workflow-definitions', shapes.definitionList),
+      /** A page of the latest versions as summaries (`get` one for its flowchart). */
+      list: (opts: { after?: string | undefined; limit?: number | undefined } = {}) =>
+        call<Page<DefinitionSummary> & { totalCount: number }>('GET', '/workflow-definitions', shapes.definitionList, {
+          query: { after: opts.after, limit: opts.limit },
+        }),
     },
 
     instances: {

@@ -54,7 +54,7 @@ export const planId = obj({ planId: z.string() });
 export const planState = obj({ planId: z.string(), status: z.number() });
 
 export const definition = obj({ id: z.string(), definitionId: z.string(), version: z.number() });
-export const definitionList = list(definition);
+export const definitionList = page(definition);
 
 export const instanceSummary = obj({
   id: z.string(),

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import type { DefinitionVersion } from './definitions.js';
+import type { DefinitionSummary, DefinitionVersion } from './definitions.js';
 
 /** What the API shows of a definition version, defined once (routes document it; the client types it). */
 
@@ -32,6 +32,26 @@ export function definitionView(d: DefinitionVersion) {
     description: d.description,
     variables: d.variables,
     root: d.root,
+    options: d.options,
+    createdAt: d.createdAt.toISOString(),
+  };
+}
+
+/** What a list shows of a definition's latest version: all but its flowchart and variables. */
+export const DefinitionSummarySchema = DefinitionSchema.omit({ root: true, variables: true }).openapi(
+  'WorkflowDefinitionSummary',
+);
+export type DefinitionSummaryView = z.infer<typeof DefinitionSummarySchema>;
+
+export function definitionSummaryView(d: DefinitionSummary): DefinitionSummaryView {
+  return {
+    id: d.id,
+    definitionId: d.definitionId,
+    version: d.version,
+    isLatest: d.isLatest,
+    isPublished: d.isPublished,
+    name: d.name,
+    description: d.description,
     options: d.options,
     createdAt: d.createdAt.toISOString(),
   };

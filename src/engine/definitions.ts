@@ -169,11 +169,74 @@ export class DefinitionCache {
   }
 }
 
-/** The latest version of every definition in the tenant, by definition id. */
-export async function listLatestDefinitions(db: Queryable, tenantKey: string): Promise<DefinitionVersion[]> {
-  const { rows } = await db.query<DefinitionRow>(
-    `SELECT ${COLUMNS} FROM workflow_definitions WHERE tenant_id = $1 AND is_latest ORDER BY definition_id`,
+/** A definition's latest version without its flowchart and variables: what a list shows. */
+export type DefinitionSummary = Omit<DefinitionVersion, 'root' | 'variables' | 'tenantKey'>;
+
+/**
+ * A page of the latest version of every definition in the tenant, by definition id, after `after`, as
+ * summaries: a list never reads a flowchart (each up to 1 MiB; a tenant's every flowchart in one answer
+ * grew with its number of definitions), and says how many there are in all.
+ */
+export async function listLatestDefinitions(
+  db: Queryable,
+  tenantKey: string,
+  opts: { after?: string | undefined; limit: number },
+): Promise<{ items: DefinitionSummary[]; totalCount: number; nextDefinitionId: string | null }> {
+  const { rows } = await db.query<Omit<DefinitionRow, 'root' | 'variables'>>(
+    `SELECT id, tenant_id, definition_id, version, is_latest, is_published, name, description, options, created_at
+       FROM workflow_definitions
+      WHERE tenant_id = $1 AND is_latest AND ($2::text IS NULL OR definition_id > $2)
+      ORDER BY definition_id LIMIT $3`,
+    [tenantKey, opts.after ?? null, opts.limit + 1],
+  );
+  const { rows: counted } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM workflow_definitions WHERE tenant_id = $1 AND is_latest',
     [tenantKey],
   );
-  return rows.map(fromRow);
+  const more = rows.length > opts.limit;
+  const page = more ? rows.slice(0, opts.limit) : rows;
+  return {
+    items: page.map((r) => ({
+      id: r.id,
+      definitionId: r.definition_id,
+      version: r.version,
+      isLatest: r.is_latest,
+      isPublished: r.is_published,
+      name: r.name,
+      description: r.description,
+      options: r.options,
+      createdAt: r.created_at,
+    })),
+    totalCount: counted[0]!.n,
+    nextDefinitionId: more ? page[page.length - 1]!.definition_id : null,
+  };
+}
+
+/** What the activity catalog shows of a definition usable as an activity (never its flowchart). */
+export interface ActivityDefinition {
+  definitionId: string;
+  name: string | null;
+  description: string | null;
+  variables: VariableDefinition[];
+}
+
+/** The latest versions usable as activities, by definition id (at most 1,000: a catalog, not an export). */
+export async function listActivityDefinitions(db: Queryable, tenantKey: string): Promise<ActivityDefinition[]> {
+  const { rows } = await db.query<{
+    definition_id: string;
+    name: string | null;
+    description: string | null;
+    variables: VariableDefinition[];
+  }>(
+    `SELECT definition_id, name, description, variables FROM workflow_definitions
+      WHERE tenant_id = $1 AND is_latest AND (options->>'usableAsActivity')::boolean
+      ORDER BY definition_id LIMIT 1000`,
+    [tenantKey],
+  );
+  return rows.map((r) => ({
+    definitionId: r.definition_id,
+    name: r.name,
+    description: r.description,
+    variables: r.variables,
+  }));
 }

@@ -18,19 +18,14 @@ export interface InstanceListQuery {
 
 interface SummaryRow {
   id: string;
-  definition_id: string;
-  version: number;
-  name: string | null;
-  correlation_id: string | null;
-  status: InstanceStatus;
-  sub_status: InstanceSubStatus;
-  incident_count: number;
-  created_at: Date;
   /** created_at to the microsecond: the cursor must name the exact position, and Date keeps only ms. */
   position: string;
-  updated_at: Date;
-  finished_at: Date | null;
+  /** The item's JSON, as Postgres wrote it. */
+  item: string;
 }
+
+/** A timestamptz as `Date.toISOString` writes it (UTC, milliseconds, `Z`), or SQL NULL. */
+const ISO_MS = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 const POSITION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const CURSOR_ID = /^[\w.:-]{1,100}$/;
@@ -72,12 +67,17 @@ function decodeCursor(cursor: string): [string, string] {
  * A page of the tenant's instances, newest first (created_at DESC, id DESC), filters combined with AND.
  * searchTerm means what it means in the alteration filter (`%` and `_` are literal); each equality filter
  * has an index that ends in (created_at, id) (migration 006), so a page reads about `limit` rows.
+ *
+ * Postgres writes each item's JSON (`json_build_object`, the same fields and ISO timestamps as
+ * `Date.toISOString`): the page is joined, never parsed and serialized again on the node. A page of 1,000
+ * cost the node about 19 ms of its event loop as rows (parsing, Dates, views, `JSON.stringify`), and one
+ * tenant reading them 32 at a time made every other tenant's requests 50x slower (attack run, M1).
  */
-export async function listInstances(
+export async function listInstancesJson(
   db: Queryable,
   tenantKey: string,
   q: InstanceListQuery,
-): Promise<{ items: InstanceSummary[]; nextCursor: string | null }> {
+): Promise<{ itemsJson: string; nextCursor: string | null }> {
   const params: unknown[] = [tenantKey];
   const param = (value: unknown, cast: string) => {
     params.push(value);
@@ -101,9 +101,12 @@ export async function listInstances(
     clauses.push(`(i.created_at, i.id) < (${param(position, 'timestamptz')}, ${param(id, 'text')})`);
   }
   const { rows } = await db.query<SummaryRow>(
-    `SELECT i.id, i.definition_id, i.version, i.name, i.correlation_id, i.status, i.sub_status, i.incident_count,
-            i.created_at, to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position,
-            i.updated_at, i.finished_at
+    `SELECT i.id, to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position,
+            json_build_object(
+              'id', i.id, 'definitionId', i.definition_id, 'version', i.version, 'name', i.name,
+              'correlationId', i.correlation_id, 'status', i.status, 'subStatus', i.sub_status,
+              'incidentCount', i.incident_count, 'createdAt', ${ISO_MS('i.created_at')},
+              'updatedAt', ${ISO_MS('i.updated_at')}, 'finishedAt', ${ISO_MS('i.finished_at')})::text AS item
        FROM workflow_instances i
       WHERE ${clauses.join(' AND ')}
       ORDER BY i.created_at DESC, i.id DESC
@@ -113,19 +116,17 @@ export async function listInstances(
   const more = rows.length > q.limit;
   const page = more ? rows.slice(0, q.limit) : rows;
   return {
-    items: page.map((r) => ({
-      id: r.id,
-      definitionId: r.definition_id,
-      version: r.version,
-      name: r.name,
-      correlationId: r.correlation_id,
-      status: r.status,
-      subStatus: r.sub_status,
-      incidentCount: r.incident_count,
-      createdAt: r.created_at.toISOString(),
-      updatedAt: r.updated_at.toISOString(),
-      finishedAt: r.finished_at?.toISOString() ?? null,
-    })),
+    itemsJson: `[${page.map((r) => r.item).join(',')}]`,
     nextCursor: more ? encodeCursor(page[page.length - 1]!) : null,
   };
+}
+
+/** A page of the tenant's instances as objects (`listInstancesJson`, parsed). */
+export async function listInstances(
+  db: Queryable,
+  tenantKey: string,
+  q: InstanceListQuery,
+): Promise<{ items: InstanceSummary[]; nextCursor: string | null }> {
+  const page = await listInstancesJson(db, tenantKey, q);
+  return { items: JSON.parse(page.itemsJson) as InstanceSummary[], nextCursor: page.nextCursor };
 }

@@ -37,6 +37,7 @@ import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
+import { jsonInSlices } from '../../vocabulary/time-slice.js';
 
 const EXECUTE = { structured: 'alterations:execute', legacy: 'run:alterations' };
 const VIEW = { structured: 'alterations:view', legacy: 'read:alterations' };
@@ -393,7 +394,11 @@ export function alterationRoutes() {
 
   app.openapi(preview, async (c) => {
     const { pool, definitions } = c.get('deps');
-    return c.json(await previewPlan({ pool, definitions }, callerTenant(c), c.req.valid('json')), 200);
+    const preview = await previewPlan({ pool, definitions }, callerTenant(c), c.req.valid('json'), c.req.raw.signal);
+    // Each item's changes may carry thousands of bookmarks before and after: written in time slices.
+    return c.body(await jsonInSlices(preview, 'items', preview.items), 200, {
+      'content-type': 'application/json',
+    }) as never;
   });
 
   app.openapi(readPlan, async (c) => {
@@ -406,7 +411,10 @@ export function alterationRoutes() {
         `</alterations/${encodeURIComponent(planId)}/jobs?after=${sealCursor(tokens.key, result.moreJobs)}>; rel="next"`,
       );
     }
-    return c.json({ plan: result.plan, jobs: result.jobs }, 200);
+    // Written in time slices (src/vocabulary/time-slice.ts): up to 1,000 jobs, each with its log.
+    return c.body(await jsonInSlices({ plan: result.plan, jobs: [] }, 'jobs', result.jobs), 200, {
+      'content-type': 'application/json',
+    }) as never;
   });
 
   app.openapi(readJobs, async (c) => {
@@ -414,7 +422,11 @@ export function alterationRoutes() {
     const query = c.req.valid('query');
     const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
     const page = await listJobs(pool, callerTenant(c), c.req.valid('param').planId, { ...query, after });
-    return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
+    return c.body(
+      await jsonInSlices({ items: [], nextCursor: sealCursor(tokens.key, page.nextCursor) }, 'items', page.items),
+      200,
+      { 'content-type': 'application/json' },
+    ) as never;
   });
 
   app.openapi(listAll, async (c) => {

@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { BUILTIN_ACTIVITIES, type InputDescriptor } from '../../engine/activity-types.js';
-import { listLatestDefinitions } from '../../engine/definitions.js';
+import { listActivityDefinitions } from '../../engine/definitions.js';
 import { RESILIENCE_STRATEGIES } from '../../engine/resilience.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { InputDescriptorSchema, jsonContent, problems } from '../schemas.js';
@@ -123,27 +123,25 @@ export function catalogRoutes() {
       inputs: a.inputs.map(describeInput),
       outcomes: a.outcomes,
     }));
-    const definitions = await listLatestDefinitions(c.get('deps').pool, callerTenant(c));
-    const workflows = definitions
-      .filter((d) => d.options.usableAsActivity)
-      .map((d) => ({
-        typeName: d.definitionId,
-        namespace: 'Workflows',
-        displayName: d.name ?? d.definitionId,
-        description: d.description ?? '',
-        inputs: d.variables.map((v, order) => ({
-          name: v.id,
-          typeName: v.typeName,
-          displayName: v.name ?? v.id,
-          description: '',
-          uiHint: 'singleline',
-          isRequired: false,
-          isSensitive: false,
-          defaultValue: v.value ?? null,
-          order,
-        })),
-        outcomes: ['Done'],
-      }));
+    const definitions = await listActivityDefinitions(c.get('deps').pool, callerTenant(c));
+    const workflows = definitions.map((d) => ({
+      typeName: d.definitionId,
+      namespace: 'Workflows',
+      displayName: d.name ?? d.definitionId,
+      description: d.description ?? '',
+      inputs: d.variables.map((v, order) => ({
+        name: v.id,
+        typeName: v.typeName,
+        displayName: v.name ?? v.id,
+        description: '',
+        uiHint: 'singleline',
+        isRequired: false,
+        isSensitive: false,
+        defaultValue: v.value ?? null,
+        order,
+      })),
+      outcomes: ['Done'],
+    }));
     const items = [...builtIn, ...workflows];
     return c.json({ items, totalCount: items.length }, 200);
   });

@@ -1,12 +1,28 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
 import { findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
-import { DefinitionSchema, definitionView } from '../../engine/definition-views.js';
-import { NotFoundError } from '../../errors.js';
+import {
+  DefinitionSchema,
+  DefinitionSummarySchema,
+  definitionSummaryView,
+  definitionView,
+} from '../../engine/definition-views.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
+import { openCursor, sealCursor } from '../cursor.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
+
+/** A definitions page's cursor: the last definition id it held (sealed with the signing key like every cursor). */
+const encodeAfter = (definitionId: string) => Buffer.from(JSON.stringify(['wd', definitionId])).toString('base64url');
+function openDefinitionCursor(key: Uint8Array, sealed: string): string {
+  const parts = JSON.parse(Buffer.from(openCursor(key, sealed), 'base64url').toString('utf8')) as unknown;
+  if (Array.isArray(parts) && parts[0] === 'wd' && typeof parts[1] === 'string') return parts[1];
+  throw new ValidationError('The cursor is not valid', [
+    { path: '/query/after', message: 'Not a cursor returned by this endpoint' },
+  ]);
+}
 
 const VIEW = { structured: 'workflows/definitions:view', legacy: 'read:workflow-definitions' };
 
@@ -38,10 +54,27 @@ const list = secureRoute(VIEW, {
   method: 'get',
   path: '/workflow-definitions',
   tags: ['Workflow definitions'],
-  summary: 'List the latest version of every definition, by definition id',
+  summary:
+    'A page of the latest version of every definition, by definition id, as summaries (read one for its flowchart)',
+  request: {
+    query: z.strictObject({
+      after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
+      limit: QueryInt32.min(1).max(1000).default(100),
+    }),
+  },
   responses: {
-    200: jsonContent(z.object({ items: z.array(DefinitionSchema), totalCount: z.number().int() }), 'Latest versions'),
-    ...problems(401, 403),
+    200: jsonContent(
+      z.object({
+        items: z.array(DefinitionSummarySchema),
+        totalCount: z.number().int().openapi({ description: 'How many definitions the tenant has' }),
+        nextCursor: z
+          .string()
+          .nullable()
+          .openapi({ description: 'Pass as `after` for the next page; null on the last page' }),
+      }),
+      'Latest versions',
+    ),
+    ...problems(400, 401, 403),
   },
 });
 
@@ -66,9 +99,13 @@ export function definitionRoutes() {
     return c.json(definitionView(def), 200);
   });
   app.openapi(list, async (c) => {
-    const { pool } = c.get('deps');
-    const items = (await listLatestDefinitions(pool, callerTenant(c))).map(definitionView);
-    return c.json({ items, totalCount: items.length }, 200);
+    const { pool, tokens } = c.get('deps');
+    const query = c.req.valid('query');
+    const after = query.after === undefined ? undefined : openDefinitionCursor(tokens.key, query.after);
+    const page = await listLatestDefinitions(pool, callerTenant(c), { after, limit: query.limit });
+    const nextCursor =
+      page.nextDefinitionId === null ? null : sealCursor(tokens.key, encodeAfter(page.nextDefinitionId));
+    return c.json({ items: page.items.map(definitionSummaryView), totalCount: page.totalCount, nextCursor }, 200);
   });
   return app;
 }

@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { triggerEvent } from '../../engine/events.js';
-import { listInstances } from '../../engine/instance-list.js';
+import { listInstancesJson } from '../../engine/instance-list.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
 import {
   InstanceStatusSchema,
@@ -137,8 +137,13 @@ export function instanceRoutes() {
     const { pool, tokens } = c.get('deps');
     const query = c.req.valid('query');
     const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
-    const page = await listInstances(pool, callerTenant(c), { ...query, after });
-    return c.json({ items: page.items, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
+    const page = await listInstancesJson(pool, callerTenant(c), { ...query, after });
+    // The items as Postgres wrote them (src/engine/instance-list.ts): joined, not parsed and serialized again.
+    return c.body(
+      `{"items":${page.itemsJson},"nextCursor":${JSON.stringify(sealCursor(tokens.key, page.nextCursor))}}\n`,
+      200,
+      { 'content-type': 'application/json' },
+    ) as never;
   });
   app.openapi(read, async (c) => {
     const { pool, definitions } = c.get('deps');
