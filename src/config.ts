@@ -60,6 +60,8 @@ const ConfigSchema = z.object({
   EVENT_STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(50),
   EVENT_STREAMS_PER_NODE: z.coerce.number().int().min(1).max(100_000).default(1000),
   TENANT_API_CONNECTIONS: z.coerce.number().int().min(1).max(500).optional(),
+  TENANT_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(4),
+  ANONYMOUS_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(4),
   TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
   WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),
   TENANT_TEMPORAL_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
@@ -183,6 +185,10 @@ export interface TenantShares {
   eventStreamsPerNode: number;
   /** API database connections one tenant's requests hold at once on a node (TENANT_API_CONNECTIONS). */
   apiConnectionsPerTenant: number;
+  /** Requests one tenant has in flight at once on an API node (TENANT_API_REQUESTS); the rest wait their turn. */
+  apiRequestsPerTenant: number;
+  /** Requests without a valid principal in flight at once on an API node (ANONYMOUS_API_REQUESTS). */
+  anonymousApiRequests: number;
   /** Outbound HTTP calls one tenant has in flight at once on a worker (TENANT_OUTBOUND_CALLS). */
   outboundCallsPerTenant: number;
   /** Outbound calls one worker makes at once, all tenants: the slots of its calls task queue (WORKER_OUTBOUND_CALL_SLOTS). */
@@ -251,6 +257,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       eventStreamsPerTenant: e.EVENT_STREAMS_PER_TENANT,
       eventStreamsPerNode: e.EVENT_STREAMS_PER_NODE,
       apiConnectionsPerTenant: apiConnectionsPerTenant(e.TENANT_API_CONNECTIONS, e.DATABASE_POOL_API),
+      apiRequestsPerTenant: e.TENANT_API_REQUESTS,
+      anonymousApiRequests: e.ANONYMOUS_API_REQUESTS,
       outboundCallsPerTenant: e.TENANT_OUTBOUND_CALLS,
       outboundCallSlots: e.WORKER_OUTBOUND_CALL_SLOTS,
       temporalRequestsPerTenant: e.TENANT_TEMPORAL_REQUESTS,

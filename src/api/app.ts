@@ -2,8 +2,13 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestPool } from '../db/pool.js';
 import { tenantKey } from '../auth/principal.js';
 import { newId } from '../ids.js';
-import { TenantCounter, TenantGate } from '../shares.js';
+import { EventLoopLoad, RequestScheduler, TenantCounter, TenantGate } from '../shares.js';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { NodeBusyError } from '../errors.js';
+import { AbandonedError } from '../vocabulary/time-slice.js';
+import { identify } from './authorize.js';
 import type { AppDeps, AppEnv } from './context.js';
+import { CachedProbes } from './health-checks.js';
 import { methodNotAllowed } from './methods.js';
 import { documentProblems } from './openapi-problems.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
@@ -20,12 +25,23 @@ import { probeRoutes } from './routes/probes.js';
 import { serviceRoutes } from './routes/service.js';
 import { routeLabel } from './route-label.js';
 
-const JSON_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
+/**
+ * A request without a principal holds its place at least this long (src/shares.ts): with the default 4
+ * places, at most 100 anonymous requests a second per node. Each costs the node about a millisecond however
+ * small its answer (measured: 1,000 `/health/live` a second from 64 connections kept it 97% busy), and
+ * nothing else bounds their rate; probes and sign-ins need far fewer.
+ */
+const ANONYMOUS_MIN_HOLD_MS = 40;
 /** API connections no tenant's requests take: credential checks and `/health` always find one. */
 const RESERVED_CONNECTIONS = 2;
 
 /** Builds the HTTP app from its dependencies; tests drive it in process with `app.request()`. */
-export function createApp(deps: AppDeps) {
+export function createApp(given: AppDeps) {
+  const deps: AppDeps = {
+    ...given,
+    probes: given.probes ?? new CachedProbes(given),
+    blockedAddresses: given.blockedAddresses ?? new Map(),
+  };
   const app = new OpenAPIHono<AppEnv>({
     // The one validation hook: every schema violation is a 400 naming each offending field.
     defaultHook: (result, c) => {
@@ -103,18 +119,49 @@ export function createApp(deps: AppDeps) {
   });
 
   // Every JSON and problem+json body ends with a newline, so a terminal's next prompt (or the next
-  // curl output) starts on its own line.
+  // curl output) starts on its own line: written so by `c.json` here and by `problem`, serialized once
+  // (an answer used to be read back and copied, the cost of a large page twice over).
   app.use('*', async (c, next) => {
+    const json = (object: unknown, arg?: unknown, headers?: Record<string, string>) =>
+      c.body(`${JSON.stringify(object)}\n`, arg as ContentfulStatusCode, {
+        'Content-Type': 'application/json',
+        ...headers,
+      });
+    c.json = json as unknown as typeof c.json;
     await next();
-    if (c.get('streamed') || !JSON_TYPE.test(c.res.headers.get('content-type') ?? '') || !c.res.body) return;
-    const text = await c.res.text();
-    const headers = new Headers(c.res.headers);
-    // The adapter computes Content-Length from the new string body.
-    headers.delete('content-length');
-    const res = new Response(text.endsWith('\n') ? text : `${text}\n`, { status: c.res.status, headers });
-    // Cleared first: assigning over a response merges the old one's headers into the new one.
-    c.res = undefined;
-    c.res = res;
+  });
+
+  // The node's time is a share too (contract section 8): a tenant has at most TENANT_API_REQUESTS requests
+  // in flight on this node, and requests without a principal (public routes, failed credentials) at most
+  // ANONYMOUS_API_REQUESTS; the rest wait their turn in their own queue, first come first served, while
+  // other tenants' requests go on (a 503 after the acquire timeout). The credentials are checked first,
+  // once (`identify`; `authorize` reads the result), so that the request is counted as its tenant's.
+  const inFlight = new RequestScheduler(deps.config.shares.apiRequestsPerTenant, new EventLoopLoad());
+  const anonymous = new TenantGate(deps.config.shares.anonymousApiRequests, ANONYMOUS_MIN_HOLD_MS);
+  app.use('*', async (c, next) => {
+    const identity = await identify(c);
+    c.set('identity', identity);
+    const principal = 'principal' in identity ? identity.principal : undefined;
+    const gate = principal ? inFlight : anonymous;
+    const key = principal ? `tenant:${tenantKey(principal.tenantId)}` : 'anonymous';
+    const waitMs = deps.apiAcquireTimeoutMs ?? 5_000;
+    let release: () => void;
+    try {
+      release = await gate.acquire(key, waitMs, c.req.raw.signal);
+    } catch {
+      if (c.req.raw.signal.aborted) throw new AbandonedError('the client went away while its request waited its turn');
+      throw new NodeBusyError(
+        principal
+          ? `This tenant's requests in flight on this node (TENANT_API_REQUESTS) found no turn within ${waitMs} ms; retry later`
+          : `Requests without credentials had ${gate.perTenant} in flight on this node (ANONYMOUS_API_REQUESTS) for ${waitMs} ms; retry later`,
+        1,
+      );
+    }
+    try {
+      await next();
+    } finally {
+      release();
+    }
   });
 
   // The root points a person who opens the base URL at the API reference (curl without -L prints why).

@@ -1,9 +1,10 @@
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ADMIN_PRINCIPAL_ID, findApiKeyPrincipal, matchesAdminKey } from '../auth/api-keys.js';
 import { grantsSatisfy, type PermissionSpec, requiredPermission } from '../auth/permissions.js';
 import type { Principal } from '../auth/principal.js';
 import { principalFromAccessToken } from '../auth/tokens.js';
-import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { ForbiddenError, TooManyAttemptsError, UnauthorizedError } from '../errors.js';
 import { addressKey, ADDRESS_RULE, countAttempt } from '../auth/throttle.js';
 import { type AppDeps, type AppEnv, clientAddress } from './context.js';
 
@@ -35,8 +36,25 @@ export async function authenticate(
       const principal = await findApiKeyPrincipal(deps.ungatedPool ?? deps.pool, credential);
       if (!principal) {
         // Guessing keys is throttled per client address (one atomic count per unknown key: 429 past the
-        // limit); a valid key costs nothing extra.
-        await countAttempt(deps.ungatedPool ?? deps.pool, addressKey(address), ADDRESS_RULE);
+        // limit); a valid key costs nothing extra. An address this node already saw blocked is answered
+        // from memory until its block ends: a flood of unknown keys costs no write per request.
+        const key = addressKey(address);
+        const blocked = deps.blockedAddresses?.get(key);
+        if (blocked && blocked > Date.now()) {
+          throw new TooManyAttemptsError(
+            `Too many failed attempts; try again in ${Math.ceil((blocked - Date.now()) / 1000)} seconds`,
+            Math.ceil((blocked - Date.now()) / 1000),
+          );
+        }
+        try {
+          await countAttempt(deps.ungatedPool ?? deps.pool, key, ADDRESS_RULE);
+        } catch (err) {
+          if (err instanceof TooManyAttemptsError && deps.blockedAddresses) {
+            if (deps.blockedAddresses.size > 10_000) deps.blockedAddresses.clear();
+            deps.blockedAddresses.set(key, Date.now() + err.retryAfterSeconds * 1000);
+          }
+          throw err;
+        }
         throw new UnauthorizedError('Unknown or expired API key');
       }
       return principal;
@@ -48,15 +66,40 @@ export async function authenticate(
   }
 }
 
+/** What a request's credentials came to: its principal, or why it has none (thrown where a route needs one). */
+export type Identity = { principal: Principal } | { refused: Error } | { none: true };
+
 /**
- * The per-route guard: authenticates, then checks the route's declared permission under the configured
- * permission model. Runs before request validation, so an anonymous caller learns nothing about bodies.
+ * Authenticates a request once, before routing, without throwing: the app's time share (src/api/app.ts)
+ * needs to know whose request it is before the route runs, and `authorize` then reads the same result.
+ * A request without credentials has none; one whose credentials fail keeps the failure for a route that
+ * needs a principal (a public route ignores it, as before).
+ */
+export async function identify(c: Context<AppEnv>): Promise<Identity> {
+  const header = c.req.header('authorization');
+  if (!header || header.trim() === '') return { none: true };
+  try {
+    return { principal: await authenticate(c.get('deps'), header, clientAddress(c)) };
+  } catch (err) {
+    if (err instanceof UnauthorizedError || err instanceof TooManyAttemptsError) return { refused: err };
+    throw err;
+  }
+}
+
+/**
+ * The per-route guard: authenticates (or reads what `identify` found), then checks the route's declared
+ * permission under the configured permission model. Runs before request validation, so an anonymous
+ * caller learns nothing about bodies.
  */
 export function authorize(spec: PermissionSpec) {
   return createMiddleware<AppEnv>(async (c, next) => {
     if (spec === 'public') return next();
     const deps = c.get('deps');
-    const principal = await authenticate(deps, c.req.header('authorization'), clientAddress(c));
+    const known = c.get('identity');
+    let principal: Principal;
+    if (known && 'principal' in known) principal = known.principal;
+    else if (known && 'refused' in known) throw known.refused;
+    else principal = await authenticate(deps, c.req.header('authorization'), clientAddress(c));
     c.set('principal', principal);
     const required = requiredPermission(spec, deps.config.permissionModel);
     if (required && !grantsSatisfy(deps.config.permissionModel, principal.permissions, required)) {

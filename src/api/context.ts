@@ -3,6 +3,8 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { type Principal, tenantKey } from '../auth/principal.js';
+import type { Identity } from './authorize.js';
+import type { CachedProbes } from './health-checks.js';
 import type { TokenSettings } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import type { ConfigCipher } from '../connections/cipher.js';
@@ -58,6 +60,13 @@ export interface AppDeps {
   workerRunning?: (() => boolean) | undefined;
   /** With tracing on (src/tracing.ts): a span per request (src/api/tracing.ts). */
   tracer?: Tracer | undefined;
+  /**
+   * Client addresses this node saw blocked for guessing API keys, until when (ms): answered from memory
+   * until the block ends (set by the app; src/api/authorize.ts).
+   */
+  blockedAddresses?: Map<string, number> | undefined;
+  /** `GET /health/ready` and `GET /health`: the dependencies' checks, at most a second old (set by the app). */
+  probes?: CachedProbes | undefined;
 }
 
 export interface AppEnv {
@@ -70,6 +79,8 @@ export interface AppEnv {
     principal: Principal;
     /** The route streams its JSON body (and ends it with a newline itself): no middleware may buffer it. */
     streamed?: boolean;
+    /** What the request's credentials came to, found before routing (src/api/authorize.ts `identify`). */
+    identity?: Identity;
   };
 }
 

@@ -48,3 +48,48 @@ export async function readiness(
   const ok = Object.values(checks).every((c) => c === 'ok');
   return { status: check(ok), checks };
 }
+
+/** How old a probe result may be when a health request is answered from it (contract section 9). */
+export const PROBE_MAX_AGE_MS = 1_000;
+
+/**
+ * The dependencies' checks, shared by every health request of a process: a request is answered from the
+ * last result while it is under a second old, and requests that come while a check runs wait for that one
+ * check. A flood of `/health/ready` costs one query to Postgres and one call to Temporal a second, and can
+ * no longer make the node look unready by queueing its own probes behind each other (an attack run saw 20
+ * false 503s).
+ */
+export class CachedProbes {
+  private last: { at: number; result: Readiness } | undefined;
+  private running: { at: number; result: Promise<Readiness> } | undefined;
+
+  constructor(
+    private readonly deps: Pick<AppDeps, 'pool' | 'ungatedPool' | 'temporal' | 'workerRunning'>,
+    private readonly maxAgeMs = PROBE_MAX_AGE_MS,
+  ) {}
+
+  /** The readiness of this process, at most `maxAgeMs` old (the worker's state is read now: it costs nothing). */
+  async readiness(): Promise<Readiness> {
+    const now = performance.now();
+    let result: Readiness;
+    if (this.last && now - this.last.at < this.maxAgeMs) result = this.last.result;
+    else {
+      if (!this.running) {
+        const run = {
+          at: now,
+          result: readiness({ ...this.deps, workerRunning: undefined }).finally(() => {
+            if (this.running === run) this.running = undefined;
+          }),
+        };
+        this.running = run;
+      }
+      const { at } = this.running;
+      result = await this.running.result;
+      // Its age counts from when the check began.
+      if (!this.last || this.last.at < at) this.last = { at, result };
+    }
+    if (!this.deps.workerRunning) return result;
+    const checks = { ...result.checks, worker: check(this.deps.workerRunning()) };
+    return { status: check(Object.values(checks).every((c) => c === 'ok')), checks };
+  }
+}

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { newId } from '../ids.js';
 import type { AppDeps, AppEnv } from './context.js';
+import { CachedProbes } from './health-checks.js';
 import { methodNotAllowed } from './methods.js';
 import { handleError, problem } from './problem.js';
 import { routeLabel } from './route-label.js';
@@ -12,7 +13,8 @@ import { probeRoutes } from './routes/probes.js';
  * `GET /health/ready`, so that Prometheus scrapes a worker and a container's health check asks it. Nothing
  * else: a worker takes no API requests. Every answer is logged at debug (a failing one at warn) and counted.
  */
-export function createProbeApp(deps: AppDeps) {
+export function createProbeApp(given: AppDeps) {
+  const deps: AppDeps = { ...given, probes: given.probes ?? new CachedProbes(given) };
   const app = new OpenAPIHono<AppEnv>();
   app.use('*', async (c, next) => {
     const requestId = newId();

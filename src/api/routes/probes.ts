@@ -74,7 +74,8 @@ export function probeRoutes(metricsPublic: boolean) {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(live, (c) => c.json({ status: 'ok' as const }, 200));
   app.openapi(ready, async (c) => {
-    const result = await readiness(c.get('deps'));
+    const deps = c.get('deps');
+    const result = deps.probes ? await deps.probes.readiness() : await readiness(deps);
     return c.json(result, result.status === 'ok' ? 200 : 503);
   });
   const permission: PermissionSpec = metricsPublic ? 'public' : METRICS_PERMISSION;
