@@ -3,7 +3,9 @@ import { ApplicationFailureCategory } from '@temporalio/common';
 import type { HttpOutcome } from '../src/connections/http.js';
 import { isTransientError } from '../src/db/errors.js';
 import { sendThroughConnection } from '../src/connections/http.js';
+import type { Queryable } from '../src/db/pool.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
+import { newId } from '../src/ids.js';
 import type { TenantCounter } from '../src/shares.js';
 import { withHeartbeat } from './heartbeat.js';
 
@@ -31,12 +33,24 @@ export interface CallResult {
  */
 export const SHARE_FULL = 'TenantOutboundShareFull';
 
+/** How long after its connection's `timeoutMs` a delivery's claim on its call outlives it (a stalled worker). */
+const CLAIM_MARGIN_MS = 5_000;
+/** How often a call whose earlier delivery is still out looks again (at most; sooner when that one is due). */
+const CALL_OUT_RECHECK_MS = 5_000;
+
 /**
  * The activities of the calls task queue: the outbound calls of Send HTTP Request, in slots of their own
  * (WORKER_OUTBOUND_CALL_SLOTS), so that no call, however slow its endpoint, holds a slot a plan batch or
  * another instance's step needs. A tenant with TENANT_OUTBOUND_CALLS calls in flight on this worker gets
  * its next call handed back at once, to come again in a second or two: it waits outside the worker, and
  * never in a slot.
+ *
+ * A call is also handed back while an earlier delivery of the same call (its activity record, so the same
+ * Idempotency-Key) is still out: a revert that reopened a call its plan had cancelled in flight, a retry
+ * after a worker lost touch. Each delivery claims the record in `outbound_calls_out` before its request goes
+ * out and gives the claim back when the call has ended; a claim left by a worker that died lapses once that
+ * delivery has certainly ended (its timeoutMs and a margin after its start). So the receiver never sees two
+ * deliveries of one key at once.
  *
  * Handing back is how a call waits, an expected condition and no failure. Decision (attack report L1: a
  * warning with a stack trace for every turn-back, about 20 a second under one tenant's backlog, and
@@ -123,16 +137,70 @@ export function createCallActivities(deps: CallDeps) {
         const back = overShare(prepared.tenantKey);
         if (back) return back;
       }
+      let claim: string | undefined;
       try {
+        const claimed = await claimCall(deps.pool, args.recordId, prepared.connection.timeoutMs + CLAIM_MARGIN_MS);
+        if (typeof claimed === 'number')
+          return turnBack(
+            Math.min(CALL_OUT_RECHECK_MS, claimed),
+            'an earlier delivery of this call is still out; the call waits until it has ended',
+          );
+        claim = claimed.claim;
         const outcome = await withHeartbeat(() =>
           sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
         );
         return { made: true, details: prepared.details, outcome };
       } finally {
         deps.calls.give(prepared.tenantKey);
+        if (claim !== undefined) await releaseCall(deps, args.recordId, claim);
       }
     },
   };
+}
+
+/**
+ * Claims the call of activity record `recordId` for one delivery of at most `outMs`: the claim, or how many
+ * milliseconds the claim of a delivery still out has left. One statement, so two deliveries racing for the
+ * same call cannot both win (the row's lock orders them); no transaction stays open while the call is out.
+ */
+async function claimCall(db: Queryable, recordId: string, outMs: number): Promise<{ claim: string } | number> {
+  const claim = newId();
+  const { rows } = await db.query(
+    `INSERT INTO outbound_calls_out AS o (record_id, claim, out_until)
+     VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
+     ON CONFLICT (record_id) DO UPDATE SET claim = excluded.claim, out_until = excluded.out_until
+      WHERE o.out_until <= now()
+     RETURNING claim`,
+    [recordId, claim, outMs],
+  );
+  if (rows.length > 0) return { claim };
+  const { rows: held } = await db.query<{ ms: number }>(
+    `SELECT greatest(0, ceil(extract(epoch FROM out_until - now()) * 1000))::int AS ms
+       FROM outbound_calls_out WHERE record_id = $1`,
+    [recordId],
+  );
+  // Gone meanwhile (the other delivery ended): ask again soon.
+  return held[0]?.ms ?? 0;
+}
+
+/**
+ * Gives a delivery's claim back once its call has ended (and drops claims that lapsed long ago, left by
+ * workers that died). A failure here only delays the call's next delivery until the claim lapses, so it is
+ * logged and the call's outcome still counts.
+ */
+async function releaseCall(deps: CallDeps, recordId: string, claim: string): Promise<void> {
+  try {
+    await deps.pool.query(
+      `DELETE FROM outbound_calls_out
+        WHERE (record_id = $1 AND claim = $2) OR out_until < now() - interval '1 hour'`,
+      [recordId, claim],
+    );
+  } catch (err) {
+    deps.logger.warn(
+      { err, recordId },
+      'the claim of an outbound call that has ended could not be given back; a later delivery of the call waits until it lapses',
+    );
+  }
 }
 
 export type CallActivities = ReturnType<typeof createCallActivities>;

@@ -67,7 +67,8 @@ function stepsWith(policy: StepRetryPolicy, local: boolean) {
 
 /**
  * Makes the outbound call a step started (`StepResult.call`) as an activity of the calls task queue, then
- * records its outcome. A call the worker turned back (its tenant's share full) is asked again after the delay the worker names (not counted here); a call that failed is made
+ * records its outcome. A call the worker turned back (its tenant's share full, an earlier delivery still
+ * out) is asked again after the delay the worker names (not counted here); a call that failed is made
  * again as the activity's resilience strategy says, with the strategy's backoff as a durable timer, before
  * the fault becomes an incident.
  */
@@ -108,7 +109,8 @@ async function makeCall(
       };
       break;
     }
-    // Turned back (the tenant's share of the worker is full): nothing was sent. Asked again after a durable timer rather than an activity retry, so waiting
+    // Turned back (the tenant's share of the worker is full, or an earlier delivery of this call is still
+    // out): nothing was sent. Asked again after a durable timer rather than an activity retry, so waiting
     // is neither a failed attempt nor one of the strategy's (activities/calls.ts says why).
     if (result.askAgainInMs !== undefined) {
       await sleep(result.askAgainInMs);
