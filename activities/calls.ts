@@ -1,8 +1,11 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import type { HttpOutcome } from '../src/connections/http.js';
 import { isTransientError } from '../src/db/errors.js';
 import { sendThroughConnection } from '../src/connections/http.js';
+import type { Queryable } from '../src/db/pool.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
+import { newId } from '../src/ids.js';
 import type { TenantCounter } from '../src/shares.js';
 import { withHeartbeat } from './heartbeat.js';
 
@@ -17,43 +20,95 @@ export interface CallResult {
   made: boolean;
   details: CallDetails;
   outcome: HttpOutcome;
+  /**
+   * Turned back (only for a caller that passed `turnBack: 'result'`): nothing was sent, neither outcome nor
+   * details count; ask again after this many milliseconds.
+   */
+  askAgainInMs?: number;
 }
 
-/** The failure type a call over its tenant's share is retried with (after `nextRetryDelay`, not counted as a call). */
+/**
+ * The failure type a turned-back call is retried with (after `nextRetryDelay`, not counted as a call) when
+ * its workflow does not take the turn-back as a result (one started by a release before it could).
+ */
 export const SHARE_FULL = 'TenantOutboundShareFull';
+
+/** How long after its connection's `timeoutMs` a delivery's claim on its call outlives it (a stalled worker). */
+const CLAIM_MARGIN_MS = 5_000;
+/** How often a call whose earlier delivery is still out looks again (at most; sooner when that one is due). */
+const CALL_OUT_RECHECK_MS = 5_000;
 
 /**
  * The activities of the calls task queue: the outbound calls of Send HTTP Request, in slots of their own
  * (WORKER_OUTBOUND_CALL_SLOTS), so that no call, however slow its endpoint, holds a slot a plan batch or
  * another instance's step needs. A tenant with TENANT_OUTBOUND_CALLS calls in flight on this worker gets
- * its next call handed back to Temporal at once, to come again in a second or two: it waits in the queue,
- * where Task Queue Fairness lets other tenants' calls pass, and never in a slot.
+ * its next call handed back at once, to come again in a second or two: it waits outside the worker, and
+ * never in a slot.
+ *
+ * A call is also handed back while an earlier delivery of the same call (its activity record, so the same
+ * Idempotency-Key) is still out: a revert that reopened a call its plan had cancelled in flight, a retry
+ * after a worker lost touch. Each delivery claims the record in `outbound_calls_out` before its request goes
+ * out and gives the claim back when the call has ended; a claim left by a worker that died lapses once that
+ * delivery has certainly ended (its timeoutMs and a margin after its start). So the receiver never sees two
+ * deliveries of one key at once.
+ *
+ * Handing back is how a call waits, an expected condition and no failure. Decision (attack report L1: a
+ * warning with a stack trace for every turn-back, about 20 a second under one tenant's backlog, and
+ * Temporal attempt counts of 80 for calls that only waited): the activity answers `askAgainInMs` and the
+ * instance's workflow waits that long on a durable timer and asks again, so the activity's attempt stays 1,
+ * nothing is logged and no failure is counted. Waiting in the activity instead would hold a worker slot,
+ * which is what the share exists to prevent. A workflow started by a release before this one (it does not
+ * pass `turnBack: 'result'`) gets the old retryable failure, now of the BENIGN category: the SDK logs it at
+ * debug and does not count it as a failure.
  */
 export function createCallActivities(deps: CallDeps) {
   const turnedBack = new DecayingCount(10_000);
   return {
-    /** `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other work. */
+    /**
+     * `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other
+     * work. `turnBack: 'result'`: the caller waits and asks again on `askAgainInMs` (instead of a retry).
+     */
     async callOutbound(args: {
       instanceId: string;
       recordId: string;
       tenantKey?: string;
       activityId?: string;
+      turnBack?: 'result';
     }): Promise<CallResult> {
-      // Over the tenant's share: back to the queue at once, having cost no query. How soon it comes again
-      // grows with how many of the tenant's calls this worker turned back lately (about the square root of
-      // its backlog, from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's
-      // waiting calls cost the server little however many they are, and none of them starves.
-      const share = (tenant: string) => {
-        if (deps.calls.tryTake(tenant) === 'taken') return;
-        const delay = Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant));
+      const details = (): CallDetails => ({
+        instanceId: args.instanceId,
+        recordId: args.recordId,
+        activityId: args.activityId ?? 'unknown',
+        activityType: 'Elsa.Http.SendHttpRequest',
+        connectionName: '',
+      });
+      const turnBack = (delayMs: number, message: string): CallResult => {
+        // Spread out, so that the waiting calls of one tenant do not come back all at once.
+        const askAgainInMs = Math.max(100, Math.round(delayMs * (0.75 + Math.random() / 2)));
+        if (args.turnBack === 'result')
+          return { made: false, details: details(), outcome: { ok: false, error: message }, askAgainInMs };
         throw ApplicationFailure.create({
           type: SHARE_FULL,
-          message: `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
-          // Spread out, so that the waiting calls of one tenant do not come back all at once.
-          nextRetryDelay: Math.round(delay * (0.75 + Math.random() / 2)),
+          message,
+          nextRetryDelay: askAgainInMs,
+          category: ApplicationFailureCategory.BENIGN,
         });
       };
-      if (args.tenantKey !== undefined) share(args.tenantKey);
+      // Over the tenant's share: back at once, having cost no query. How soon it comes again grows with how
+      // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
+      // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
+      // cost the server little however many they are, and none of them starves.
+      const overShare = (tenant: string): CallResult | undefined => {
+        if (deps.calls.tryTake(tenant) === 'taken') return undefined;
+        return turnBack(
+          Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant)),
+          `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
+        );
+      };
+      if (args.tenantKey !== undefined) {
+        const back = overShare(args.tenantKey);
+        if (back) return back;
+      }
       let prepared;
       try {
         prepared = await prepareCall(deps, args.instanceId, args.recordId);
@@ -65,13 +120,7 @@ export function createCallActivities(deps: CallDeps) {
         deps.logger.error({ err, instanceId: args.instanceId }, 'an outbound call could not be prepared');
         return {
           made: false,
-          details: {
-            instanceId: args.instanceId,
-            recordId: args.recordId,
-            activityId: args.activityId ?? 'unknown',
-            activityType: 'Elsa.Http.SendHttpRequest',
-            connectionName: '',
-          },
+          details: details(),
           outcome: { ok: false, error: `the call could not be prepared: ${(err as Error).message}` },
         };
       }
@@ -84,17 +133,74 @@ export function createCallActivities(deps: CallDeps) {
         };
       }
       // A call scheduled before the tenant came with it takes its share here.
-      if (args.tenantKey === undefined) share(prepared.tenantKey);
+      if (args.tenantKey === undefined) {
+        const back = overShare(prepared.tenantKey);
+        if (back) return back;
+      }
+      let claim: string | undefined;
       try {
+        const claimed = await claimCall(deps.pool, args.recordId, prepared.connection.timeoutMs + CLAIM_MARGIN_MS);
+        if (typeof claimed === 'number')
+          return turnBack(
+            Math.min(CALL_OUT_RECHECK_MS, claimed),
+            'an earlier delivery of this call is still out; the call waits until it has ended',
+          );
+        claim = claimed.claim;
         const outcome = await withHeartbeat(() =>
           sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
         );
         return { made: true, details: prepared.details, outcome };
       } finally {
         deps.calls.give(prepared.tenantKey);
+        if (claim !== undefined) await releaseCall(deps, args.recordId, claim);
       }
     },
   };
+}
+
+/**
+ * Claims the call of activity record `recordId` for one delivery of at most `outMs`: the claim, or how many
+ * milliseconds the claim of a delivery still out has left. One statement, so two deliveries racing for the
+ * same call cannot both win (the row's lock orders them); no transaction stays open while the call is out.
+ */
+async function claimCall(db: Queryable, recordId: string, outMs: number): Promise<{ claim: string } | number> {
+  const claim = newId();
+  const { rows } = await db.query(
+    `INSERT INTO outbound_calls_out AS o (record_id, claim, out_until)
+     VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
+     ON CONFLICT (record_id) DO UPDATE SET claim = excluded.claim, out_until = excluded.out_until
+      WHERE o.out_until <= now()
+     RETURNING claim`,
+    [recordId, claim, outMs],
+  );
+  if (rows.length > 0) return { claim };
+  const { rows: held } = await db.query<{ ms: number }>(
+    `SELECT greatest(0, ceil(extract(epoch FROM out_until - now()) * 1000))::int AS ms
+       FROM outbound_calls_out WHERE record_id = $1`,
+    [recordId],
+  );
+  // Gone meanwhile (the other delivery ended): ask again soon.
+  return held[0]?.ms ?? 0;
+}
+
+/**
+ * Gives a delivery's claim back once its call has ended (and drops claims that lapsed long ago, left by
+ * workers that died). A failure here only delays the call's next delivery until the claim lapses, so it is
+ * logged and the call's outcome still counts.
+ */
+async function releaseCall(deps: CallDeps, recordId: string, claim: string): Promise<void> {
+  try {
+    await deps.pool.query(
+      `DELETE FROM outbound_calls_out
+        WHERE (record_id = $1 AND claim = $2) OR out_until < now() - interval '1 hour'`,
+      [recordId, claim],
+    );
+  } catch (err) {
+    deps.logger.warn(
+      { err, recordId },
+      'the claim of an outbound call that has ended could not be given back; a later delivery of the call waits until it lapses',
+    );
+  }
 }
 
 export type CallActivities = ReturnType<typeof createCallActivities>;

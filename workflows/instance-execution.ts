@@ -67,9 +67,10 @@ function stepsWith(policy: StepRetryPolicy, local: boolean) {
 
 /**
  * Makes the outbound call a step started (`StepResult.call`) as an activity of the calls task queue, then
- * records its outcome. A call over its tenant's share on a worker comes back from the queue later (the
- * activity's retry, not counted here); a call that failed is made again as the activity's resilience
- * strategy says, with the strategy's backoff as a durable timer, before the fault becomes an incident.
+ * records its outcome. A call the worker turned back (its tenant's share full, an earlier delivery still
+ * out) is asked again after the delay the worker names (not counted here); a call that failed is made
+ * again as the activity's resilience strategy says, with the strategy's backoff as a durable timer, before
+ * the fault becomes an incident.
  */
 async function makeCall(
   instanceId: string,
@@ -90,6 +91,7 @@ async function makeCall(
         recordId: call.recordId,
         tenantKey: call.tenantKey,
         activityId: call.activityId,
+        turnBack: 'result',
       });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
@@ -106,6 +108,14 @@ async function makeCall(
         outcome: { ok: false, error: `the call could not be made: ${why}` },
       };
       break;
+    }
+    // Turned back (the tenant's share of the worker is full, or an earlier delivery of this call is still
+    // out): nothing was sent. Asked again after a durable timer rather than an activity retry, so waiting
+    // is neither a failed attempt nor one of the strategy's (activities/calls.ts says why).
+    if (result.askAgainInMs !== undefined) {
+      await sleep(result.askAgainInMs);
+      attempt--;
+      continue;
     }
     const o = result.outcome;
     const failed = !o.ok || o.status < 200 || o.status > 299;

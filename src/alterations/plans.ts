@@ -51,6 +51,9 @@ export interface PlanRow {
   steering: number;
 }
 
+/** A plan row without its body (alterations and filter): what a summary reads. */
+type PlanStateRow = Omit<PlanRow, 'alterations' | 'filter'>;
+
 interface JobRow {
   plan_id: string;
   ord: number;
@@ -230,10 +233,14 @@ async function countJobs(
 }
 
 function planView(r: PlanRow, counts: JobCounts): PlanView {
+  const { id, ...rest } = planState(r, counts);
+  return { id, alterations: r.alterations, workflowInstanceFilter: r.filter, ...rest };
+}
+
+/** What a plan and its summary share: all but the alterations and the filter. */
+function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterations' | 'workflowInstanceFilter'> {
   return {
     id: r.id,
-    alterations: r.alterations,
-    workflowInstanceFilter: r.filter,
     status: r.status,
     createdAt: r.created_at.toISOString(),
     startedAt: r.started_at?.toISOString() ?? null,
@@ -414,17 +421,32 @@ export async function getPlanView(db: Queryable, tenantKey: string, planId: stri
   return planView(row, counts.get(planId)!);
 }
 
-/** The columns of a plan summary: all but the filter, which is never read for a list. */
-const PLAN_SUMMARY_COLUMNS = PLAN_COLUMNS.replace(' filter,', " 'null'::jsonb AS filter,");
+/**
+ * The columns of a plan summary: neither the alterations nor the filter, which may be large, but what
+ * Postgres stored beside them when the plan was written (src/db/migrations/015_plan_summaries.sql).
+ * Computing the types from `alterations` here instead would decompress every body of the page.
+ */
+const PLAN_SUMMARY_COLUMNS = `${PLAN_COLUMNS.split(', ')
+  .filter((c) => c !== 'alterations' && c !== 'filter')
+  .join(', ')}, alteration_types, alteration_count`;
 
-/** The tenant's plans, newest first, as summaries (without their filters: a page stays small). */
+interface PlanSummaryRow extends PlanStateRow {
+  alteration_types: string[];
+  alteration_count: number;
+}
+
+/**
+ * The tenant's plans, newest first, as summaries: each plan without its filter and with its alterations
+ * replaced by their distinct types (in order of first use) and their count, so that a page stays small
+ * (a page of 100 is a few tens of kilobytes) whatever the plans hold.
+ */
 export async function listPlans(
   db: Queryable,
   tenantKey: string,
   opts: { status?: PlanStatus | undefined; after?: string | undefined; limit: number },
 ): Promise<Page<PlanSummaryView>> {
   const after = opts.after ? decodeCursor(opts.after, ['timestamp', 'id']) : undefined;
-  const { rows } = await db.query<PlanRow>(
+  const { rows } = await db.query<PlanSummaryRow>(
     `SELECT ${PLAN_SUMMARY_COLUMNS} FROM alteration_plans
       WHERE tenant_id = $1 AND ($2::smallint IS NULL OR status = $2)
         AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
@@ -437,8 +459,8 @@ export async function listPlans(
   const last = page[page.length - 1];
   return {
     items: page.map((r) => {
-      const { workflowInstanceFilter: _filter, ...summary } = planView(r, counts.get(r.id)!);
-      return summary;
+      const { id, ...rest } = planState(r, counts.get(r.id)!);
+      return { id, alterationTypes: r.alteration_types, alterationCount: r.alteration_count, ...rest };
     }),
     nextCursor: more && last ? encodeCursor([last.created_at.toISOString(), last.id]) : null,
   };

@@ -80,8 +80,18 @@ export const PlanSchema = z
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;
 
-/** A plan in a list: the plan without its filter (which may be large; read one plan for it). */
-export const PlanSummarySchema = PlanSchema.omit({ workflowInstanceFilter: true }).openapi('AlterationPlanSummary');
+/**
+ * A plan in a list: the plan without its filter and with its alterations replaced by their types and count
+ * (both may be large; read one plan for them), so that a page stays small whatever the plans hold.
+ */
+export const PlanSummarySchema = PlanSchema.omit({ alterations: true, workflowInstanceFilter: true })
+  .extend({
+    alterationTypes: z
+      .array(z.string())
+      .openapi({ description: "The distinct types of the plan's alterations, in order of first use" }),
+    alterationCount: z.number().int().openapi({ description: 'How many alterations the plan has' }),
+  })
+  .openapi('AlterationPlanSummary');
 export type PlanSummaryView = z.infer<typeof PlanSummarySchema>;
 
 export const JobSchema = z

@@ -1,6 +1,6 @@
-import { type OutgoingHttpHeaders, type Server, ServerResponse } from 'node:http';
+import { createServer, type OutgoingHttpHeaders, type Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener, RequestError } from '@hono/node-server';
 import { problemBody } from './problem.js';
 
 const CLIENT_ERRORS: Record<string, [number, string]> = {
@@ -28,19 +28,43 @@ class ApiResponse extends ServerResponse {
 }
 
 /**
+ * What the adapter cannot turn into a `Request` (no `Host` on an HTTP/1.0 request, an invalid `Host` or
+ * absolute URL) is a 400, and a fetch that throws instead of answering (the app's `onError` normally
+ * answers first) a 500; the adapter's own answers for both are bodiless `text/plain`.
+ */
+function adapterError(err: unknown): Response {
+  const [status, detail] =
+    err instanceof RequestError
+      ? [
+          400,
+          err.message === 'Missing host header'
+            ? 'The request has no Host header; send one naming this server'
+            : `The request's target cannot be read (${err.message}); send a path and a valid Host header`,
+        ]
+      : [500, 'The request could not be answered; try again later'];
+  return new Response(problemBody(status, detail), {
+    status,
+    headers: { 'content-type': 'application/problem+json', connection: 'close' },
+  });
+}
+
+/**
  * Serves the app over HTTP. Requests Node itself refuses before the app sees them (headers too large,
- * malformed requests) are answered with problem+json too, while the socket can still take an answer.
+ * malformed requests) are answered with problem+json too, while the socket can still take an answer, and
+ * so are those the adapter cannot make a `Request` of. The address listened on is not taken as the
+ * default `Host` (as `serve` of @hono/node-server does), so a request without one is answered alike
+ * whichever address the server binds.
  */
 export function serveApi(
   app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> },
   opts: { port: number; hostname?: string },
 ): Server {
-  const server = serve({
-    fetch: app.fetch,
-    port: opts.port,
-    ...(opts.hostname ? { hostname: opts.hostname } : {}),
-    serverOptions: { ServerResponse: ApiResponse as typeof ServerResponse },
-  }) as Server;
+  const listener = getRequestListener(app.fetch, { errorHandler: adapterError });
+  // As `serve` of @hono/node-server does: the listener answers its own failures (handleResponseError).
+  const server = createServer({ ServerResponse: ApiResponse as typeof ServerResponse }, (req, res) => {
+    void listener(req, res);
+  });
+  server.listen(opts.port, opts.hostname);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
       socket.destroy();

@@ -1,8 +1,11 @@
 import {
+  ACCOUNT_RULE,
+  accountKey,
   addressKey,
   ADDRESS_RULE,
   attemptSucceeded,
   countAttempt,
+  isKnownClient,
   userAddressKey,
   USER_NAME_RULE,
 } from './throttle.js';
@@ -134,15 +137,16 @@ export async function login(
   password: string,
   address = 'in-process',
 ): Promise<TokenPair> {
-  // Guessing is throttled per client address and per (user name, client address): each attempt is counted
-  // before any password is checked, so a parallel burst gets no more attempts than the limit.
-  const addrKey = addressKey(address);
-  const userKey = userAddressKey(username, address);
-  await countAttempt(pool, addrKey, ADDRESS_RULE);
-  await countAttempt(pool, userKey, USER_NAME_RULE);
+  // Guessing is throttled per client address, per (user name, client address) and, from clients the user
+  // has not signed in from lately, per user name (src/auth/throttle.ts): each attempt is counted before
+  // any password is checked, so a parallel burst gets no more attempts than the limit.
+  await countAttempt(pool, addressKey(address), ADDRESS_RULE);
+  await countAttempt(pool, userAddressKey(username, address), USER_NAME_RULE);
+  const accountCounted = !(await isKnownClient(pool, username, address));
+  if (accountCounted) await countAttempt(pool, accountKey(username), ACCOUNT_RULE);
   const user = await verifyCredentials(pool, username, password);
   if (!user) throw new UnauthorizedError('Unknown user name or wrong password');
-  await attemptSucceeded(pool, userKey, addrKey);
+  await attemptSucceeded(pool, username, address, { accountCounted });
   const sessionId = newId();
   await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [
     sessionId,

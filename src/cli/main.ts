@@ -362,7 +362,7 @@ export async function runCli(
           c.plans.list({ ...(o.status ? { status: o.status } : {}), limit: o.limit, ...(after ? { after } : {}) }),
         o,
         paging(),
-        { columns: ['id', 'status', 'done', 'failed', 'total', 'created'], row: planRow, more },
+        { columns: ['id', 'status', 'alterations', 'done', 'failed', 'total', 'created'], row: planRow, more },
       );
     });
   plans
@@ -513,6 +513,8 @@ function planRow(p: PlanSummaryView) {
   return {
     id: p.id,
     status: planOutcome(p.status, c),
+    // The summary names its alterations' types, not the alterations (`plans show` reads the plan).
+    alterations: p.revertOf ? `reverts ${p.revertOf}` : `${n(p.alterationCount)}: ${p.alterationTypes.join(', ')}`,
     done: n(c.completed),
     failed: n(c.failed),
     total: n(c.total),

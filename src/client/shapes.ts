@@ -24,9 +24,8 @@ export const jobCounts = obj({
   cancelled: z.number(),
 });
 
-export const planSummary = obj({
+const planFields = {
   id: z.string(),
-  alterations: z.array(obj({ type: z.string() })),
   status: z.number(),
   createdAt: z.string(),
   completedAt: nullableString,
@@ -39,8 +38,10 @@ export const planSummary = obj({
   }).nullish(),
   pauseReason: nullableString.optional(),
   revertOf: nullableString.optional(),
-});
-export const plan = planSummary;
+};
+/** A plan of `GET /alterations`: its alterations' types and count instead of the alterations. */
+export const planSummary = obj({ ...planFields, alterationTypes: z.array(z.string()), alterationCount: z.number() });
+export const plan = obj({ ...planFields, alterations: z.array(obj({ type: z.string() })) });
 
 export const job = obj({ id: z.string(), workflowInstanceId: z.string(), status: z.number(), log: z.array(logEntry) });
 

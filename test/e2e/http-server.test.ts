@@ -148,4 +148,18 @@ describe('HTTP details', () => {
     expect(malformed).toMatch(/^HTTP\/1\.1 400 /);
     expect(JSON.parse(malformed.slice(malformed.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400 });
   });
+
+  it('answers an HTTP/1.0 request without a Host header with problem+json, and one with a Host normally', async () => {
+    const hostless = await raw('GET /health HTTP/1.0\r\n\r\n');
+    expect(hostless).toMatch(/^HTTP\/1\.1 400 /);
+    expect(hostless).toMatch(/content-type: application\/problem\+json/i);
+    expect(JSON.parse(hostless.slice(hostless.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      status: 400,
+      title: 'Bad Request',
+      detail: expect.stringContaining('Host'),
+    });
+
+    const hosted = await raw('GET /health HTTP/1.0\r\nHost: x\r\n\r\n');
+    expect(hosted).toMatch(/^HTTP\/1\.1 200 /);
+  });
 });

@@ -248,9 +248,17 @@ describe('purging', () => {
          ('addr:blocked-old', 30, now() - interval '2 hours', 900, now() + interval '5 minutes'),
          ('addr:recent', 3, now() - interval '1 minute', 0, NULL)`,
     );
+    // Clients known for a user name (sign-ins from there spare them the user name's ceiling) for 30 days.
+    await h.pool.query(
+      `INSERT INTO auth_known_clients (user_name, client, succeeded_at) VALUES
+         ('someone', '203.0.113.1', now() - interval '31 days'), ('someone', '203.0.113.2', now() - interval '29 days')`,
+    );
     const { purgeSpentSessions } = await import('../../src/auth/tokens.js');
     const { purgeThrottle } = await import('../../src/auth/throttle.js');
-    expect(await purgeThrottle(h.pool)).toBe(1);
+    expect(await purgeThrottle(h.pool)).toBe(2);
+    expect((await h.pool.query("SELECT client FROM auth_known_clients WHERE user_name = 'someone'")).rows).toEqual([
+      { client: '203.0.113.2' },
+    ]);
     expect(await purgeSpentSessions(h.pool, 900)).toBeGreaterThanOrEqual(3);
     const ids = async (sql: string) => (await h.pool.query<{ id: string }>(sql)).rows.map((r) => r.id).sort();
     const sessions = await ids(

@@ -172,6 +172,42 @@ describe('behind a trusted proxy', () => {
     expect((await login('198.51.100.20:51234', 'correct horse battery')).status).toBe(200);
   });
 
+  it('puts a ceiling on guessing one account from many /64s, and still lets its user in from a known address', async () => {
+    const r = await h.request('POST', '/identity/users', {
+      body: { name: 'targeted', password: 'correct horse battery', permissions: [] },
+    });
+    expect(r.status).toBe(201);
+    const login = (forwardedFor: string, password: string) =>
+      post(
+        port,
+        '127.0.0.9',
+        '/identity/login',
+        { username: 'targeted', password },
+        { 'x-forwarded-for': forwardedFor },
+      );
+    // The user signs in from home: that address is known for them from now on.
+    expect((await login('2001:db8:ffff:1::10', 'correct horse battery')).status).toBe(200);
+    // 30 /64s guess 5 passwords each (every one within its own per-address limits): the account's ceiling
+    // lets 100 be checked in 15 minutes, then refuses the rest.
+    const guesses: Answer[] = [];
+    for (let net = 0; net < 30; net++)
+      guesses.push(
+        ...(await Promise.all(
+          Array.from({ length: 5 }, (_, i) => login(`2001:db8:a:${net.toString(16)}::${i + 1}`, `wrong ${net}-${i}`)),
+        )),
+      );
+    expect(count(guesses, 401)).toBe(100);
+    expect(count(guesses, 429)).toBe(50);
+    for (const a of guesses.filter((x) => x.status === 429)) expect(Number(a.retryAfter)).toBeGreaterThan(0);
+    // A new /64 gets 429 even with the right password while the ceiling stands (the attack keeps the user
+    // from signing in from a new address, never from their own)...
+    expect((await login('2001:db8:b:1::1', 'correct horse battery')).status).toBe(429);
+    // ...and from home, another address of the same /64, the user signs in.
+    expect((await login('2001:db8:ffff:1::99', 'correct horse battery')).status).toBe(200);
+    // Another account is not affected.
+    expect((await viaProxy('2001:db8:b:2::1', 'correct horse battery')).status).toBe(200);
+  }, 120_000);
+
   it('counts each forwarded client address on its own', async () => {
     const attacker = await Promise.all(Array.from({ length: 12 }, (_, i) => viaProxy('198.51.100.7', `wrong ${i}`)));
     expect(count(attacker, 401)).toBe(5);

@@ -69,6 +69,27 @@ describe('callOutbound', () => {
         recordId,
         tenantKey: 'busy',
       }),
-    ).rejects.toMatchObject({ type: 'TenantOutboundShareFull', nextRetryDelay: expect.anything() });
+    ).rejects.toMatchObject({
+      type: 'TenantOutboundShareFull',
+      nextRetryDelay: expect.anything(),
+      // An expected condition: the SDK logs it at debug and counts no failure.
+      category: 'BENIGN',
+    });
+  });
+
+  it('answers a turn-back as a result for a workflow that asks again itself, so that no attempt is spent', async () => {
+    const calls = new TenantCounter(1, 10);
+    expect(calls.tryTake('busy')).toBe('taken');
+    const failing = { byVersionId: () => Promise.reject(new Error('must not be reached')) };
+    const result: CallResult = await new MockActivityEnvironment().run(activities(calls, failing).callOutbound, {
+      instanceId,
+      recordId,
+      tenantKey: 'busy',
+      activityId: 'start',
+      turnBack: 'result' as const,
+    });
+    expect(result.made).toBe(false);
+    expect(result.askAgainInMs).toBeGreaterThan(0);
+    expect(result.outcome).toMatchObject({ ok: false, error: expect.stringContaining('TENANT_OUTBOUND_CALLS') });
   });
 });

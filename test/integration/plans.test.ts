@@ -354,12 +354,20 @@ describe('reading plans and jobs', () => {
     const all = await h.request('GET', '/alterations?limit=100');
     expect(all.status).toBe(200);
     expect(all.body.items.length).toBeGreaterThan(1);
-    // Summaries: the plan without its filter (a page of plans stays small whatever their filters).
-    for (const p of all.body.items) expect(p).not.toHaveProperty('workflowInstanceFilter');
+    // Summaries: the plan without its filter, its alterations' types and count instead of the alterations
+    // (a page of plans stays small whatever they hold).
+    for (const p of all.body.items) {
+      expect(p).not.toHaveProperty('workflowInstanceFilter');
+      expect(p).not.toHaveProperty('alterations');
+    }
     const one = await h.request('GET', `/alterations/${all.body.items[0].id}`);
     expect(one.body.plan).toHaveProperty('workflowInstanceFilter');
-    const { workflowInstanceFilter: _f, ...summary } = one.body.plan;
-    expect(all.body.items[0]).toEqual(summary);
+    const { workflowInstanceFilter: _f, alterations, ...summary } = one.body.plan;
+    expect(all.body.items[0]).toEqual({
+      ...summary,
+      alterationTypes: [...new Set(alterations.map((a: { type: string }) => a.type))],
+      alterationCount: alterations.length,
+    });
     const defaults = await h.request('GET', '/alterations');
     expect(defaults.body.items.length).toBe(Math.min(20, all.body.items.length));
     const created = all.body.items.map((p: { createdAt: string }) => p.createdAt);

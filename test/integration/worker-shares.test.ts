@@ -1,6 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { instanceWorkflowId } from '../../src/temporal/names.js';
+import { installTemporalRuntime } from '../../src/temporal/runtime.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote, chain, event, lit, writeLine } from '../support/workflows.js';
@@ -19,8 +23,25 @@ const held: { req: IncomingMessage; res: ServerResponse }[] = [];
 let inFlight = 0;
 let maxInFlight = 0;
 let answering = false;
+/** What the Temporal SDK logged (warnings and above reach the service's log), as the service writes it. */
+const sdkLog: { level: number; msg: string; text: string }[] = [];
 
 beforeAll(async () => {
+  // The SDK's runtime is the process's; installed first here, the harness's service uses it as its own.
+  await installTemporalRuntime(
+    createLogger(
+      'debug',
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+            const { level, msg } = JSON.parse(line) as { level: number; msg: string };
+            sdkLog.push({ level, msg, text: line });
+          }
+          cb();
+        },
+      }),
+    ),
+  );
   server = createServer((req, res) => {
     req.resume();
     inFlight++;
@@ -141,5 +162,31 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
       );
     }
     expect(maxInFlight).toBe(5);
+
+    // Waiting its turn is no failure (attack report L1): no warning (let alone a stack trace) for a call
+    // turned back, and each call's activity ran once, its waits being the workflow's timers, not retries.
+    const warnings = sdkLog.filter((l) => l.level >= 40);
+    expect(warnings.filter((l) => /TENANT_OUTBOUND_CALLS|TenantOutboundShareFull/.test(l.text))).toEqual([]);
+    expect(warnings.map((l) => l.msg)).not.toContain('Activity failed');
+    let callsStarted = 0;
+    let turnBacks = 0;
+    for (const id of noisy) {
+      const { events } = await h.client.workflow.getHandle(instanceWorkflowId(id)).fetchHistory();
+      const callSchedules = new Set(
+        events!
+          .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound')
+          .map((e) => String(e.eventId)),
+      );
+      turnBacks += callSchedules.size - 1;
+      for (const e of events!) {
+        const started = e.activityTaskStartedEventAttributes;
+        if (!started || !callSchedules.has(String(started.scheduledEventId))) continue;
+        callsStarted++;
+        expect(started.attempt, `instance ${id}: attempt of its call`).toBe(1);
+      }
+    }
+    expect(callsStarted).toBeGreaterThanOrEqual(30);
+    // 25 of the 30 calls waited their turn, most of them more than once.
+    expect(turnBacks).toBeGreaterThanOrEqual(25);
   }, 150_000);
 });

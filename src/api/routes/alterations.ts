@@ -166,7 +166,8 @@ const listAll = secureRoute(VIEW, {
   method: 'get',
   path: '/alterations',
   tags: TAGS,
-  summary: "A page of the tenant's plans, newest first, as summaries (without their filters: read one plan for it)",
+  summary:
+    "A page of the tenant's plans, newest first, as summaries: without their filters, and with alterationTypes and alterationCount instead of the alterations (read one plan for those)",
   request: {
     query: z.strictObject({
       status: PlanStatusInput.optional(),
