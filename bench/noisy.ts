@@ -9,6 +9,12 @@
  *   instances calling the endpoint that never answers, B's same plan again, NOISY_RUNS times;
  *   B's time ratio (median noisy / median alone; target ≤ 1.5x), `/health` latency (p50, p99, max) in both
  *   phases, probed every 100 ms, and how many of A's calls the endpoint held at once (its share: 5).
+ * Then the node's time (contract section 8): tenant B's cheap reads (definitions, a page of 20 instances, a
+ * count, a page of plans), alone for NOISY_API_MS and then beside each flood, NOISY_API_RUNS times (5):
+ * tenant C reading pages of 1,000 instances 32 at a time, tenant A's 64 parallel cheap reads, and anonymous
+ * floods (64 connections) of `/health/live`, of unknown API keys and of `/health/ready`; each flood from a
+ * process of its own (test/support/flood.ts). Target: B's median beside ≤ 1.5x its median alone, in every
+ * run. NOISY_PHASES=api runs this phase only; NOISY_PHASES=plans the plan phases only.
  * Results: a table on stdout and bench/results/noisy-latest.json (NOISY_RESULTS_FILE).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,6 +43,9 @@ const A_SIZE = Number(process.env.NOISY_A ?? 100_000);
 const B_SIZE = Number(process.env.NOISY_B ?? 10_000);
 const CALLS = Number(process.env.NOISY_CALLS ?? 60);
 const RUNS = Number(process.env.NOISY_RUNS ?? 3);
+const API_RUNS = Number(process.env.NOISY_API_RUNS ?? 5);
+const API_MS = Number(process.env.NOISY_API_MS ?? 3_000);
+const PHASES = new Set((process.env.NOISY_PHASES ?? 'plans,api').split(','));
 const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
 const log = (msg: string) => process.stdout.write(`[noisy] ${msg}\n`);
 
@@ -176,98 +185,120 @@ async function main(): Promise<void> {
     await seed(keyA, 'tenant-a', A_SIZE);
     await seed(keyB, 'tenant-b', B_SIZE);
 
-    // A plan, watched on its event stream as a user would; its time from submit to `done`.
-    let value = 0;
-    const runPlan = async (key: string) => {
-      const t0 = performance.now();
-      const { planId } = await call<{ planId: string }>(key, 'POST', '/alterations/submit', {
-        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: ++value }],
-        filter: { definitionIds: [DEFINITION.definitionId] },
-      });
-      const res = await fetch(`${base}/alterations/${planId}/events`, { headers: { authorization: `ApiKey ${key}` } });
-      if (!res.ok) throw new Error(`events: HTTP ${res.status}`);
-      const text = await res.text();
-      if (!text.includes('event: done')) throw new Error(`plan ${planId}: the stream ended without done`);
-      return { planId, ms: performance.now() - t0 };
-    };
+    let plans: Record<string, unknown> | undefined;
+    let planLines: string[] = [];
+    if (PHASES.has('plans')) {
+      // A plan, watched on its event stream as a user would; its time from submit to `done`.
+      let value = 0;
+      const runPlan = async (key: string) => {
+        const t0 = performance.now();
+        const { planId } = await call<{ planId: string }>(key, 'POST', '/alterations/submit', {
+          alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: ++value }],
+          filter: { definitionIds: [DEFINITION.definitionId] },
+        });
+        const res = await fetch(`${base}/alterations/${planId}/events`, {
+          headers: { authorization: `ApiKey ${key}` },
+        });
+        if (!res.ok) throw new Error(`events: HTTP ${res.status}`);
+        const text = await res.text();
+        if (!text.includes('event: done')) throw new Error(`plan ${planId}: the stream ended without done`);
+        return { planId, ms: performance.now() - t0 };
+      };
 
-    // /health, every 100 ms, in both phases.
-    let health: number[] = [];
-    let probing = true;
-    const prober = (async () => {
-      while (probing) {
-        const t = performance.now();
-        const r = await fetch(`${base}/health`).catch(() => undefined);
-        await r?.text();
-        health.push(r?.ok ? performance.now() - t : Number.POSITIVE_INFINITY);
-        await sleep(100);
+      // /health, every 100 ms, in both phases.
+      let health: number[] = [];
+      let probing = true;
+      const prober = (async () => {
+        while (probing) {
+          const t = performance.now();
+          const r = await fetch(`${base}/health`).catch(() => undefined);
+          await r?.text();
+          health.push(r?.ok ? performance.now() - t : Number.POSITIVE_INFINITY);
+          await sleep(100);
+        }
+      })();
+
+      await runPlan(keyB); // warm-up: the worker's first plan loads the workflow code
+      health = [];
+      const alone: number[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        const b = await runPlan(keyB);
+        alone.push(b.ms);
+        if (process.env.NOISY_TIMELINE === '1')
+          await timeline(new Client({ connection: temporal.connection }), b.planId);
       }
-    })();
+      const healthAlone = quantiles(health);
+      log(`B alone: ${alone.map((ms) => round(ms)).join(', ')} ms`);
 
-    await runPlan(keyB); // warm-up: the worker's first plan loads the workflow code
-    health = [];
-    const alone: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const b = await runPlan(keyB);
-      alone.push(b.ms);
-      if (process.env.NOISY_TIMELINE === '1') await timeline(new Client({ connection: temporal.connection }), b.planId);
-    }
-    const healthAlone = quantiles(health);
-    log(`B alone: ${alone.map((ms) => round(ms)).join(', ')} ms`);
-
-    // Tenant A: calls that never end, then its big plan.
-    await call(keyA, 'POST', '/connection-configuration', {
-      name: 'never-answers',
-      connectionType: HTTP,
-      connectionConfiguration: {
-        baseUrl: `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/`,
-        timeoutMs: 300_000,
-      },
-    });
-    await call(keyA, 'POST', '/workflow-definitions', {
-      definitionId: 'calling',
-      root: {
-        type: 'Elsa.Flowchart',
-        id: 'flow1',
-        activities: [
-          {
-            id: 'call',
-            type: 'Elsa.Http.SendHttpRequest',
-            connection: {
-              typeName: `ConnectionProperties<${HTTP}>`,
-              expression: { type: 'Literal', value: { connectionName: 'never-answers' } },
+      // Tenant A: calls that never end, then its big plan.
+      await call(keyA, 'POST', '/connection-configuration', {
+        name: 'never-answers',
+        connectionType: HTTP,
+        connectionConfiguration: {
+          baseUrl: `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/`,
+          timeoutMs: 300_000,
+        },
+      });
+      await call(keyA, 'POST', '/workflow-definitions', {
+        definitionId: 'calling',
+        root: {
+          type: 'Elsa.Flowchart',
+          id: 'flow1',
+          activities: [
+            {
+              id: 'call',
+              type: 'Elsa.Http.SendHttpRequest',
+              connection: {
+                typeName: `ConnectionProperties<${HTTP}>`,
+                expression: { type: 'Literal', value: { connectionName: 'never-answers' } },
+              },
+              method: { typeName: 'String', expression: { type: 'Literal', value: 'POST' } },
+              path: { typeName: 'String', expression: { type: 'Literal', value: 'hang' } },
             },
-            method: { typeName: 'String', expression: { type: 'Literal', value: 'POST' } },
-            path: { typeName: 'String', expression: { type: 'Literal', value: 'hang' } },
-          },
-        ],
-        connections: [],
-      },
-    });
-    for (let i = 0; i < CALLS; i++) await call(keyA, 'POST', '/workflow-instances', { definitionId: 'calling' });
-    for (const deadline = Date.now() + 30_000; held.length < 5 && Date.now() < deadline;) await sleep(100);
-    log(`A: ${CALLS} instances calling the endpoint; it holds ${held.length} of them`);
+          ],
+          connections: [],
+        },
+      });
+      for (let i = 0; i < CALLS; i++) await call(keyA, 'POST', '/workflow-instances', { definitionId: 'calling' });
+      for (const deadline = Date.now() + 30_000; held.length < 5 && Date.now() < deadline;) await sleep(100);
+      log(`A: ${CALLS} instances calling the endpoint; it holds ${held.length} of them`);
 
-    const noisy: number[] = [];
-    const aPlans: number[] = [];
-    health = [];
-    for (let i = 0; i < RUNS; i++) {
-      const a = runPlan(keyA);
-      // B's plan starts once A's is well under way (its jobs generated and batches running).
-      await sleep(2_000);
-      const b = await runPlan(keyB);
-      noisy.push(b.ms);
-      aPlans.push((await a).ms);
-      if (process.env.NOISY_TIMELINE === '1') await timeline(new Client({ connection: temporal.connection }), b.planId);
+      const noisy: number[] = [];
+      const aPlans: number[] = [];
+      health = [];
+      for (let i = 0; i < RUNS; i++) {
+        const a = runPlan(keyA);
+        // B's plan starts once A's is well under way (its jobs generated and batches running).
+        await sleep(2_000);
+        const b = await runPlan(keyB);
+        noisy.push(b.ms);
+        aPlans.push((await a).ms);
+        if (process.env.NOISY_TIMELINE === '1')
+          await timeline(new Client({ connection: temporal.connection }), b.planId);
+      }
+      const healthNoisy = quantiles(health);
+      probing = false;
+      await prober;
+      log(
+        `B with A running: ${noisy.map((ms) => round(ms)).join(', ')} ms (A's plans: ${aPlans.map((ms) => round(ms)).join(', ')} ms)`,
+      );
+      const ratio = round(median(noisy) / median(alone), 2);
+      plans = {
+        sizes: { tenantA: A_SIZE, tenantB: B_SIZE, callsOfA: CALLS, runs: RUNS },
+        tenantB: { aloneMs: alone.map((x) => round(x)), withNoisyAMs: noisy.map((x) => round(x)), ratio, target: 1.5 },
+        tenantAPlanMs: aPlans.map((x) => round(x)),
+        health: { alone: healthAlone, withNoisyA: healthNoisy },
+        endpoint: { heldAtOnceMax: heldMax, share: 5 },
+      };
+      planLines = [
+        `tenant B's plan of ${B_SIZE}: alone median ${round(median(alone))} ms; with A's plan of ${A_SIZE} and ${CALLS} hanging calls median ${round(median(noisy))} ms; ratio ${ratio}x (target ≤ 1.5x)`,
+        `/health: alone p50 ${healthAlone.p50Ms} ms, p99 ${healthAlone.p99Ms} ms; with A p50 ${healthNoisy.p50Ms} ms, p99 ${healthNoisy.p99Ms} ms, max ${healthNoisy.maxMs} ms`,
+        `A's calls held by the endpoint at once: at most ${heldMax} (its share 5)`,
+      ];
     }
-    const healthNoisy = quantiles(health);
-    probing = false;
-    await prober;
-    log(
-      `B with A running: ${noisy.map((ms) => round(ms)).join(', ')} ms (A's plans: ${aPlans.map((ms) => round(ms)).join(', ')} ms)`,
-    );
 
-    const ratio = round(median(noisy) / median(alone), 2);
+    const api = PHASES.has('api') ? await apiFloods({ base, adminKey, databaseUrl, keyA, keyB }) : undefined;
+
     const cpus = os.cpus();
     const report = {
       date: new Date().toISOString(),
@@ -278,27 +309,130 @@ async function main(): Promise<void> {
         memTotalGb: round(os.totalmem() / 1024 ** 3),
         node: process.version,
       },
-      sizes: { tenantA: A_SIZE, tenantB: B_SIZE, callsOfA: CALLS, runs: RUNS },
-      tenantB: { aloneMs: alone.map((x) => round(x)), withNoisyAMs: noisy.map((x) => round(x)), ratio, target: 1.5 },
-      tenantAPlanMs: aPlans.map((x) => round(x)),
-      health: { alone: healthAlone, withNoisyA: healthNoisy },
-      endpoint: { heldAtOnceMax: heldMax, share: 5 },
+      ...(plans ? { plans } : {}),
+      ...(api ? { api: api.report } : {}),
     };
     await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
     await writeFile(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
-    process.stdout.write(
-      [
-        '',
-        `tenant B's plan of ${B_SIZE}: alone median ${round(median(alone))} ms; with A's plan of ${A_SIZE} and ${CALLS} hanging calls median ${round(median(noisy))} ms; ratio ${ratio}x (target ≤ 1.5x)`,
-        `/health: alone p50 ${healthAlone.p50Ms} ms, p99 ${healthAlone.p99Ms} ms; with A p50 ${healthNoisy.p50Ms} ms, p99 ${healthNoisy.p99Ms} ms, max ${healthNoisy.maxMs} ms`,
-        `A's calls held by the endpoint at once: at most ${heldMax} (its share 5)`,
-        `results: ${RESULTS_FILE}`,
-        '',
-      ].join('\n'),
-    );
+    process.stdout.write(['', ...planLines, ...(api?.lines ?? []), `results: ${RESULTS_FILE}`, ''].join('\n'));
   } finally {
     for (const stop of stops) await stop().catch((err: unknown) => log(`error while stopping: ${String(err)}`));
   }
+}
+
+/** Floods the service from a process of its own (test/support/flood.ts) for `ms`; the answers by status. */
+function flood(o: { url: string; connections: number; ms: number; authorization?: string }) {
+  return new Promise<Record<string, number>>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/flood.ts', JSON.stringify(o)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('exit', () => {
+      try {
+        resolve(JSON.parse(out) as Record<string, number>);
+      } catch {
+        reject(new Error(`the flood printed no counts: ${out}`));
+      }
+    });
+  });
+}
+
+/**
+ * The node's time as a share: tenant B's cheap reads alone and beside each flood, API_RUNS times each, B's
+ * median alone taken just before each flood. The ratio of each run, its worst, and what each flood got.
+ */
+async function apiFloods(o: { base: string; adminKey: string; databaseUrl: string; keyA: string; keyB: string }) {
+  const call = async (key: string | undefined, method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${o.base}${p}`, {
+      method,
+      headers: {
+        ...(key ? { authorization: `ApiKey ${key}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, text };
+  };
+  const created = await call(o.adminKey, 'POST', '/identity/api-keys', {
+    name: 'tenant-c',
+    permissions: ['*'],
+    tenantId: 'tenant-c',
+  });
+  const keyC = (JSON.parse(created.text) as { key: string }).key;
+  const def = JSON.parse((await call(keyC, 'POST', '/workflow-definitions', DEFINITION)).text) as { id: string };
+  const db = new pg.Client({ connectionString: o.databaseUrl });
+  await db.connect();
+  await seedWithoutWorkflows(db, SEED_SQL, [def.id, 5_000, 'tenant-c']);
+  await db.end();
+  log('tenant C: 5,000 instances seeded for pages of 1,000');
+
+  const reads = [
+    () => call(o.keyB, 'GET', '/workflow-definitions'),
+    () => call(o.keyB, 'GET', '/workflow-instances?limit=20'),
+    () => call(o.keyB, 'POST', '/alterations/dry-run?countOnly=true', { definitionIds: [DEFINITION.definitionId] }),
+    () => call(o.keyB, 'GET', '/alterations?limit=5'),
+  ];
+  const probeB = async (ms: number) => {
+    const times: number[] = [];
+    let bad = 0;
+    const until = Date.now() + ms;
+    for (let i = 0; Date.now() < until; i++) {
+      const t = performance.now();
+      const r = await reads[i % reads.length]!();
+      times.push(performance.now() - t);
+      if (r.status !== 200) bad++;
+    }
+    return { median: median(times), n: times.length, bad };
+  };
+  await probeB(1_000); // warm-up
+  const floods = [
+    {
+      name: "tenant C's pages of 1,000, 32 at a time",
+      url: '/workflow-instances?limit=1000',
+      connections: 32,
+      key: keyC,
+    },
+    { name: "tenant A's cheap reads, 64 at a time", url: '/workflow-definitions', connections: 64, key: o.keyA },
+    { name: 'anonymous /health/live, 64 at a time', url: '/health/live', connections: 64 },
+    { name: 'anonymous unknown API keys, 64 at a time', url: '/workflow-definitions', connections: 64, key: 'random' },
+    { name: 'anonymous /health/ready, 64 at a time', url: '/health/ready', connections: 64 },
+  ];
+  const report: Record<string, unknown>[] = [];
+  const lines: string[] = [];
+  for (const f of floods) {
+    const runs: { aloneMs: number; besideMs: number; ratio: number; bBad: number; flood: Record<string, number> }[] =
+      [];
+    for (let i = 0; i < API_RUNS; i++) {
+      const alone = await probeB(API_MS);
+      const running = flood({
+        url: `${o.base}${f.url}`,
+        connections: f.connections,
+        ms: API_MS + 600,
+        ...(f.key === 'random' ? { authorization: 'random-key' } : f.key ? { authorization: `ApiKey ${f.key}` } : {}),
+      });
+      await sleep(300);
+      const beside = await probeB(API_MS);
+      const answers = await running;
+      runs.push({
+        aloneMs: round(alone.median, 2),
+        besideMs: round(beside.median, 2),
+        ratio: round(beside.median / alone.median, 2),
+        bBad: beside.bad,
+        flood: answers,
+      });
+    }
+    const worst = Math.max(...runs.map((r) => r.ratio));
+    report.push({ flood: f.name, runs, worstRatio: worst, target: 1.5 });
+    lines.push(
+      `${f.name}: B's median beside ÷ alone ${runs.map((r) => `${r.ratio}x (${r.aloneMs} → ${r.besideMs} ms)`).join(', ')}; worst ${worst}x (target ≤ 1.5x in every run)`,
+    );
+    log(lines[lines.length - 1]!);
+  }
+  return { report, lines };
 }
 
 /** NOISY_TIMELINE=1: where a plan's time went, from its Temporal history (batches: wait in queue, run). */

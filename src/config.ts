@@ -60,7 +60,7 @@ const ConfigSchema = z.object({
   EVENT_STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(50),
   EVENT_STREAMS_PER_NODE: z.coerce.number().int().min(1).max(100_000).default(1000),
   TENANT_API_CONNECTIONS: z.coerce.number().int().min(1).max(500).optional(),
-  TENANT_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(4),
+  TENANT_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(8),
   ANONYMOUS_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(4),
   TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
   WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),

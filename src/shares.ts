@@ -161,19 +161,24 @@ export class EventLoopLoad {
 /**
  * Requests in flight per tenant on an API node (TENANT_API_REQUESTS), shared by time as well as by count:
  * while the event loop is busy (utilization over `busyAbove`) and another tenant has been active within
- * the last second, each tenant has at most one request in flight; otherwise up to `perTenant`. A tenant
- * with none in flight is always let in. Waiting requests queue per tenant, first come first served, and are
+ * the last second, each tenant has at most one request in flight, and one whose requests queue rests after
+ * each as long as it took; otherwise up to `perTenant`. A tenant with none in flight is always let in. Waiting requests queue per tenant, first come first served, and are
  * let in on the loop's next turn after a release, or within `recheckMs` once the loop is no longer busy.
  *
  * Why one: measured on 2 cores, tenant C reading 1,000 instances a page 32 at a time, tenant B's median
  * read was 68–88 ms with C's 4 in flight, 10–17 ms with 2, and 4.6–5.2 ms with 1 (3.4–4.4 ms alone), while
  * C's own throughput fell by a fifth: requests that queue on the loop and in Postgres at once are what
- * slow everyone else, not one tenant's steady stream.
+ * slow everyone else, not one tenant's steady stream. And a tenant whose requests queue rests after each
+ * one as long as it took, while contended: one in flight still kept the loop busy all the time (B at
+ * 1.9–2.4x beside C, 1.6–1.9x beside 64 parallel cheap reads); resting, B stayed at 1.2–1.4x and 0.8–1.1x
+ * (bench/README.md, `npm run bench:noisy`).
  */
 export class RequestScheduler {
   private readonly held = new Map<string, number>();
   private readonly waiting = new Map<string, (() => boolean)[]>();
   private readonly seen = new Map<string, number>();
+  /** A backlogged tenant's next turn, no sooner (while contended): its last request's length after it ended. */
+  private readonly rested = new Map<string, number>();
   private recheck: NodeJS.Timeout | undefined;
 
   constructor(
@@ -216,7 +221,13 @@ export class RequestScheduler {
       /** Takes a place if the tenant is under its limit now; says whether it did. */
       const turn = () => {
         const held = this.held.get(tenant) ?? 0;
-        if (held > 0 && held >= this.limitFor(tenant)) return false;
+        const now = performance.now();
+        const limit = this.limitFor(tenant, now);
+        if (held > 0 && held >= limit) return false;
+        // A tenant whose requests queue, while the loop is contended, runs at most half the time: after a
+        // request it rests as long as the request took, so that a tenant that is not queueing finds the
+        // loop free about half the time instead of never.
+        if (limit === 1 && (this.rested.get(tenant) ?? 0) > now) return false;
         cleanup();
         this.held.set(tenant, held + 1);
         resolve(this.releaser(tenant));
@@ -239,10 +250,14 @@ export class RequestScheduler {
   /** Once; the tenant's waiters are looked at on the loop's next turn (never in the releasing microtask). */
   private releaser(tenant: string): () => void {
     let released = false;
+    const taken = performance.now();
     return () => {
       if (released) return;
       released = true;
-      this.seen.set(tenant, performance.now());
+      const now = performance.now();
+      this.seen.set(tenant, now);
+      if (this.waiting.get(tenant)?.length) this.rested.set(tenant, now + (now - taken));
+      else this.rested.delete(tenant);
       const mine = (this.held.get(tenant) ?? 1) - 1;
       if (mine <= 0) this.held.delete(tenant);
       else this.held.set(tenant, mine);
@@ -270,7 +285,10 @@ export class RequestScheduler {
   }
 
   private forget(now: number): void {
-    for (const [tenant, at] of this.seen)
-      if (now - at >= this.activeMs && !this.held.has(tenant)) this.seen.delete(tenant);
+    for (const [tenant, at] of this.seen) {
+      if (now - at < this.activeMs || this.held.has(tenant)) continue;
+      this.seen.delete(tenant);
+      this.rested.delete(tenant);
+    }
   }
 }

@@ -26,3 +26,17 @@ export function fairnessKey(tenant: string | null): string {
 export function tenantPriority(tenant: string | null): Priority {
   return { fairnessKey: fairnessKey(tenant) };
 }
+
+/**
+ * Temporal's priority key of plan workflows and, inherited, their activities (1 is first; unset is 3): on a
+ * task queue that holds a backlog of instance workflow tasks (a burst of starts, a recorded trigger being
+ * told), a plan's tasks are handed out first. A Cancel plan is how an operator stops a runaway, so it must
+ * never queue behind the work it is to stop (contract section 8; an attack run saw a plan start 33 s after
+ * its submission, behind its own tenant's 2,500 resumptions).
+ */
+export const PLAN_PRIORITY_KEY = 1;
+
+/** A plan workflow's priority: first, and its tenant's fairness key. */
+export function planPriority(tenant: string | null): Priority {
+  return { ...tenantPriority(tenant), priorityKey: PLAN_PRIORITY_KEY };
+}

@@ -15,7 +15,7 @@ import {
   PLAN_TENANT_ATTRIBUTE,
   PLAN_TYPES_ATTRIBUTE,
 } from '../../workflows/search-attributes.js';
-import { tenantPriority } from './fairness.js';
+import { PLAN_PRIORITY_KEY, planPriority } from './fairness.js';
 import { planWorkflowId } from './names.js';
 
 export interface PlanProcessing {
@@ -63,8 +63,8 @@ export async function startPlanWorkflow(
         },
       ],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      // The tenant's fairness key: its batches take turns with other tenants' work on a busy task queue.
-      ...(plan ? { priority: tenantPriority(plan.tenantId) } : {}),
+      // First on the task queue, and the tenant's fairness key: its batches take turns with other tenants'.
+      priority: plan ? planPriority(plan.tenantId) : { priorityKey: PLAN_PRIORITY_KEY },
       ...(plan
         ? {
             memo: {

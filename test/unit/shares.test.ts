@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
+import { RequestScheduler, ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
 
 describe('TenantCounter', () => {
   it('refuses a tenant past its share before the overall limit, and gives places back', () => {
@@ -44,5 +44,44 @@ describe('TenantGate', () => {
     const next = await gate.acquire('a', 50);
     await expect(gate.acquire('a', 50)).rejects.toBeInstanceOf(ShareTimeoutError);
     next();
+  });
+});
+
+describe('RequestScheduler', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('gives a tenant its whole share while the loop is quiet or it is alone, and one request at a time when both are busy', async () => {
+    const load = { value: 0 };
+    const s = new RequestScheduler(3, load);
+    const a = [await s.acquire('a', 100), await s.acquire('a', 100), await s.acquire('a', 100)];
+    await expect(s.acquire('a', 30)).rejects.toBeInstanceOf(ShareTimeoutError);
+    for (const r of a) r();
+    load.value = 0.9;
+    // Alone on a busy loop: still its share.
+    const alone = [await s.acquire('a', 100), await s.acquire('a', 100)];
+    expect(s.limitFor('a')).toBe(3);
+    // Another tenant comes: each may have one in flight; b, with none, is let in at once.
+    const b = await s.acquire('b', 10);
+    expect(s.limitFor('a')).toBe(1);
+    for (const r of alone) r();
+    const a1 = await s.acquire('a', 100);
+    await expect(s.acquire('a', 30)).rejects.toBeInstanceOf(ShareTimeoutError);
+    a1();
+    b();
+  });
+
+  it('makes a queueing tenant rest after each request on a contended loop, as long as the request took', async () => {
+    const load = { value: 0.9 };
+    const s = new RequestScheduler(4, load);
+    const b = await s.acquire('b', 10);
+    const first = await s.acquire('a', 100);
+    const waiting = s.acquire('a', 1_000);
+    await sleep(40);
+    const released = performance.now();
+    first(); // held ~40 ms, with a waiter: a rests ~40 ms before its next turn
+    const next = await waiting;
+    expect(performance.now() - released).toBeGreaterThanOrEqual(30);
+    next();
+    b();
   });
 });
