@@ -348,8 +348,11 @@ function zoneTimeline(zone: string, from: number, to: number): ZoneTimeline {
   return built;
 }
 
-/** Offsets are sampled this far apart; two transitions closer than this (none in the tz database since
- * 1970 with the same offset on both sides) would be missed. */
+/**
+ * Offsets are sampled this far apart. Transitions between two samples are found by bisection, however many;
+ * only a pair less than 2 days apart that returns to the same offset would go unseen (no current rule
+ * changes the clock twice within days; DST suspended for Ramadan lasts weeks).
+ */
 const SAMPLE_STEP = 2 * DAY;
 
 /**
