@@ -1,17 +1,11 @@
 import path from 'node:path';
 import type { cpuBetween } from './cpu.js';
-import { round } from './util.js';
+import { round, type Stat } from './util.js';
+
+export type { Stat } from './util.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Shapes of the results
-
-export interface Stat {
-  n: number;
-  totalMs: number;
-  medianMs: number;
-  p95Ms: number;
-  maxMs: number;
-}
 
 export interface SizeResult {
   n: number;

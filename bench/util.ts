@@ -1,5 +1,4 @@
 import pg from 'pg';
-import type { Stat } from './report.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Small helpers
@@ -7,6 +6,15 @@ import type { Stat } from './report.js';
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 export const round = (v: number, d = 1) => Math.round(v * 10 ** d) / 10 ** d;
+
+/** Latencies summarised: count, total, median, 95th percentile, maximum. */
+export interface Stat {
+  n: number;
+  totalMs: number;
+  medianMs: number;
+  p95Ms: number;
+  maxMs: number;
+}
 
 export function stat(values: number[]): Stat {
   if (values.length === 0) return { n: 0, totalMs: 0, medianMs: 0, p95Ms: 0, maxMs: 0 };

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ADMIN_PRINCIPAL_ID, findApiKeyPrincipal, matchesAdminKey } from '../auth/api-keys.js';
 import { grantsSatisfy, type PermissionSpec, requiredPermission } from '../auth/permissions.js';
-import type { Principal } from '../auth/principal.js';
+import type { Identity, Principal } from '../auth/principal.js';
 import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, TooManyAttemptsError, UnauthorizedError } from '../errors.js';
 import { addressKey, ADDRESS_RULE, countAttempt } from '../auth/throttle.js';
@@ -65,9 +65,6 @@ export async function authenticate(
       throw new UnauthorizedError(`Unsupported authorization scheme "${scheme}"; use ApiKey or Bearer`);
   }
 }
-
-/** What a request's credentials came to: its principal, or why it has none (thrown where a route needs one). */
-export type Identity = { principal: Principal } | { refused: Error } | { none: true };
 
 /**
  * Authenticates a request once, before routing, without throwing: the app's time share (src/api/app.ts)

@@ -1,4 +1,13 @@
-import type { AppDeps } from './context.js';
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+
+/** What the checks reach: Postgres (through no tenant's share) and Temporal; a worker's state where it runs one. */
+export interface ProbeDeps {
+  pool: pg.Pool;
+  ungatedPool?: pg.Pool | undefined;
+  temporal: Client;
+  workerRunning?: (() => boolean) | undefined;
+}
 
 /** A dependency's check, as `GET /health` and `GET /health/ready` report it. */
 export type Check = 'ok' | 'unavailable';
@@ -36,9 +45,7 @@ const check = (ok: boolean): Check => (ok ? 'ok' : 'unavailable');
  * not ready). The database probe takes no tenant's share of connections, so it answers whatever the tenants'
  * requests hold.
  */
-export async function readiness(
-  deps: Pick<AppDeps, 'pool' | 'ungatedPool' | 'temporal' | 'workerRunning'>,
-): Promise<Readiness> {
+export async function readiness(deps: ProbeDeps): Promise<Readiness> {
   const [pg, tp] = await Promise.all([
     probe(() => (deps.ungatedPool ?? deps.pool).query('SELECT 1')),
     probe(() => deps.temporal.connection.workflowService.getSystemInfo({})),
@@ -64,7 +71,7 @@ export class CachedProbes {
   private running: { at: number; result: Promise<Readiness> } | undefined;
 
   constructor(
-    private readonly deps: Pick<AppDeps, 'pool' | 'ungatedPool' | 'temporal' | 'workerRunning'>,
+    private readonly deps: ProbeDeps,
     private readonly maxAgeMs = PROBE_MAX_AGE_MS,
   ) {}
 

@@ -19,3 +19,6 @@ export function tenantKey(tenantId: string | null | undefined): string {
 export function tenantOut(key: string): string | null {
   return key === '' ? null : key;
 }
+
+/** What a request's credentials came to: its principal, or why it has none (thrown where a route needs one). */
+export type Identity = { principal: Principal } | { refused: Error } | { none: true };
