@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { createLogger } from '../src/logger.js';
-import { createService } from '../src/service.js';
+import { createService } from '../src/service/index.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { planHistory } from './history.js';
 import { activityRecords, instrumentPool, sqlStats, sqlTable, timingInterceptor } from './instrument.js';

@@ -4,7 +4,7 @@ import { createLogger, terminalStream } from './logger.js';
 import { claimDataDir, DataDirInUseError } from './embedded/leftovers.js';
 import { tuneHeapGrowth } from './memory.js';
 import { assertPortsFree, PortInUseError, type PortUse } from './ports.js';
-import { createService, type Role, type Service } from './service.js';
+import { createService, type Role, type Service } from './service/index.js';
 
 function roleFromArgs(argv: string[]): Role {
   if (argv.includes('--api')) return 'api';
@@ -55,12 +55,25 @@ async function main(): Promise<void> {
     // Whatever this process and its children (Temporal's SQLite, Postgres) create in DATA_DIR is private.
     process.umask(0o077);
     // Without its embedded Postgres, dev server or worker the service can do nothing: it stops (exit 1).
-    const service = await createService(config, { role, logger, stops: life, onLost: (why) => life.request(why, 1) });
+    // On a new machine the dev server's binary is built with Go (minutes): the API answers meanwhile.
+    const service = await createService(config, {
+      role,
+      logger,
+      stops: life,
+      onLost: (why) => life.request(why, 1),
+      temporalInBackground: true,
+    });
     // The API port serves /metrics and the probes wherever there is an API: a second port would only differ.
     if (role !== 'worker' && config.metrics.port !== undefined)
       logger.warn('METRICS_PORT is for worker-only processes (--worker); this process serves /metrics on PORT');
     process.stdout.write(banner(service));
     life.started();
+    if (service.embedded.temporalBuilding) {
+      service.engineReady.then(
+        () => process.stdout.write(engineBanner(service)),
+        () => undefined, // said by the service, which stops
+      );
+    }
   } catch (err) {
     if (!(err instanceof StopRequested)) process.stderr.write(`Startup failed: ${describe(err)}\n`);
     await life.stop();
@@ -73,12 +86,14 @@ function banner(service: Service): string {
   const lines = [''];
   if (service.server)
     lines.push(`  API:          ${base}`, `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`);
-  if (embedded.temporal && config.temporal.uiPort > 0)
-    lines.push(`  Temporal UI:  http://localhost:${config.temporal.uiPort}`);
-  if (embedded.temporal)
-    lines.push(`  Temporal:     ${embedded.temporal} (embedded dev server, data in ${config.dataDir})`);
+  if (embedded.temporalBuilding) {
+    lines.push(
+      '  Temporal:     building its dev server with Go, once per machine (about 4 minutes on 2 cores, longer on',
+      '                a busy machine; the build prints a line every 30 s). The API, its docs and your stored data',
+      '                answer now; plans and instances wait until Temporal is up (GET /health/ready says when).',
+    );
+  } else lines.push(...temporalLines(service));
   if (embedded.postgresDataDir) lines.push(`  Postgres:     embedded, data in ${embedded.postgresDataDir}`);
-  if (service.worker) lines.push(`  Worker:       task queue "${config.temporal.taskQueue}"`);
   if (service.metricsServer) {
     const probes = `http://localhost:${config.metrics.port}`;
     lines.push(`  Metrics:      ${probes}/metrics  (health: ${probes}/health/live, /health/ready)`);
@@ -97,6 +112,25 @@ function banner(service: Service): string {
   }
   lines.push('', '  Ctrl-C stops everything.', '');
   return lines.join('\n') + '\n';
+}
+
+/** Where Temporal and the worker are, once Temporal is up. */
+function temporalLines(service: Service): string[] {
+  const { config, embedded } = service;
+  const lines: string[] = [];
+  if (embedded.temporal && config.temporal.uiPort > 0)
+    lines.push(`  Temporal UI:  http://localhost:${config.temporal.uiPort}`);
+  if (embedded.temporal)
+    lines.push(`  Temporal:     ${embedded.temporal} (embedded dev server, data in ${config.dataDir})`);
+  if (service.worker) lines.push(`  Worker:       task queue "${config.temporal.taskQueue}"`);
+  return lines;
+}
+
+/** What a start that built Temporal in the background says once it is up. */
+function engineBanner(service: Service): string {
+  return (
+    ['', '  Temporal is up: plans and instances run from here on.', ...temporalLines(service), ''].join('\n') + '\n'
+  );
 }
 
 /** The ports this start listens on, with the setting that moves each. */

@@ -1,6 +1,5 @@
 import { type BlockList, isIP } from 'node:net';
 import type { Tracer } from '@opentelemetry/api';
-import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { type Identity, type Principal, tenantKey } from '../auth/principal.js';
 import type { CachedProbes } from './health-checks.js';
@@ -10,6 +9,7 @@ import type { ConfigCipher } from '../connections/cipher.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { TemporalLink } from '../temporal/link.js';
 import type { PlanProcessing } from '../temporal/plans.js';
 import type { PlanStatusListener } from '../alterations/status-listener.js';
 import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
@@ -29,7 +29,8 @@ export interface AppDeps {
     | 'triggerInlineInstances'
   >;
   pool: pg.Pool;
-  temporal: Client;
+  /** Temporal, which may come up after the API (src/temporal/link.ts). */
+  temporal: TemporalLink;
   definitions: DefinitionCache;
   /** Signing key and lifetimes of access and refresh tokens. */
   tokens: TokenSettings;

@@ -1,11 +1,11 @@
-import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import type { TemporalLink } from '../temporal/link.js';
 
 /** What the checks reach: Postgres (through no tenant's share) and Temporal; a worker's state where it runs one. */
 export interface ProbeDeps {
   pool: pg.Pool;
   ungatedPool?: pg.Pool | undefined;
-  temporal: Client;
+  temporal: TemporalLink;
   workerRunning?: (() => boolean) | undefined;
 }
 
@@ -16,6 +16,8 @@ export type Check = 'ok' | 'unavailable';
 export interface Readiness {
   status: Check;
   checks: { postgres: Check; temporal: Check; worker?: Check };
+  /** Why a check is not ok when the service knows (Temporal's dev server being built, or starting). */
+  detail?: string;
 }
 
 /** Resolves false instead of hanging when a dependency does not answer in time. */
@@ -46,14 +48,15 @@ const check = (ok: boolean): Check => (ok ? 'ok' : 'unavailable');
  * requests hold.
  */
 export async function readiness(deps: ProbeDeps): Promise<Readiness> {
+  const client = deps.temporal.current();
   const [pg, tp] = await Promise.all([
     probe(() => (deps.ungatedPool ?? deps.pool).query('SELECT 1')),
-    probe(() => deps.temporal.connection.workflowService.getSystemInfo({})),
+    client ? probe(() => client.connection.workflowService.getSystemInfo({})) : Promise.resolve(false),
   ]);
   const checks: Readiness['checks'] = { postgres: check(pg), temporal: check(tp) };
   if (deps.workerRunning) checks.worker = check(deps.workerRunning());
   const ok = Object.values(checks).every((c) => c === 'ok');
-  return { status: check(ok), checks };
+  return { status: check(ok), checks, ...(client ? {} : { detail: `Temporal: ${deps.temporal.waitingFor}` }) };
 }
 
 /** How old a probe result may be when a health request is answered from it (contract section 9). */
@@ -97,6 +100,7 @@ export class CachedProbes {
     }
     if (!this.deps.workerRunning) return result;
     const checks = { ...result.checks, worker: check(this.deps.workerRunning()) };
-    return { status: check(Object.values(checks).every((c) => c === 'ok')), checks };
+    const status = check(Object.values(checks).every((c) => c === 'ok'));
+    return { status, checks, ...(result.detail ? { detail: result.detail } : {}) };
   }
 }

@@ -8,6 +8,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { cachedCliPath, CliUnavailableError, ensureCliBinary } from './cli-binary.js';
 import { guardChild } from '../embedded/guardian.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/search-attributes.js';
+import type { GoBuildOptions } from './go-build.js';
 
 export interface DevServerOptions {
   /** Explicit binary (TEMPORAL_CLI_PATH). */
@@ -26,6 +27,8 @@ export interface DevServerOptions {
   onUnexpectedExit?: (why: string) => void;
   /** Task Queue Fairness (tenants' tasks take turns on a backlogged queue); on unless false (see `devServerFairness`). */
   fairness?: boolean;
+  /** How a build of the CLI reports progress and is stopped (src/temporal/go-build.ts). */
+  build?: Pick<GoBuildOptions, 'progress' | 'signal'>;
 }
 
 /** A running dev server and the two connections to it; `teardown` closes them and stops the server. */
@@ -50,7 +53,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     // Online, the SDK downloads and runs the server (it owns it); offline that fails at once.
     const viaSdk = await runThroughSdk(opts).catch(() => undefined);
     if (viaSdk) return viaSdk;
-    binary = await ensureCliBinary({ cacheDir: opts.cacheDir });
+    binary = await ensureCliBinary({ cacheDir: opts.cacheDir, ...opts.build });
   }
   try {
     return await runCli(binary, opts);

@@ -22,6 +22,8 @@ export interface GoBuildOptions {
   /** For tests: the Go command, and the environment it runs with. */
   go?: string;
   env?: NodeJS.ProcessEnv;
+  /** Aborted: the build's processes are stopped (the service stops while it builds in the background). */
+  signal?: AbortSignal;
 }
 
 /** The Go version `go version` reports, e.g. [1, 26] for "go version go1.26.8 linux/amd64"; undefined without Go. */
@@ -133,12 +135,14 @@ export async function goInstall(
     tty ? 1_000 : 30_000,
   );
   try {
-    const result = await run(go, ['install', ...modules], {
-      ...env,
-      GOBIN: gobin,
-      GOTOOLCHAIN: 'auto',
-      GOFLAGS: '-buildvcs=false',
-    });
+    const result = await run(
+      go,
+      ['install', ...modules],
+      { ...env, GOBIN: gobin, GOTOOLCHAIN: 'auto', GOFLAGS: '-buildvcs=false' },
+      undefined,
+      opts.signal,
+    );
+    if (opts.signal?.aborted) throw new Error('the build was stopped');
     if (result.code !== 0) {
       const tail = result.output.trim().split('\n').slice(-15).join('\n');
       throw failed(`go install ${modules.join(' ')}, exit ${result.code}`, tail);
@@ -149,14 +153,32 @@ export async function goInstall(
   }
 }
 
+/**
+ * Runs a command to its end and keeps the tail of its output. With `signal`, it runs in a process group of
+ * its own and the whole group is stopped when the signal aborts (`go install` runs the compiler in
+ * processes of its own).
+ */
 export function run(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd?: string,
+  signal?: AbortSignal,
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: Boolean(signal) });
+    const stop = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    };
+    if (signal) {
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+      child.once('close', () => signal.removeEventListener('abort', stop));
+    }
     let output = '';
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString('utf8')).slice(-20_000);

@@ -43,11 +43,14 @@ export interface PlanMetadata {
  * failed or was terminated may be started again.
  */
 export async function startPlanWorkflow(
-  client: Client,
+  client: Client | undefined,
   processing: PlanProcessing,
   planId: string,
   plan?: PlanMetadata,
 ): Promise<void> {
+  // Temporal not up yet (a first start building its dev server): the plan stays Pending in its row, and the
+  // worker starts every Pending plan's workflow once it runs (`startPendingPlans`).
+  if (!client) return;
   const searchAttributes = Boolean(processing.searchAttributes && plan);
   try {
     await client.workflow.start(alterationPlan, {
@@ -100,7 +103,9 @@ export async function startPlanWorkflow(
  * The row is already the truth: batches obey it and a paused workflow reads it every minute, so a signal
  * that cannot be sent (Temporal unreachable, the workflow not started yet) only delays; it is logged.
  */
-export async function signalPlanChanged(client: Client, planId: string, logger: Logger): Promise<void> {
+export async function signalPlanChanged(client: Client | undefined, planId: string, logger: Logger): Promise<void> {
+  // Without Temporal up, no workflow runs yet: it reads the row when it starts.
+  if (!client) return;
   try {
     await client.workflow.getHandle(planWorkflowId(planId)).signal(planChangedSignal);
   } catch (err) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createClient, type PlanEvent, ProblemError } from '../../src/client/index.js';
-import { createService, type Service, type ServiceOverrides } from '../../src/service.js';
+import { createService, type Service, type ServiceOverrides } from '../../src/service/index.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { createService, type Service } from '../../src/service.js';
+import { createService, type Service } from '../../src/service/index.js';
 import { type CertFiles, createCa, issueCert } from '../support/certificates.js';
 import { freePort } from '../support/free-port.js';
 import { PostgresServer } from '../support/postgres-server.js';

@@ -11,7 +11,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
 import type { DefinitionCache } from '../../src/engine/definitions.js';
 import { createLogger } from '../../src/logger.js';
-import { createService } from '../../src/service.js';
+import { createService } from '../../src/service/index.js';
 
 export interface ApiResponse<T = any> {
   status: number;

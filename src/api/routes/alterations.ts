@@ -309,7 +309,7 @@ export function alterationRoutes() {
     const { planId } = await submitPlan(pool, callerTenant(c), body);
     // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
     // submit whose first attempt stored the plan but could not start it.
-    await startPlanWorkflow(temporal, planProcessing, planId, {
+    await startPlanWorkflow(temporal.current(), planProcessing, planId, {
       tenantId: c.get('principal').tenantId,
       alterations: body.alterations,
       filter: body.filter,
@@ -322,7 +322,7 @@ export function alterationRoutes() {
     const { planId } = c.req.valid('param');
     const { pool, temporal, logger } = c.get('deps');
     await pausePlan(pool, callerTenant(c), planId);
-    await signalPlanChanged(temporal, planId, logger);
+    await signalPlanChanged(temporal.current(), planId, logger);
     return c.json({ planId, status: PLAN_STATUS.Paused }, 202);
   });
 
@@ -330,7 +330,7 @@ export function alterationRoutes() {
     const { planId } = c.req.valid('param');
     const { pool, temporal, logger } = c.get('deps');
     const status = await resumePlan(pool, callerTenant(c), planId);
-    await signalPlanChanged(temporal, planId, logger);
+    await signalPlanChanged(temporal.current(), planId, logger);
     return c.json({ planId, status }, 202);
   });
 
@@ -338,7 +338,7 @@ export function alterationRoutes() {
     const { planId } = c.req.valid('param');
     const { pool, temporal, logger } = c.get('deps');
     const plan = await changeRollout(pool, callerTenant(c), planId, c.req.valid('json'));
-    await signalPlanChanged(temporal, planId, logger);
+    await signalPlanChanged(temporal.current(), planId, logger);
     return c.json(plan, 200);
   });
 
@@ -346,7 +346,7 @@ export function alterationRoutes() {
     const { planId } = c.req.valid('param');
     const { pool, temporal, planProcessing } = c.get('deps');
     const reverted = await submitRevert(pool, callerTenant(c), planId, c.req.valid('json').id);
-    await startPlanWorkflow(temporal, planProcessing, reverted.planId, {
+    await startPlanWorkflow(temporal.current(), planProcessing, reverted.planId, {
       tenantId: tenantOut(reverted.original.tenant_id),
       alterations: [],
       filter: reverted.original.filter,
@@ -443,7 +443,7 @@ export function alterationRoutes() {
     const { pool, temporal, logger } = c.get('deps');
     await cancelPlan(pool, callerTenant(c), planId);
     // A paused or throttled workflow is waiting: it ends now instead of at its next look at the row.
-    await signalPlanChanged(temporal, planId, logger);
+    await signalPlanChanged(temporal.current(), planId, logger);
     return c.json({ planId, status: PLAN_STATUS.Cancelled }, 202);
   });
 

@@ -25,6 +25,9 @@ const ReadySchema = z
         description: 'Only in a process that runs a worker: "ok" while every one of its Temporal workers polls',
       }),
     }),
+    detail: z.string().optional().openapi({
+      description: "Why a check fails when the service knows, e.g. Temporal's dev server being built on a first start",
+    }),
   })
   .openapi('Readiness');
 

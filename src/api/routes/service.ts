@@ -9,7 +9,11 @@ import { secureRoute } from '../secure-route.js';
 
 const CheckSchema = z.enum(['ok', 'unavailable']);
 const HealthSchema = z
-  .object({ status: z.enum(['ok', 'unavailable']), checks: z.object({ postgres: CheckSchema, temporal: CheckSchema }) })
+  .object({
+    status: z.enum(['ok', 'unavailable']),
+    checks: z.object({ postgres: CheckSchema, temporal: CheckSchema }),
+    detail: z.string().optional().openapi({ description: 'Why a check fails when the service knows' }),
+  })
   .openapi('Health');
 
 const health = secureRoute('public', {
@@ -50,12 +54,13 @@ export function serviceRoutes() {
     const deps = c.get('deps');
     // Through no tenant's share (the probe answers whatever the tenants' requests hold), from a result at
     // most a second old (src/api/health-checks.ts).
-    const { checks } = deps.probes ? await deps.probes.readiness() : await readiness(deps);
+    const { checks, detail } = deps.probes ? await deps.probes.readiness() : await readiness(deps);
     const ok = checks.postgres === 'ok' && checks.temporal === 'ok';
     return c.json(
       {
         status: ok ? ('ok' as const) : ('unavailable' as const),
         checks: { postgres: checks.postgres, temporal: checks.temporal },
+        ...(detail ? { detail } : {}),
       },
       ok ? 200 : 503,
     );

@@ -1,0 +1,192 @@
+import { prepareDataDir } from '../embedded/data-dir.js';
+import { DefinitionCache } from '../engine/definitions.js';
+import { Stops } from '../lifecycle.js';
+import { createLogger, type Logger } from '../logger.js';
+import { createServiceMetrics } from '../metrics/service-metrics.js';
+import { TemporalLink } from '../temporal/link.js';
+import { type PlanProcessing, startPendingPlans } from '../temporal/plans.js';
+import { installTemporalRuntime } from '../temporal/runtime.js';
+import { startTracing } from '../tracing.js';
+import type { Config } from '../config.js';
+import { type ApiDeps, startApi, startProbeListener } from './api.js';
+import { prepareSecrets } from './identity.js';
+import { startDatabases } from './postgres.js';
+import { devServerNeedsBuild, startTemporal, type TemporalParts } from './temporal.js';
+import type { Role, Service, ServiceOverrides, StopRegistry } from './types.js';
+import { createWorkerRole, type WorkerRole } from './workers.js';
+
+export type { Role, Service, ServiceOverrides, StopRegistry } from './types.js';
+
+/** What the start says while the dev server's binary is built: where the minutes go, and what works meanwhile. */
+const BUILDING =
+  "the dev server's binary is being built with Go (once per machine; about 4 minutes on 2 cores, longer on a busy one)";
+
+/** stderr as a build's progress sees it when it is not the only thing writing: whole lines, no ticker. */
+const plainLines = {
+  isTTY: false,
+  write: (text: string) => process.stderr.write(text),
+} as unknown as NodeJS.WritableStream & { isTTY: boolean };
+
+/**
+ * Builds and starts the service from its configuration, by role (each in its own file of this folder):
+ * Postgres and migrations (src/service/postgres.ts), keys and first principals (identity.ts), Temporal
+ * (temporal.ts: TEMPORAL_ADDRESS, or a dev server), the worker side (workers.ts) and the API (api.ts), as
+ * `role` asks. `npm start`, `start:api`/`start:worker`, the tests and the benchmark all start it here.
+ */
+export async function createService(config: Config, overrides: ServiceOverrides = {}): Promise<Service> {
+  const role = overrides.role ?? 'all';
+  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const own = overrides.stops ? undefined : new Stops(logger);
+  const stops: StopRegistry = overrides.stops ?? own!;
+  try {
+    return await build(config, role, logger, stops, own, overrides);
+  } catch (err) {
+    await own?.run();
+    throw err;
+  }
+}
+
+async function build(
+  config: Config,
+  role: Role,
+  logger: Logger,
+  stops: StopRegistry,
+  own: Stops | undefined,
+  o: ServiceOverrides,
+): Promise<Service> {
+  const runtime = await installTemporalRuntime(o.runtimeLogger ?? logger);
+  // This service's metrics (a registry of its own), with the SDK's worker metrics appended at each scrape.
+  const metrics = createServiceMetrics({ temporalMetricsUrl: runtime.metricsUrl });
+  // Registered first, so it stops last: the spans of everything stopped before it are exported.
+  const tracing = await startTracing(config.tracing, o.spanProcessor);
+  if (tracing) stops.add('tracing', () => tracing.shutdown());
+  const lost = (why: string) => {
+    logger.fatal(why);
+    o.onLost?.(why);
+  };
+  // The data folder holds what the service keeps itself: the embedded stores and a generated signing key.
+  if (!config.databaseUrl || !config.temporal.address || !config.authSigningKey) await prepareDataDir(config.dataDir);
+  const db = await startDatabases(config, role, logger, stops, lost, metrics, o.onPool);
+  const secrets = await prepareSecrets(config, role, db.pool, logger, o.clock);
+  const definitions = new DefinitionCache();
+  // The search attributes are known once Temporal is up; the plans submitted before then start with it.
+  const planProcessing: PlanProcessing = { taskQueue: config.temporal.taskQueue, ...config.alterations };
+
+  // Temporal, and the worker on it. Before the API answers, unless its dev server must first be built and
+  // the caller lets that happen in the background (`npm start` on a new machine).
+  const background = o.temporalInBackground === true && devServerNeedsBuild(config);
+  const link = new TemporalLink({ why: background ? BUILDING : 'it is starting' });
+  const embedded: Service['embedded'] = {
+    ...(db.embeddedDataDir ? { postgresDataDir: db.embeddedDataDir } : {}),
+    ...(background ? { temporalBuilding: true } : {}),
+  };
+  let parts: TemporalParts | undefined;
+  let workers: WorkerRole | undefined;
+  const building = new AbortController();
+  const engine = (async () => {
+    parts = await startTemporal(config, logger, stops, lost, db.pool, tracing, {
+      signal: building.signal,
+      // In the background the progress is plain lines: a ticker rewriting its line would mangle the logs.
+      ...(background ? { progress: plainLines } : {}),
+    });
+    planProcessing.searchAttributes = parts.searchAttributes;
+    if (parts.embedded) embedded.temporal = parts.embedded;
+    if (db.workerPool) {
+      workers = createWorkerRole({
+        config,
+        logger,
+        stops,
+        postgres: db.postgres,
+        workerPool: db.workerPool,
+        backlogPool: db.apiPool,
+        temporal: parts,
+        definitions,
+        cipher: secrets.cipher,
+        metrics,
+        tracing,
+        workflowBundlePath: o.workflowBundlePath,
+        workerOptions: o.workerOptions,
+        recordUndo: o.recordUndo,
+        onLost: o.onLost,
+      });
+      stops.add('worker', () => workers!.stop());
+      if (o.startWorker !== false) {
+        await workers.start();
+        await startPendingPlans(db.workerPool, parts.client, planProcessing, logger);
+      }
+    }
+    link.connected(parts.client);
+  })();
+  if (background) {
+    stops.add('Temporal build', async () => building.abort());
+    engine.then(
+      () => logger.info({ temporal: parts?.address }, 'Temporal is up: plans and instances run from here on'),
+      (err: unknown) => {
+        if (building.signal.aborted) return;
+        logger.error({ err }, 'Temporal did not start');
+        lost(`Temporal did not start: ${err instanceof Error ? err.message : String(err)}`);
+      },
+    );
+  } else await engine;
+
+  const apiDeps: ApiDeps = {
+    config,
+    temporal: link,
+    definitions,
+    cipher: secrets.cipher,
+    logger,
+    tokens: secrets.tokens,
+    planProcessing,
+    planEventPollMs: o.planEventPollMs,
+    metrics,
+    workerRunning: db.workerPool ? () => workers?.running() ?? false : undefined,
+    tracer: tracing?.tracer,
+  };
+  const api = db.apiPool
+    ? await startApi(apiDeps, { apiPool: db.apiPool, postgres: db.postgres, stops, listen: o.listen !== false })
+    : undefined;
+  // A worker-only process has no API port: METRICS_PORT serves its metrics and health probes, if set.
+  const metricsServer =
+    role === 'worker' && config.metrics.port !== undefined && o.listen !== false
+      ? await startProbeListener(apiDeps, { databaseUrl: db.databaseUrl, port: config.metrics.port, stops })
+      : undefined;
+
+  return {
+    config,
+    role,
+    logger,
+    pool: db.pool,
+    apiPool: db.apiPool,
+    workerPool: db.workerPool,
+    databaseUrl: db.databaseUrl,
+    get temporalAddress() {
+      return parts?.address ?? '';
+    },
+    get client() {
+      return link.client();
+    },
+    temporal: link,
+    engineReady: engine,
+    definitions,
+    tokens: secrets.tokens,
+    app: api?.app,
+    server: api?.server,
+    metrics,
+    metricsServer,
+    embedded,
+    generatedKey: secrets.generatedKey,
+    get worker() {
+      return workers?.main;
+    },
+    startWorker: async () => {
+      if (!workers) throw new Error(`a ${role} service runs no worker, or Temporal is not up yet`);
+      await workers.start();
+    },
+    stopWorker: async () => {
+      await workers?.stop();
+    },
+    stop: async () => {
+      await own?.run();
+    },
+  };
+}

@@ -1,0 +1,179 @@
+import { Client } from '@temporalio/client';
+import type { Worker, WorkerOptions } from '@temporalio/worker';
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import type { ConfigCipher } from '../connections/cipher.js';
+import { createPool } from '../db/pool.js';
+import type { PostgresConnection } from '../db/postgres-connection.js';
+import type { DefinitionCache } from '../engine/definitions.js';
+import { ResumptionDrain } from '../engine/resumption-drain.js';
+import type { Logger } from '../logger.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import { TenantCounter } from '../shares.js';
+import { OutboxRelay } from '../temporal/outbox-relay.js';
+import { createBatchWorker, createCallsWorker, createWorker } from '../temporal/worker.js';
+import { type Tracing, withTracing } from '../tracing.js';
+import type { TemporalParts } from './temporal.js';
+import type { StopRegistry } from './types.js';
+
+/**
+ * How the worker pool's connections (after the batches' slots) are split between the main worker's regular
+ * and local activities: each activity holds at most one connection. Local: instance steps (since the
+ * `instance-local-steps` patch) and plan generation and completion. Regular: plan steering (pause, control)
+ * and the steps of instance workflows recorded before that patch: a quarter, at least 2.
+ */
+function mainWorkerSlots(workerPoolSize: number, batchSlots: number) {
+  const steady = workerPoolSize - batchSlots;
+  const regular = Math.max(2, Math.floor(steady / 4));
+  return { regular, local: Math.max(2, steady - regular) };
+}
+
+/** Connections of the calls worker's own pool: each call reads what to call in a few short statements. */
+const CALLS_POOL_SIZE = 4;
+
+export interface WorkerRoleDeps {
+  config: Config;
+  logger: Logger;
+  stops: StopRegistry;
+  postgres: PostgresConnection;
+  workerPool: pg.Pool;
+  /** Where scrapes read the engine's queues: the API's pool, or a worker-only process's probes pool. */
+  backlogPool: pg.Pool | undefined;
+  temporal: TemporalParts;
+  definitions: DefinitionCache;
+  cipher: ConfigCipher;
+  metrics: ServiceMetrics;
+  tracing: Tracing | undefined;
+  workflowBundlePath?: string | undefined;
+  workerOptions?: Partial<WorkerOptions> | undefined;
+  recordUndo?: boolean | undefined;
+  /** A worker stopped with an error: the owner decides (main stops the process, exit 1). */
+  onLost?: ((why: string) => void) | undefined;
+}
+
+/** The worker side of a process: its Temporal workers, the outbox relay and the resumption drain. */
+export interface WorkerRole {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Every Temporal worker of the process polls (`GET /health/ready`). */
+  running(): boolean;
+  /** The main worker, while it runs. */
+  readonly main: Worker | undefined;
+}
+
+/**
+ * Builds the worker side: the calls' own pool (a call holds a slot of the calls worker for as long as its
+ * endpoint takes, and must never wait for a connection batches and steps hold), the per-tenant share of
+ * outbound calls, the relay that tells instances' workflows what committed (tenants in turn, a share of
+ * the requests to Temporal each), the drain of recorded event resumptions, and the three workers (main:
+ * workflows and steps; batches; calls), started and stopped together.
+ */
+export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
+  const { config, logger } = d;
+  const callsPool = createPool(d.postgres, {
+    max: CALLS_POOL_SIZE,
+    idleInTransactionTimeoutMs: config.database.idleInTransactionTimeoutMs,
+    applicationName: 'workflow-alterations-calls',
+  });
+  d.stops.add('calls database pool', () => callsPool.end());
+  d.metrics.watchPool('calls', callsPool);
+  const outboundCalls = new TenantCounter(config.shares.outboundCallsPerTenant, config.shares.outboundCallSlots);
+  const relay = new OutboxRelay({
+    pool: d.workerPool,
+    // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back to
+    // this process's worker with the start), and the requests go through the SDK's native client.
+    client: new Client({
+      connection: d.temporal.nativeConnection,
+      namespace: config.temporal.namespace,
+      interceptors: d.tracing?.clientInterceptors,
+    }),
+    eager: true,
+    taskQueue: config.temporal.taskQueue,
+    logger,
+    searchAttributes: d.temporal.searchAttributes,
+    perTenant: config.shares.temporalRequestsPerTenant,
+  });
+  const resumptions = new ResumptionDrain({ pool: d.workerPool, definitions: d.definitions, logger });
+  if (d.backlogPool) d.metrics.watchEngineBacklog(d.backlogPool);
+
+  let workers: Worker[] = [];
+  let runs: Promise<void>[] = [];
+  let stopping = false;
+  const start = async () => {
+    if (workers.length) throw new Error('the worker is already running');
+    workers = await createWorkers(d, callsPool, outboundCalls);
+    stopping = false;
+    runs = workers.map((w) => w.run());
+    relay.start();
+    resumptions.start();
+    for (const run of runs) {
+      run.catch((err: unknown) => {
+        if (stopping) return;
+        logger.fatal({ err }, 'worker stopped with an error');
+        d.onLost?.('worker failed');
+      });
+    }
+  };
+  const stop = async () => {
+    if (!workers.length) return;
+    stopping = true;
+    await Promise.all([relay.stop(), resumptions.stop()]);
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await Promise.all(runs.map((r) => r.catch(() => undefined)));
+    workers = [];
+    runs = [];
+  };
+  return {
+    start,
+    stop,
+    running: () => workers.length > 0 && workers.every((w) => w.getState() === 'RUNNING'),
+    get main() {
+      return workers[0];
+    },
+  };
+}
+
+/** The main, batches and calls workers, each with its slots (src/temporal/worker.ts). */
+async function createWorkers(d: WorkerRoleDeps, callsPool: pg.Pool, calls: TenantCounter): Promise<Worker[]> {
+  const { config } = d;
+  const engine = {
+    definitions: d.definitions,
+    logger: d.logger,
+    cipher: d.cipher,
+    outbound: { allowNetworks: config.outboundAllowNetworks },
+    callMetrics: d.metrics,
+  };
+  // Steps and batches: the worker pool, and plan batches' dispatches outside the Temporal request share.
+  const activityDeps = {
+    ...engine,
+    pool: d.workerPool,
+    planMetrics: d.metrics,
+    ...(d.recordUndo === false ? { recordUndo: false } : {}),
+  };
+  const where = {
+    connection: d.temporal.nativeConnection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+  };
+  const options = withTracing(d.workerOptions, d.tracing);
+  const { workerPoolSize, batchSlots } = config.database;
+  const slots = mainWorkerSlots(workerPoolSize, batchSlots);
+  const main = await createWorker({
+    ...where,
+    deps: activityDeps,
+    workflowBundlePath: d.workflowBundlePath,
+    // Each activity holds at most one of the pool's connections: batches have theirs, the rest is split.
+    maxConcurrentActivities: slots.regular,
+    maxConcurrentLocalActivities: slots.local,
+    maxCachedWorkflows: config.cachedWorkflows,
+    options,
+  });
+  const batches = await createBatchWorker({ ...where, deps: activityDeps, slots: batchSlots, options });
+  const callsWorker = await createCallsWorker({
+    ...where,
+    deps: { ...engine, pool: callsPool, calls },
+    slots: config.shares.outboundCallSlots,
+    options,
+  });
+  return [main, batches, callsWorker];
+}
