@@ -54,6 +54,25 @@ describe('the plan workflow', () => {
   });
 });
 
+describe('plans open at the upgrade to approvals and maintenance windows', () => {
+  // Recorded by test/support/record-plan-histories.ts at b0fe906 (the release before plan governance), each
+  // still open when fetched: 20,000 jobs at 2,000 a second caught with batches in flight; a canary of 10
+  // paused, waiting to be resumed; 5 a second waiting on the throttle's timer. Today's code must take the
+  // path they took and go on from where they are.
+  it.each([
+    ['plan-history-before-governance-running.bin', 'running'],
+    ['plan-history-before-governance-paused.bin', 'paused'],
+    ['plan-history-before-governance-throttled.bin', 'throttled'],
+  ])('replays %s (a %s plan)', async (name) => {
+    const history = await fixture(name);
+    const last = history.events?.at(-1);
+    expect(
+      last?.workflowExecutionCompletedEventAttributes ?? last?.workflowExecutionContinuedAsNewEventAttributes,
+    ).toBeFalsy();
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+});
+
 describe('the instance workflow', () => {
   // An instance WriteLine → SendHttpRequest (retry-3-quick; the first call answered 503) → WriteLine, run
   // by commit 0a9d413, before calls ran apart: the call was made inside executeInstanceStep, retried by
