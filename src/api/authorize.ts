@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ADMIN_PRINCIPAL_ID, findApiKeyPrincipal, matchesAdminKey } from '../auth/api-keys.js';
-import { grantsSatisfy, type PermissionSpec, requiredPermission } from '../auth/permissions.js';
+import { grantsSatisfy, type PermissionModel, type PermissionSpec, requiredPermission } from '../auth/permissions.js';
 import type { Identity, Principal } from '../auth/principal.js';
 import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, TooManyAttemptsError, UnauthorizedError } from '../errors.js';
@@ -98,10 +98,42 @@ export function authorize(spec: PermissionSpec) {
     else if (known && 'refused' in known) throw known.refused;
     else principal = await authenticate(deps, c.req.header('authorization'), clientAddress(c));
     c.set('principal', principal);
-    const required = requiredPermission(spec, deps.config.permissionModel);
-    if (required && !grantsSatisfy(deps.config.permissionModel, principal.permissions, required)) {
-      throw new ForbiddenError(`Missing permission: this operation requires "${required}"`);
-    }
+    checkPermission(deps.config.permissionModel, principal, spec);
     await next();
   });
+}
+
+/**
+ * Whether the principal may do what `spec` requires under the model: the one check behind every route
+ * (`authorize`) and every console action, which shows or runs an action only where this passes.
+ */
+export function mayDo(
+  model: PermissionModel,
+  principal: Pick<Principal, 'permissions'>,
+  spec: PermissionSpec,
+): boolean {
+  return missingPermission(model, principal, spec) === undefined;
+}
+
+/** Throws the 403 of a missing permission, naming it (contract section 1). */
+export function checkPermission(
+  model: PermissionModel,
+  principal: Pick<Principal, 'permissions'>,
+  spec: PermissionSpec,
+): void {
+  const missing = missingPermission(model, principal, spec);
+  if (missing) throw new ForbiddenError(missingPermissionDetail(missing));
+}
+
+/** The detail of the 403 for a missing permission: the API's and the console's words. */
+export const missingPermissionDetail = (required: string) =>
+  `Missing permission: this operation requires "${required}"`;
+
+function missingPermission(
+  model: PermissionModel,
+  principal: Pick<Principal, 'permissions'>,
+  spec: PermissionSpec,
+): string | undefined {
+  const required = requiredPermission(spec, model);
+  return required && !grantsSatisfy(model, principal.permissions, required) ? required : undefined;
 }

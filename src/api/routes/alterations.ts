@@ -6,22 +6,11 @@ import {
   AlterationSchema,
   FilterSchema,
   JobStatusInput,
-  PLAN_STATUS,
   PlanStatusInput,
   RolloutPatchSchema,
   RolloutSchema,
 } from '../../alterations/model.js';
-import {
-  cancelPlan,
-  changeRollout,
-  getPlan,
-  listJobs,
-  listPlans,
-  pausePlan,
-  resumePlan,
-  submitPlan,
-  submitRevert,
-} from '../../alterations/plans.js';
+import { getPlan, listJobs, listPlans } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import {
   JobSchema,
@@ -30,31 +19,39 @@ import {
   PreviewItemSchema,
   RunResultSchema,
 } from '../../alterations/views.js';
-import { signalPlanChanged, startPlanWorkflow } from '../../temporal/plans.js';
-import { tenantOut } from '../../auth/principal.js';
+import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { type AppEnv, callerTenant } from '../context.js';
+import {
+  cancelPlanCommand,
+  pausePlanCommand,
+  resumePlanCommand,
+  revertPlanCommand,
+  rolloutPlanCommand,
+  submitPlanCommand,
+} from '../plan-commands.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
 
-const EXECUTE = { structured: 'alterations:execute', legacy: 'run:alterations' };
-const VIEW = { structured: 'alterations:view', legacy: 'read:alterations' };
+const EXECUTE = ALTERATIONS_EXECUTE;
+const VIEW = ALTERATIONS_VIEW;
 const TAGS = ['Alterations'];
 
 const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openapi('AlterationRunResponse');
 
-const Alterations = z.array(AlterationSchema).min(1).max(100);
+export const Alterations = z.array(AlterationSchema).min(1).max(100);
 const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
 /** Words that are routes under /alterations: a plan named so could not be reached by its id. */
 const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows'];
-const PlanId = z
+export const PlanId = z
   .string()
   .regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"')
   .refine((id) => !ROUTE_WORDS.includes(id), `A plan id may not be ${ROUTE_WORDS.join(', ')} (routes of their own)`);
 
-const SubmitSchema = z
+/** The body of `POST /alterations/submit`; the console's New plan validates with it too. */
+export const SubmitSchema = z
   .strictObject({
     id: PlanId.optional().openapi({
       description: 'Client-chosen plan id: resubmitting the same id and body is idempotent',
@@ -91,6 +88,15 @@ const submit = secureRoute(EXECUTE, {
   },
 });
 
+/** The body of `POST /alterations/preview` (and the console's Preview). */
+export const PreviewSchema = z
+  .strictObject({
+    alterations: Alterations,
+    filter: FilterSchema,
+    limit: Int32.min(1).max(100).default(10).openapi({ description: 'Instances to preview (1 to 100)' }),
+  })
+  .openapi('PreviewAlterationsRequest');
+
 const dryRun = secureRoute(EXECUTE, {
   method: 'post',
   path: '/alterations/dry-run',
@@ -117,15 +123,7 @@ const preview = secureRoute(EXECUTE, {
   tags: TAGS,
   summary:
     'What a plan would do to the first instances it matches (dry-run order), computed as plans apply; writes nothing',
-  request: jsonBody(
-    z
-      .strictObject({
-        alterations: Alterations,
-        filter: FilterSchema,
-        limit: Int32.min(1).max(100).default(10).openapi({ description: 'Instances to preview (1 to 100)' }),
-      })
-      .openapi('PreviewAlterationsRequest'),
-  ),
+  request: jsonBody(PreviewSchema),
   responses: {
     200: jsonContent(
       z.object({ matchedCount: z.number().int(), items: z.array(PreviewItemSchema) }).openapi('AlterationPreview'),
@@ -304,56 +302,29 @@ export function alterationRoutes() {
   const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(submit, async (c) => {
-    const { pool, temporal, planProcessing } = c.get('deps');
-    const body = c.req.valid('json');
-    const { planId } = await submitPlan(pool, callerTenant(c), body);
-    // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
-    // submit whose first attempt stored the plan but could not start it.
-    await startPlanWorkflow(temporal.current(), planProcessing, planId, {
-      tenantId: c.get('principal').tenantId,
-      alterations: body.alterations,
-      filter: body.filter,
-    });
+    const { planId } = await submitPlanCommand(c.get('deps'), c.get('principal'), c.req.valid('json'));
     c.header('Location', `/alterations/${encodeURIComponent(planId)}`);
     return c.json({ planId }, 202);
   });
 
   app.openapi(pause, async (c) => {
-    const { planId } = c.req.valid('param');
-    const { pool, temporal, logger } = c.get('deps');
-    await pausePlan(pool, callerTenant(c), planId);
-    await signalPlanChanged(temporal.current(), planId, logger);
-    return c.json({ planId, status: PLAN_STATUS.Paused }, 202);
+    return c.json(await pausePlanCommand(c.get('deps'), c.get('principal'), c.req.valid('param').planId), 202);
   });
 
   app.openapi(resume, async (c) => {
-    const { planId } = c.req.valid('param');
-    const { pool, temporal, logger } = c.get('deps');
-    const status = await resumePlan(pool, callerTenant(c), planId);
-    await signalPlanChanged(temporal.current(), planId, logger);
-    return c.json({ planId, status }, 202);
+    return c.json(await resumePlanCommand(c.get('deps'), c.get('principal'), c.req.valid('param').planId), 202);
   });
 
   app.openapi(rollout, async (c) => {
     const { planId } = c.req.valid('param');
-    const { pool, temporal, logger } = c.get('deps');
-    const plan = await changeRollout(pool, callerTenant(c), planId, c.req.valid('json'));
-    await signalPlanChanged(temporal.current(), planId, logger);
-    return c.json(plan, 200);
+    return c.json(await rolloutPlanCommand(c.get('deps'), c.get('principal'), planId, c.req.valid('json')), 200);
   });
 
   app.openapi(revert, async (c) => {
     const { planId } = c.req.valid('param');
-    const { pool, temporal, planProcessing } = c.get('deps');
-    const reverted = await submitRevert(pool, callerTenant(c), planId, c.req.valid('json').id);
-    await startPlanWorkflow(temporal.current(), planProcessing, reverted.planId, {
-      tenantId: tenantOut(reverted.original.tenant_id),
-      alterations: [],
-      filter: reverted.original.filter,
-      revertOf: planId,
-    });
+    const reverted = await revertPlanCommand(c.get('deps'), c.get('principal'), planId, c.req.valid('json').id);
     c.header('Location', `/alterations/${encodeURIComponent(reverted.planId)}`);
-    return c.json({ planId: reverted.planId }, 202);
+    return c.json(reverted, 202);
   });
 
   app.openapi(dryRun, async (c) => {
@@ -439,12 +410,7 @@ export function alterationRoutes() {
   });
 
   app.openapi(cancel, async (c) => {
-    const { planId } = c.req.valid('param');
-    const { pool, temporal, logger } = c.get('deps');
-    await cancelPlan(pool, callerTenant(c), planId);
-    // A paused or throttled workflow is waiting: it ends now instead of at its next look at the row.
-    await signalPlanChanged(temporal.current(), planId, logger);
-    return c.json({ planId, status: PLAN_STATUS.Cancelled }, 202);
+    return c.json(await cancelPlanCommand(c.get('deps'), c.get('principal'), c.req.valid('param').planId), 202);
   });
 
   app.openapi(run, async (c) => {

@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { DEFINITIONS_VIEW } from '../../auth/route-permissions.js';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
 import { findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
 import {
@@ -24,7 +25,7 @@ function openDefinitionCursor(key: Uint8Array, sealed: string): string {
   ]);
 }
 
-const VIEW = { structured: 'workflows/definitions:view', legacy: 'read:workflow-definitions' };
+const VIEW = DEFINITIONS_VIEW;
 
 const publish = secureRoute(
   { structured: 'workflows/definitions:create', legacy: 'write:workflow-definitions' },

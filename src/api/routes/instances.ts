@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { INSTANCES_EXECUTE, INSTANCES_VIEW } from '../../auth/route-permissions.js';
 import { triggerEvent } from '../../engine/events.js';
 import { listInstancesJson } from '../../engine/instance-list.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
@@ -14,8 +15,8 @@ import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
-const EXECUTE = { structured: 'workflows/instances:execute', legacy: 'exec:workflow-definitions' };
-const VIEW = { structured: 'workflows/instances:view', legacy: 'read:workflow-instances' };
+const EXECUTE = INSTANCES_EXECUTE;
+const VIEW = INSTANCES_VIEW;
 
 const CreateInstanceSchema = z
   .strictObject({
