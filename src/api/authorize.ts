@@ -7,6 +7,7 @@ import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, TooManyAttemptsError, UnauthorizedError } from '../errors.js';
 import { addressKey, ADDRESS_RULE, countAttempt } from '../auth/throttle.js';
 import { type AppDeps, type AppEnv, clientAddress } from './context.js';
+import { consoleIdentity, isConsolePath } from '../console/session.js';
 
 /** Reads the credentials of a request: `ApiKey <key>` or `Bearer <access token>`. */
 export async function authenticate(
@@ -73,6 +74,8 @@ export async function authenticate(
  * needs a principal (a public route ignores it, as before).
  */
 export async function identify(c: Context<AppEnv>): Promise<Identity> {
+  // The console's pages authenticate by their session cookie, and only by it (src/console/session.ts).
+  if (isConsolePath(c.req.path)) return consoleIdentity(c);
   const header = c.req.header('authorization');
   if (!header || header.trim() === '') return { none: true };
   try {

@@ -123,6 +123,33 @@ export function clientAddress(c: {
   return unmapped(client);
 }
 
+/**
+ * Whether the client reached this service over HTTPS: the socket is TLS, or the socket's peer is a reverse
+ * proxy listed in TRUSTED_PROXIES whose X-Forwarded-Proto (its last value: the one that proxy wrote) says
+ * https. Any client can write the header, so without a trusted proxy it is ignored.
+ */
+export function viaHttps(c: {
+  env?: unknown;
+  req: { header(name: string): string | undefined };
+  get(key: 'deps'): Pick<AppDeps, 'config'>;
+}): boolean {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string; encrypted?: boolean } } } | undefined;
+  const socket = env?.incoming?.socket;
+  if (socket?.encrypted) return true;
+  if (!socket?.remoteAddress || !fromTrustedProxy(c, socket.remoteAddress)) return false;
+  const proto = (c.req.header('x-forwarded-proto') ?? '').split(',').pop()?.trim().toLowerCase();
+  return proto === 'https';
+}
+
+/** Is `socket` (the peer's address) one of TRUSTED_PROXIES? */
+export function fromTrustedProxy(c: { get(key: 'deps'): Pick<AppDeps, 'config'> }, socket: string): boolean {
+  const proxies = c.get('deps').config.trustedProxies;
+  if (proxies.length === 0) return false;
+  let trusted = trustedLists.get(proxies);
+  if (!trusted) trustedLists.set(proxies, (trusted = networkList(proxies)));
+  return inNetworks(trusted, socket);
+}
+
 /** An address as proxies write it in X-Forwarded-For: `1.2.3.4`, `1.2.3.4:5678`, `[2001:db8::1]:443` or bare IPv6. */
 function bareAddress(hop: string): string {
   const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(hop);

@@ -19,7 +19,7 @@ import { UnauthorizedError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Principal } from './principal.js';
 import { tenantOut } from './principal.js';
-import { loadUser, type StoredUser, verifyCredentials } from './users.js';
+import { EFFECTIVE_GRANTS_SQL, loadUser, type StoredUser, verifyCredentials } from './users.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 
 export interface TokenSettings {
@@ -269,6 +269,34 @@ export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, 
     name: name ?? sub,
     tenantId: tenantOut(tenantId ?? ''),
     permissions: permissions.filter((p): p is string => typeof p === 'string' && p !== 'none'),
+    sessionId: sid,
+  };
+}
+
+/**
+ * The principal of a console session (src/console/session.ts), whose cookie holds the session's refresh
+ * token as sign-in issued it; the console never rotates it. Unlike an access token, it is checked against
+ * Postgres on every request, so that a sign-out ends it at once: the token is signed, of this service and
+ * unexpired; its row is unused (a refresh through `/identity/refresh` ends the console's hold on it) and
+ * unexpired; its session is not revoked; its user still exists. The grants are the user's current ones.
+ */
+export async function principalFromSessionToken(db: Queryable, s: TokenSettings, token: string): Promise<Principal> {
+  const { sub, sid, jti } = await verifyRefreshToken(s, token);
+  const { rows } = await db.query<{ id: string; name: string; tenant_id: string; permissions: string[] }>(
+    `SELECT u.id, u.name, u.tenant_id, ${EFFECTIVE_GRANTS_SQL} AS permissions
+       FROM refresh_tokens t JOIN sessions x ON x.id = t.session_id JOIN users u ON u.id = x.user_id
+      WHERE t.jti = $1 AND t.session_id = $2 AND x.user_id = $3
+        AND t.used_at IS NULL AND t.expires_at > $4 AND x.revoked_at IS NULL`,
+    [jti, sid, sub, nowOf(s)],
+  );
+  const user = rows[0];
+  if (!user) throw new UnauthorizedError('The session has ended (signed out, expired, or its user was deleted)');
+  return {
+    kind: 'user',
+    id: user.id,
+    name: user.name,
+    tenantId: tenantOut(user.tenant_id),
+    permissions: user.permissions,
     sessionId: sid,
   };
 }

@@ -165,13 +165,15 @@ export interface StoredUser {
   permissions: string[];
 }
 
+/** SQL of a user's effective grants (own ∪ roles', sorted), for the row of `users` named `u`. */
+export const EFFECTIVE_GRANTS_SQL = `ARRAY(SELECT DISTINCT p FROM unnest(u.permissions || coalesce(
+              (SELECT array_agg(rp) FROM user_roles ur JOIN roles r ON r.id = ur.role_id, unnest(r.permissions) rp WHERE ur.user_id = u.id),
+              '{}')) AS p ORDER BY p)`;
+
 /** A user with its effective grants (own ∪ roles'), or undefined. */
 export async function loadUser(db: Queryable, id: string): Promise<StoredUser | undefined> {
   const { rows } = await db.query<{ id: string; name: string; tenant_id: string; permissions: string[] }>(
-    `SELECT u.id, u.name, u.tenant_id,
-            ARRAY(SELECT DISTINCT p FROM unnest(u.permissions || coalesce(
-              (SELECT array_agg(rp) FROM user_roles ur JOIN roles r ON r.id = ur.role_id, unnest(r.permissions) rp WHERE ur.user_id = u.id),
-              '{}')) AS p ORDER BY p) AS permissions
+    `SELECT u.id, u.name, u.tenant_id, ${EFFECTIVE_GRANTS_SQL} AS permissions
        FROM users u WHERE u.id = $1`,
     [id],
   );
