@@ -36,6 +36,10 @@ const ConfigSchema = z.object({
   TEMPORAL_TLS_SERVER_NAME: optional,
   TEMPORAL_API_KEY: optional,
   TEMPORAL_UI_PORT: port(8233),
+  TEMPORAL_UI_URL: optional.refine(
+    (v) => v === undefined || (/^https?:\/\//i.test(v) && URL.canParse(v)),
+    'must be an http(s) URL, e.g. https://temporal.example.com',
+  ),
   TEMPORAL_DEV_SERVER_PORT: port(7233),
   ADMIN_API_KEY: optional,
   ADMIN_PASSWORD: optional,
@@ -99,6 +103,11 @@ export interface Config {
     taskQueue: string;
     cliPath: string | undefined;
     uiPort: number;
+    /**
+     * The Temporal Web UI the console links plans to (TEMPORAL_UI_URL), without a trailing slash; unset: the
+     * embedded dev server's UI (http://localhost:TEMPORAL_UI_PORT) when there is one, else no link.
+     */
+    uiUrl: string | undefined;
     /** TLS to TEMPORAL_ADDRESS (TEMPORAL_TLS…); undefined: plain. */
     tls: TemporalTls | undefined;
     /** TEMPORAL_API_KEY (Temporal Cloud): sent with every request as the SDK's `apiKey`. A secret. */
@@ -230,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       cliPath: e.TEMPORAL_CLI_PATH,
       uiPort: e.TEMPORAL_UI_PORT,
+      uiUrl: e.TEMPORAL_UI_URL?.replace(/\/+$/, ''),
       tls: invalidIf(() => temporalTls(e)),
       apiKey: e.TEMPORAL_API_KEY,
     },

@@ -16,7 +16,7 @@ const LAYERS: string[][] = [
   ['activities'],
   ['workflows'],
   ['src/temporal', 'src/metrics'],
-  ['src/api', 'src/client'],
+  ['src/api', 'src/console', 'src/client'],
   ['src/service', 'src/cli', 'src/build'],
   ['src/main'],
 ];
@@ -28,14 +28,14 @@ const rank = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i] as con
 function unitOf(file: string): string {
   const parts = path.relative(ROOT, file).split(path.sep);
   if (parts[0] !== 'src') return parts[0]!;
-  return parts.length > 2 ? `src/${parts[1]}` : `src/${parts[1]!.replace(/\.(ts|js)$/, '')}`;
+  return parts.length > 2 ? `src/${parts[1]}` : `src/${parts[1]!.replace(/\.(tsx?|js)$/, '')}`;
 }
 
 function* sources(dir: string): Generator<string> {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);
     if (entry.isDirectory()) yield* sources(p);
-    else if (entry.name.endsWith('.ts')) yield p;
+    else if (/\.tsx?$/.test(entry.name)) yield p;
   }
 }
 

@@ -1,0 +1,221 @@
+/**
+ * The console's one script, served as it is (no build step) under the CSP's `script-src 'self'`. Every page
+ * works without it; it only keeps them current and saves round trips:
+ * - a plan's page follows the plan's event stream (status, counts, speed, which actions apply), and ends
+ *   the stream when the session has (a sign-out, a deleted user);
+ * - a plan's actions post without leaving the page;
+ * - the Plans list polls a small summary every 2 s;
+ * - New plan keeps Plan JSON in step with the form while nobody edits it.
+ * It writes text only (`textContent`), never HTML.
+ */
+
+const main = document.querySelector('main');
+const number = (n) => Number(n).toLocaleString('en-US');
+
+function setText(selector, text, root = document) {
+  const el = root.querySelector(selector);
+  if (el && el.textContent !== text) el.textContent = text;
+}
+
+function say(id, text, kind) {
+  const el = document.getElementById(id);
+  if (!el) return;
+  el.textContent = text || '';
+  el.hidden = !text;
+  if (kind) el.dataset.kind = kind;
+}
+
+/** Shows the plan's state as the stream (or an action) reports it. */
+function showPlan(state, labels) {
+  if (state.status !== undefined) {
+    setText('[data-field="statusLabel"]', labels[state.status] || `Status ${state.status}`);
+    for (const form of document.querySelectorAll('form[data-statuses]')) {
+      form.hidden = !form.dataset.statuses.split(' ').includes(String(state.status));
+    }
+  }
+  if ('pauseReason' in state) setText('[data-field="pauseReason"]', state.pauseReason || '—');
+  const c = state.jobCounts;
+  if (c) {
+    const done = c.completed + c.failed + c.cancelled;
+    const bar = document.querySelector('progress[data-field="progress"]');
+    if (bar) {
+      bar.max = Math.max(1, c.total);
+      bar.value = done;
+    }
+    setText('[data-field="doneText"]', `${number(done)} of ${number(c.total)}`);
+    for (const k of ['completed', 'failed', 'cancelled', 'pending']) setText(`[data-field="${k}"]`, number(c[k]));
+  }
+  if (state.instancesPerSecond !== undefined)
+    setText('[data-field="instancesPerSecond"]', number(state.instancesPerSecond));
+}
+
+function followPlan() {
+  const url = main.dataset.eventsUrl;
+  if (!url) return;
+  const labels = JSON.parse(main.dataset.statusLabels || '{}');
+  let source;
+  let ended = false;
+  const live = (text) => setText('#live', text);
+  const stop = (text) => {
+    ended = true;
+    if (source) source.close();
+    live(text);
+  };
+  /** The stream broke off: a revoked session ends it for good; anything else is retried. */
+  const check = async () => {
+    try {
+      const r = await fetch('/console/session', { headers: { accept: 'application/json' }, cache: 'no-store' });
+      if (r.status === 401) {
+        stop('Live updates ended: your session has ended. Sign in again to go on.');
+        return;
+      }
+    } catch {
+      // The service is unreachable for now: the retry below finds out when it is back.
+    }
+    if (ended) return;
+    if (source.readyState === EventSource.CLOSED) {
+      live('Live updates paused (the service refused the stream for now); trying again in 5 seconds.');
+      setTimeout(open, 5000);
+    } else {
+      live('Live updates interrupted; reconnecting…');
+    }
+  };
+  const open = () => {
+    if (ended) return;
+    source = new EventSource(url);
+    source.addEventListener('open', () => live('Live: this page follows the plan as it runs.'));
+    source.addEventListener('progress', (e) => showPlan(JSON.parse(e.data), labels));
+    source.addEventListener('done', (e) => {
+      const plan = JSON.parse(e.data);
+      showPlan({ ...plan, instancesPerSecond: 0 }, labels);
+      if (plan.completedAt)
+        setText('[data-field="completedAt"]', `${plan.completedAt.slice(0, 10)} ${plan.completedAt.slice(11, 19)} UTC`);
+      stop('The plan has finished.');
+    });
+    source.addEventListener('error', () => {
+      if (!ended) void check();
+    });
+  };
+  open();
+}
+
+/** A plan's action forms post in the background; the stream (and the answer) update the page. */
+function enhancePlanActions() {
+  const labels = JSON.parse(main.dataset.statusLabels || '{}');
+  for (const form of document.querySelectorAll('form[data-enhance="plan-action"]')) {
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const buttons = form.querySelectorAll('button');
+      for (const b of buttons) b.disabled = true;
+      try {
+        const response = await fetch(form.action, {
+          method: 'POST',
+          body: new URLSearchParams(new FormData(form)),
+          headers: { accept: 'application/json' },
+        });
+        const answer = await response.json().catch(() => ({}));
+        if (response.status === 401) {
+          location.assign('/console/sign-in?why=ended');
+          return;
+        }
+        if (!response.ok) {
+          say('notice', '');
+          say('problem', `${answer.title || 'Error'} (${response.status}): ${answer.detail || 'the action failed'}`);
+          return;
+        }
+        if (answer.location) {
+          location.assign(answer.location);
+          return;
+        }
+        say('problem', '');
+        say('notice', answer.notice);
+        if (answer.status !== undefined) showPlan({ status: answer.status }, labels);
+        for (const [k, v] of Object.entries(answer.fields || {})) setText(`[data-field="${k}"]`, v);
+      } catch {
+        say('problem', 'The service could not be reached; the action may not have been done. Reload the page to see.');
+      } finally {
+        for (const b of buttons) b.disabled = false;
+      }
+    });
+  }
+}
+
+/** The Plans list: status and counts every 2 s, while the page is visible. */
+function pollPlans() {
+  const table = document.querySelector('table[data-live-url]');
+  if (!table) return;
+  const url = table.dataset.liveUrl;
+  const timer = setInterval(async () => {
+    if (document.hidden) return;
+    try {
+      const response = await fetch(url, { headers: { accept: 'application/json' }, cache: 'no-store' });
+      if (response.status === 401) {
+        clearInterval(timer);
+        say('list-changed', '');
+        return;
+      }
+      if (!response.ok) return;
+      const { items } = await response.json();
+      const rows = new Map([...table.querySelectorAll('tr[data-plan-id]')].map((tr) => [tr.dataset.planId, tr]));
+      let changed = items.length !== rows.size;
+      for (const item of items) {
+        const tr = rows.get(item.id);
+        if (!tr) {
+          changed = true;
+          continue;
+        }
+        for (const k of ['statusLabel', 'progress', 'failed']) setText(`[data-cell="${k}"]`, item[k], tr);
+      }
+      const note = document.getElementById('list-changed');
+      if (note && changed) note.hidden = false;
+    } catch {
+      // Offline for a moment: the next poll tries again.
+    }
+  }, 2000);
+}
+
+/** New plan: Plan JSON follows the form until someone edits it (then the server uses what they typed). */
+function syncPlanJson() {
+  const form = document.querySelector('form[data-enhance="plan-json"]');
+  if (!form) return;
+  const textarea = form.querySelector('#plan-json');
+  const fingerprint = form.querySelector('input[name="plan-json-fingerprint"]');
+  let edited = false;
+  let timer;
+  let asked = 0;
+  textarea.addEventListener('input', () => {
+    edited = true;
+  });
+  const sync = async () => {
+    const body = new URLSearchParams(new FormData(form));
+    body.delete('plan-json');
+    body.delete('action');
+    const mine = ++asked;
+    try {
+      const response = await fetch('/console/new-plan/json', {
+        method: 'POST',
+        body,
+        headers: { accept: 'application/json' },
+      });
+      if (!response.ok) return;
+      const answer = await response.json();
+      if (edited || mine !== asked) return;
+      textarea.value = answer.json;
+      fingerprint.value = answer.fingerprint;
+    } catch {
+      // Plan JSON catches up at the next change or the next button.
+    }
+  };
+  form.addEventListener('input', (event) => {
+    if (event.target === textarea || edited) return;
+    clearTimeout(timer);
+    timer = setTimeout(sync, 300);
+  });
+}
+
+if (main) {
+  followPlan();
+  enhancePlanActions();
+  pollPlans();
+  syncPlanJson();
+}

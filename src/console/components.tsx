@@ -1,0 +1,82 @@
+import type { Context } from 'hono';
+import type { Child } from 'hono/jsx';
+import type { AppEnv } from '../api/context.js';
+import { handleError, type Problem } from '../api/problem.js';
+
+/**
+ * An error as the API would answer it (contract section 1): the same `handleError` makes the problem
+ * document (a domain error's status and detail, a generic 500 with the trace id, logged), and the console
+ * shows it. So the console says what the API says, word for word.
+ */
+export async function problemOf(err: Error, c: Context<AppEnv>): Promise<Problem> {
+  const answer = handleError(err, c);
+  return (await answer.json()) as Problem;
+}
+
+/** A problem shown as its detail, with each field error (JSON pointer: message) and the trace id. */
+export function ProblemBox(props: { problem: Problem | undefined; heading?: string }) {
+  const p = props.problem;
+  if (!p) return null;
+  return (
+    <section class="problem" role="alert" aria-labelledby="problem-title">
+      <h2 id="problem-title">{props.heading ?? `${p.title} (${p.status})`}</h2>
+      <p class="wrap">{p.detail}</p>
+      {p.errors?.length ? (
+        <ul>
+          {p.errors.map((e) => (
+            <li class="wrap">
+              <code>{e.path || '(body)'}</code>: {e.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {p.traceId ? <small class="muted">Trace id {p.traceId}</small> : null}
+    </section>
+  );
+}
+
+/** A message about what just happened (after a form), announced politely. */
+export function Notice(props: { text: string | undefined }) {
+  return (
+    <p class="notice" role="status" id="notice" hidden={!props.text}>
+      {props.text ?? ''}
+    </p>
+  );
+}
+
+/** What a user without the permission sees instead of an action (contract section 11). */
+export function NotAllowed(props: { what: string; permission: string }) {
+  return <p class="muted">{`You may not ${props.what}: that requires the permission "${props.permission}".`}</p>;
+}
+
+/** A field's error under it, tied to it by `aria-describedby` (`fieldErrorId`). */
+export function FieldError(props: { id: string; message: string | undefined }) {
+  if (!props.message) return null;
+  return (
+    <small class="field-error" id={fieldErrorId(props.id)}>
+      {props.message}
+    </small>
+  );
+}
+
+export const fieldErrorId = (id: string) => `${id}-error`;
+
+/** The attributes of an input with (or without) an error. */
+export function invalid(id: string, message: string | undefined) {
+  return message ? { 'aria-invalid': 'true' as const, 'aria-describedby': fieldErrorId(id) } : {};
+}
+
+/** A table that scrolls inside its own box on a narrow screen (the page itself never scrolls sideways). */
+export function Scroll(props: { children: Child; label: string }) {
+  return (
+    <div class="scroll" role="region" aria-label={props.label} tabindex={0}>
+      {props.children}
+    </div>
+  );
+}
+
+/** A timestamp as text, with its machine form. */
+export function Time(props: { iso: string | null | undefined }) {
+  if (!props.iso) return <span class="muted">—</span>;
+  return <time datetime={props.iso}>{`${props.iso.slice(0, 10)} ${props.iso.slice(11, 19)} UTC`}</time>;
+}

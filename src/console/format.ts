@@ -1,0 +1,66 @@
+import { JOB_STATUS, LOG_LEVEL, PLAN_STATUS } from '../alterations/model.js';
+
+/**
+ * Plan status 8 of contract section 10 (plan governance), not yet in PLAN_STATUS: the console names it
+ * and lists it (the Approvals page) already. Governance: replace with PLAN_STATUS.AwaitingApproval.
+ */
+export const AWAITING_APPROVAL = 8;
+
+/** A plan's status by the name people read (contract section 11): `Awaiting approval`, `Running`, … */
+export const PLAN_STATUS_LABELS: Record<number, string> = {
+  ...Object.fromEntries(Object.entries(PLAN_STATUS).map(([name, n]) => [n, name])),
+  [AWAITING_APPROVAL]: 'Awaiting approval',
+};
+
+export const planStatusLabel = (status: number) => PLAN_STATUS_LABELS[status] ?? `Status ${status}`;
+
+/** Every plan status, in number order: the Plans filter's choices. */
+export const PLAN_STATUS_CHOICES = Object.entries(PLAN_STATUS_LABELS)
+  .map(([n, label]) => ({ value: Number(n), label }))
+  .sort((a, b) => a.value - b.value);
+
+export const JOB_STATUS_LABELS: Record<number, string> = Object.fromEntries(
+  Object.entries(JOB_STATUS).map(([name, n]) => [n, name]),
+);
+export const LOG_LEVEL_LABELS: Record<number, string> = Object.fromEntries(
+  Object.entries(LOG_LEVEL).map(([name, n]) => [n, name]),
+);
+
+/** Statuses in which each plan action is possible (what the domain accepts; a 409 otherwise). */
+export const ACTION_STATUSES = {
+  pause: [PLAN_STATUS.Pending, PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running],
+  resume: [PLAN_STATUS.Paused],
+  cancel: [
+    PLAN_STATUS.Pending,
+    PLAN_STATUS.Generating,
+    PLAN_STATUS.Dispatching,
+    PLAN_STATUS.Running,
+    PLAN_STATUS.Paused,
+  ],
+  rollout: [
+    PLAN_STATUS.Pending,
+    PLAN_STATUS.Generating,
+    PLAN_STATUS.Dispatching,
+    PLAN_STATUS.Running,
+    PLAN_STATUS.Paused,
+  ],
+  revert: [PLAN_STATUS.Completed, PLAN_STATUS.Failed, PLAN_STATUS.Cancelled],
+} satisfies Record<string, number[]>;
+
+/** `2026-11-22T04:30:00.000Z` as `2026-11-22 04:30:00 UTC`. */
+export function shortTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+}
+
+export const plural = (n: number, one: string, many = `${one}s`) =>
+  `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+
+export const count = (n: number) => n.toLocaleString('en-US');
+
+/** A JSON value as one line of text (strings quoted), for before/after columns and variable values. */
+export function jsonText(value: unknown): string {
+  if (value === undefined) return '(absent)';
+  const text = JSON.stringify(value);
+  return text === undefined ? String(value) : text;
+}

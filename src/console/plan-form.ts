@@ -1,0 +1,331 @@
+import { createHash } from 'node:crypto';
+import type { AlterationType } from '../alterations/model.js';
+import type { FieldError } from '../errors.js';
+
+/**
+ * New plan's form as plain strings, and its conversions: from the posted fields, from a submit body (Plan
+ * JSON, or Instances' "Alter these"), and to a submit body. The body is then validated by the API's own
+ * schemas (src/api/routes/alterations.ts), whose errors name JSON pointers; `fieldIdOf` maps a pointer to
+ * the form field it concerns, so each error is shown next to its field.
+ */
+
+export const ALTERATION_TYPES = [
+  'ModifyVariable',
+  'Migrate',
+  'ScheduleActivity',
+  'CancelActivity',
+  'Cancel',
+] as const satisfies readonly AlterationType[];
+
+export const LIST_FIELDS = [
+  { key: 'definitionIds', label: 'Definition ids' },
+  { key: 'workflowInstanceIds', label: 'Instance ids' },
+  { key: 'correlationIds', label: 'Correlation ids' },
+  { key: 'names', label: 'Instance names' },
+  { key: 'definitionVersionIds', label: 'Definition version ids' },
+] as const;
+export type ListField = (typeof LIST_FIELDS)[number]['key'];
+
+export const ACTIVITY_STATUSES = ['Running', 'Completed', 'Canceled', 'Faulted'] as const;
+export const TIMESTAMP_COLUMNS = ['CreatedAt', 'UpdatedAt', 'FinishedAt'] as const;
+export const TIMESTAMP_OPERATORS = [
+  'Is',
+  'IsNot',
+  'LessThan',
+  'GreaterThan',
+  'LessThanOrEqual',
+  'GreaterThanOrEqual',
+] as const;
+export const MAX_ACTIVITY_FILTERS = 20;
+export const MAX_TIMESTAMP_FILTERS = 10;
+export const MAX_ALTERATIONS = 100;
+
+export interface AlterationRow {
+  type: AlterationType;
+  variableId: string;
+  value: string;
+  targetVersion: string;
+  activityId: string;
+}
+
+export interface PlanForm {
+  id: string;
+  lists: Record<ListField, string>;
+  searchTerm: string;
+  statuses: string[];
+  subStatuses: string[];
+  hasIncidents: '' | 'true' | 'false';
+  isSystem: '' | 'true' | 'false';
+  emptyFilterSelectsAll: boolean;
+  activityFilters: { activityId: string; nodeId: string; name: string; status: string }[];
+  timestampFilters: { column: string; operator: string; timestamp: string }[];
+  alterations: AlterationRow[];
+  rate: string;
+  canary: string;
+  stopOnFailureRatio: string;
+  previewLimit: string;
+}
+
+export const emptyForm = (): PlanForm => ({
+  id: '',
+  lists: { definitionIds: '', workflowInstanceIds: '', correlationIds: '', names: '', definitionVersionIds: '' },
+  searchTerm: '',
+  statuses: [],
+  subStatuses: [],
+  hasIncidents: '',
+  isSystem: '',
+  emptyFilterSelectsAll: false,
+  activityFilters: [],
+  timestampFilters: [],
+  alterations: [],
+  rate: '',
+  canary: '',
+  stopOnFailureRatio: '',
+  previewLimit: '10',
+});
+
+export const emptyAlteration = (type: AlterationType): AlterationRow => ({
+  type,
+  variableId: '',
+  value: '',
+  targetVersion: '',
+  activityId: '',
+});
+
+const tri = (v: string): '' | 'true' | 'false' => (v === 'true' || v === 'false' ? v : '');
+
+/** The form as posted (field names as `fieldIdOf` gives them). */
+export function formFromFields(f: URLSearchParams): PlanForm {
+  const get = (name: string) => f.get(name) ?? '';
+  const form = emptyForm();
+  form.id = get('plan-id').trim();
+  for (const { key } of LIST_FIELDS) form.lists[key] = get(`f-${key}`);
+  form.searchTerm = get('f-searchTerm');
+  form.statuses = f.getAll('f-statuses');
+  form.subStatuses = f.getAll('f-subStatuses');
+  form.hasIncidents = tri(get('f-hasIncidents'));
+  form.isSystem = tri(get('f-isSystem'));
+  form.emptyFilterSelectsAll = get('f-emptyFilterSelectsAll') === 'true';
+  for (let i = 0; i < MAX_ACTIVITY_FILTERS; i++) {
+    const row = {
+      activityId: get(`af-${i}-activityId`),
+      nodeId: get(`af-${i}-nodeId`),
+      name: get(`af-${i}-name`),
+      status: get(`af-${i}-status`),
+    };
+    if (Object.values(row).some((v) => v.trim() !== '')) form.activityFilters.push(row);
+  }
+  for (let i = 0; i < MAX_TIMESTAMP_FILTERS; i++) {
+    const row = {
+      column: get(`tf-${i}-column`),
+      operator: get(`tf-${i}-operator`),
+      timestamp: get(`tf-${i}-timestamp`),
+    };
+    if (row.timestamp.trim() !== '') form.timestampFilters.push(row);
+  }
+  for (let i = 0; i < MAX_ALTERATIONS; i++) {
+    const type = get(`a-${i}-type`) as AlterationType;
+    if (!(ALTERATION_TYPES as readonly string[]).includes(type)) continue;
+    form.alterations.push({
+      type,
+      variableId: get(`a-${i}-variableId`),
+      value: get(`a-${i}-value`),
+      targetVersion: get(`a-${i}-targetVersion`),
+      activityId: get(`a-${i}-activityId`),
+    });
+  }
+  form.rate = get('r-rate').trim();
+  form.canary = get('r-canary').trim();
+  form.stopOnFailureRatio = get('r-stopOnFailureRatio').trim();
+  form.previewLimit = get('preview-limit').trim() || '10';
+  return form;
+}
+
+const text = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
+const lines = (v: unknown) => (Array.isArray(v) ? v.map(text).join('\n') : '');
+const strings = (v: unknown) => (Array.isArray(v) ? v.map(text) : []);
+const triOf = (v: unknown): '' | 'true' | 'false' => (v === true ? 'true' : v === false ? 'false' : '');
+
+/**
+ * A submit body (as far as it is one: Plan JSON may be anything) as the form shows it. The body itself,
+ * not this, is what a Dry run, Preview or Submit uses when it came as Plan JSON.
+ */
+export function formFromBody(body: unknown): PlanForm {
+  const form = emptyForm();
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return form;
+  const b = body as Record<string, unknown>;
+  form.id = text(b.id);
+  const filter = (b.filter && typeof b.filter === 'object' ? b.filter : {}) as Record<string, unknown>;
+  for (const { key } of LIST_FIELDS) form.lists[key] = lines(filter[key]);
+  form.searchTerm = text(filter.searchTerm);
+  form.statuses = strings(filter.statuses);
+  form.subStatuses = strings(filter.subStatuses);
+  form.hasIncidents = triOf(filter.hasIncidents);
+  form.isSystem = triOf(filter.isSystem);
+  form.emptyFilterSelectsAll = filter.emptyFilterSelectsAll === true;
+  if (Array.isArray(filter.activityFilters)) {
+    form.activityFilters = filter.activityFilters.slice(0, MAX_ACTIVITY_FILTERS).map((a: Record<string, unknown>) => ({
+      activityId: text(a?.activityId),
+      nodeId: text(a?.nodeId),
+      name: text(a?.name),
+      status: text(a?.status),
+    }));
+  }
+  if (Array.isArray(filter.timestampFilters)) {
+    form.timestampFilters = filter.timestampFilters
+      .slice(0, MAX_TIMESTAMP_FILTERS)
+      .map((t: Record<string, unknown>) => ({
+        column: text(t?.column),
+        operator: text(t?.operator),
+        timestamp: text(t?.timestamp),
+      }));
+  }
+  if (Array.isArray(b.alterations)) {
+    for (const a of b.alterations.slice(0, MAX_ALTERATIONS) as Record<string, unknown>[]) {
+      const type = a?.type as AlterationType;
+      if (!(ALTERATION_TYPES as readonly string[]).includes(type)) continue;
+      form.alterations.push({
+        type,
+        variableId: text(a.variableId),
+        value: a.value === undefined ? '' : JSON.stringify(a.value),
+        targetVersion: text(a.targetVersion),
+        activityId: text(a.activityId),
+      });
+    }
+  }
+  const rollout = (b.rollout && typeof b.rollout === 'object' ? b.rollout : {}) as Record<string, unknown>;
+  form.rate = text(rollout.rate);
+  form.canary = text(rollout.canary);
+  form.stopOnFailureRatio = text(rollout.stopOnFailureRatio);
+  return form;
+}
+
+/** A number field: its number, or the text itself (so that the schema names what is wrong), or absent. */
+function numberOf(v: string): number | string | undefined {
+  const t = v.trim();
+  if (t === '') return undefined;
+  const n = Number(t);
+  return Number.isFinite(n) ? n : t;
+}
+
+/**
+ * A ModifyVariable's value field: JSON (`42`, `true`, `"text"`, `{"a":1}`, `null`), and text that is not
+ * JSON as a string, so that `approved by Ann` needs no quotes. Empty is no value (the schema says so).
+ */
+export function valueOf(v: string): unknown {
+  if (v.trim() === '') return undefined;
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
+}
+
+const splitLines = (v: string) =>
+  v
+    .split(/\r?\n/)
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+
+/** The submit body the form says, with only what was filled in (absent means no constraint). */
+export function bodyFromForm(form: PlanForm): Record<string, unknown> {
+  const filter: Record<string, unknown> = {};
+  for (const { key } of LIST_FIELDS) {
+    const list = splitLines(form.lists[key]);
+    if (list.length) filter[key] = list;
+  }
+  if (form.searchTerm.trim() !== '') filter.searchTerm = form.searchTerm.trim();
+  if (form.statuses.length) filter.statuses = form.statuses;
+  if (form.subStatuses.length) filter.subStatuses = form.subStatuses;
+  if (form.hasIncidents) filter.hasIncidents = form.hasIncidents === 'true';
+  if (form.isSystem) filter.isSystem = form.isSystem === 'true';
+  if (form.activityFilters.length) {
+    filter.activityFilters = form.activityFilters.map((a) =>
+      Object.fromEntries(
+        Object.entries(a)
+          .filter(([, v]) => v.trim() !== '')
+          .map(([k, v]) => [k, v.trim()]),
+      ),
+    );
+  }
+  if (form.timestampFilters.length) {
+    filter.timestampFilters = form.timestampFilters.map((t) => ({
+      column: t.column,
+      operator: t.operator,
+      timestamp: t.timestamp.trim(),
+    }));
+  }
+  if (form.emptyFilterSelectsAll) filter.emptyFilterSelectsAll = true;
+  const alterations = form.alterations.map((a) => {
+    switch (a.type) {
+      case 'ModifyVariable':
+        return { type: a.type, variableId: a.variableId.trim(), value: valueOf(a.value) };
+      case 'Migrate':
+        // Governance (contract section 10): `activityMappings` from the migration draft join here.
+        return { type: a.type, targetVersion: numberOf(a.targetVersion) };
+      case 'ScheduleActivity':
+      case 'CancelActivity':
+        return { type: a.type, activityId: a.activityId.trim() };
+      case 'Cancel':
+        return { type: a.type };
+    }
+  });
+  const body: Record<string, unknown> = {};
+  if (form.id) body.id = form.id;
+  body.alterations = alterations;
+  body.filter = filter;
+  const rollout = Object.fromEntries(
+    (
+      [
+        ['rate', numberOf(form.rate)],
+        ['canary', numberOf(form.canary)],
+        ['stopOnFailureRatio', numberOf(form.stopOnFailureRatio)],
+      ] as const
+    ).filter(([, v]) => v !== undefined),
+  );
+  if (Object.keys(rollout).length) body.rollout = rollout;
+  // Governance (contract section 10): `schedule` and `approval` from their fieldsets join the body here.
+  return body;
+}
+
+/** Plan JSON as the page shows it, and the fingerprint that tells later whether someone edited it. */
+export const planJsonText = (body: unknown) => JSON.stringify(body, null, 2);
+export const fingerprint = (text: string) =>
+  createHash('sha256').update(text.replace(/\r\n?/g, '\n').trim()).digest('base64url');
+
+/**
+ * The form field an error's JSON pointer concerns (an id in the page), or undefined for one the form
+ * cannot point at (then it is shown at Plan JSON).
+ */
+export function fieldIdOf(path: string): string | undefined {
+  const parts = path.split('/').slice(1);
+  const [top, key, index, sub] = parts;
+  if (top === 'id') return 'plan-id';
+  if (top === 'limit') return 'preview-limit';
+  if (top === 'rollout' && key) return `r-${key}`;
+  if (top === 'alterations') {
+    if (key === undefined) return 'alterations';
+    return index ? `a-${key}-${index}` : `a-${key}`;
+  }
+  if (top === 'filter' && key) {
+    if ((LIST_FIELDS as readonly { key: string }[]).some((f) => f.key === key)) return `f-${key}`;
+    if (key === 'activityFilters')
+      return index === undefined ? 'activity-filters' : sub ? `af-${index}-${sub}` : `af-${index}-activityId`;
+    if (key === 'timestampFilters')
+      return index === undefined ? 'timestamp-filters' : sub ? `tf-${index}-${sub}` : `tf-${index}-timestamp`;
+    return `f-${key}`;
+  }
+  if (top === 'filter') return 'filter';
+  return undefined;
+}
+
+/** Errors grouped by the field they concern (`''`: the ones shown at Plan JSON). */
+export function errorsByField(errors: FieldError[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of errors) {
+    const id = fieldIdOf(e.path) ?? 'plan-json';
+    const message = id === 'plan-json' && e.path ? `${e.path}: ${e.message}` : e.message;
+    out.set(id, out.has(id) ? `${out.get(id)}; ${message}` : message);
+  }
+  return out;
+}
