@@ -1,0 +1,695 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { AxeBuilder } from '@axe-core/playwright';
+import pg from 'pg';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SpawnedService, spawnService } from '../support/spawned-service.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+/**
+ * The console (contract section 11) as its users see it: the service in a process of its own, a headless
+ * Chromium (Debian's `chromium`, driven by playwright-core), users made through the identity API, and
+ * everything found by role and accessible name. One service and one browser for the whole file; each test
+ * has its own context (its own cookies).
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+// CI installs Chromium (.ci/run): there a missing browser is a failure, never a silent skip.
+if (!available && process.env.CI) throw new Error(`console.test.ts: no Chromium at ${CHROMIUM} (CHROMIUM_PATH)`);
+if (!available)
+  console.warn(`console.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or CHROMIUM_PATH)`);
+
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const MARKUP = '<img src=x onerror=alert(1)>';
+const UI_URL = 'http://temporal-ui.test:8080';
+const run = randomBytes(3).toString('hex');
+const definitionId = `console-orders-${run}`;
+const PASSWORD = 'console-password-1';
+
+let service: SpawnedService;
+let work: string;
+let base: string;
+let pool: pg.Pool;
+let browser: Browser;
+let versionId: string;
+/** Messages the browser logged about the CSP (a blocked inline script or style): there must be none. */
+const cspViolations: string[] = [];
+/** Dialogs opened by pages (an `alert` run from stored markup would be one): there must be none. */
+const dialogs: string[] = [];
+
+const call = async (method: string, p: string, body?: unknown, key = service.adminKey) => {
+  const res = await fetch(base + p, {
+    method,
+    headers: { authorization: `ApiKey ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
+};
+
+async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function createUser(name: string, permissions: string[], tenantId?: string) {
+  const r = await call('POST', '/identity/users', { name, password: PASSWORD, permissions, tenantId });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.id as string;
+}
+
+async function submit(body: Record<string, unknown>, key?: string): Promise<string> {
+  const r = await call('POST', '/alterations/submit', body, key);
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  return r.body.planId as string;
+}
+
+const planStatus = async (id: string, key?: string) =>
+  (await call('GET', `/alterations/${id}`, undefined, key)).body.plan.status as number;
+
+async function newContext(): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  context.on('page', watch);
+  return context;
+}
+
+function watch(page: Page) {
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(`${page.url()}: ${m.text()}`);
+  });
+  page.on('dialog', (d) => {
+    dialogs.push(`${page.url()}: ${d.message()}`);
+    void d.dismiss();
+  });
+}
+
+/** A new context signed in as `name` through the sign-in form; its first page is on Plans. */
+async function signedIn(name: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await newContext();
+  const page = await context.newPage();
+  await page.goto(`${base}/console`);
+  await page.getByLabel('Username').fill(name);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Plans', level: 1 }).waitFor();
+  return { context, page };
+}
+
+/** No serious or critical axe-core violation on the page as it is now. */
+async function expectAccessible(page: Page, what: string) {
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(
+    bad.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+    what,
+  ).toEqual([]);
+}
+
+/** At a phone's width the page itself never scrolls sideways (tables scroll inside their own box). */
+async function expectNoSidewaysScroll(page: Page, what: string) {
+  const before = page.viewportSize()!;
+  await page.setViewportSize({ width: 390, height: 844 });
+  const [scroll, client] = await page.evaluate<[number, number]>(
+    '[document.documentElement.scrollWidth, document.documentElement.clientWidth]',
+  );
+  expect(scroll, `${what} at 390×844: scrollWidth ${scroll} > clientWidth ${client}`).toBeLessThanOrEqual(client);
+  await page.setViewportSize(before);
+}
+
+const statusOf = (page: Page) => page.getByRole('status', { name: 'Plan status' });
+
+let slowInstances: string[];
+let pausedPlan: string;
+let completedPlan: string;
+
+beforeAll(async () => {
+  if (!available) return;
+  work = await mkdtemp(path.join(os.tmpdir(), 'wfa-console-'));
+  service = await spawnService('console', work, {
+    ALTERATION_BATCH_SIZE: '10',
+    TEMPORAL_UI_URL: UI_URL,
+    // The tests reach the service from loopback: a trusted proxy there may say the client came over https.
+    TRUSTED_PROXIES: '127.0.0.1/32',
+    EVENT_STREAMS_PER_TENANT: '6',
+  });
+  base = service.url;
+  pool = new pg.Pool({ connectionString: service.databaseUrl, max: 2 });
+  const def = await call('POST', '/workflow-definitions', {
+    ...approvalWithNote(definitionId),
+    name: `Orders ${MARKUP}`,
+  });
+  expect(def.status, JSON.stringify(def.body)).toBe(201);
+  versionId = def.body.id;
+  // Three instances the way a client makes them (their names are markup), and seeded ones for slow plans.
+  for (const i of [1, 2, 3]) {
+    const r = await call('POST', '/workflow-instances', {
+      definitionId,
+      name: `${MARKUP} #${i}`,
+      correlationId: `console-${run}-${i}`,
+      variables: { note: `note ${MARKUP}` },
+    });
+    expect(r.status).toBe(202);
+  }
+  slowInstances = await seedInstances(pool, {
+    definitionVersionId: versionId,
+    count: 120,
+    variables: { amount: 1 },
+    namePrefix: `slow-${run}-`,
+  });
+  await createUser(`op-${run}`, ['alterations:*', 'workflows/instances:view', 'workflows/definitions:view']);
+  await createUser(`viewer-${run}`, ['alterations:view', 'workflows/instances:view']);
+  await createUser(`acme-${run}`, ['alterations:*', 'workflows/instances:view'], `acme-${run}`);
+  completedPlan = await submit({
+    id: `done-${run}`,
+    alterations: [{ type: 'ModifyVariable', variableId: MARKUP, value: 1 }],
+    filter: { correlationIds: [`console-${run}-1`] },
+  });
+  pausedPlan = await submit({
+    id: `canary-${run}`,
+    alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 2 }],
+    filter: { workflowInstanceIds: slowInstances.slice(0, 40) },
+    rollout: { canary: 10 },
+  });
+  await eventually(async () => (await planStatus(completedPlan)) === 4, 'the first plan to complete');
+  await eventually(async () => (await planStatus(pausedPlan)) === 7, 'the canary plan to pause');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await pool?.end();
+  await service?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe.skipIf(!available)('the console, in Chromium', () => {
+  it('signs in and out; the session cookie is HttpOnly, SameSite=Strict, Path=/console, and dies with the sign-out', async () => {
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    await expectAccessible(page, 'sign-in');
+    await expectNoSidewaysScroll(page, 'sign-in');
+    // A wrong password: the identity endpoints' words, and no session.
+    await page.getByLabel('Username').fill(`op-${run}`);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Unknown user name or wrong password').waitFor();
+    expect(await context.cookies()).toEqual([]);
+
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Plans', level: 1 }).waitFor();
+    const cookies = await context.cookies();
+    expect(cookies).toHaveLength(1);
+    const [cookie] = cookies;
+    expect(cookie).toMatchObject({
+      name: 'wfa_console',
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/console',
+      secure: false,
+    });
+    expect(await page.evaluate<string>('document.cookie')).toBe('');
+    for (const name of ['Plans', 'Instances', 'New plan', 'Approvals'])
+      await expect(page.getByRole('link', { name, exact: true }).isVisible()).resolves.toBe(true);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('You have signed out.').waitFor();
+    expect(await context.cookies()).toEqual([]);
+    // The cookie of the ended session, presented again, opens nothing: the session is revoked server-side.
+    const replay = await fetch(`${base}/console/plans`, {
+      headers: { cookie: `wfa_console=${cookie!.value}` },
+      redirect: 'manual',
+    });
+    expect(replay.status).toBe(303);
+    expect(replay.headers.get('location')).toBe('/console/sign-in?why=ended');
+    await context.close();
+  });
+
+  it('marks the session cookie Secure behind a trusted proxy that says https', async () => {
+    const host = new URL(base).host;
+    const signIn = (headers: Record<string, string>) =>
+      fetch(`${base}/console/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams({ username: `op-${run}`, password: PASSWORD }),
+      });
+    const plain = await signIn({ origin: `http://${host}` });
+    expect(plain.status).toBe(303);
+    expect(plain.headers.get('set-cookie')).toMatch(/^wfa_console=[^;]+; Path=\/console; HttpOnly; SameSite=Strict$/);
+    const https = await signIn({ origin: `https://${host}`, 'x-forwarded-proto': 'https' });
+    expect(https.status).toBe(303);
+    expect(https.headers.get('set-cookie')).toMatch(/; Secure/);
+    // The proxy's https is the origin the console expects then: the plain one is another origin.
+    const mixed = await signIn({ origin: `http://${host}`, 'x-forwarded-proto': 'https' });
+    expect(mixed.status).toBe(403);
+  });
+
+  it('sends its CSP and frame-ancestors on every answer, serves hashed assets for a year, and uses no inline script or style', async () => {
+    const urls = ['/console', '/console/sign-in', '/console/plans', '/console/no-such-page', '/console/plans/x/events'];
+    for (const u of urls) {
+      const r = await fetch(base + u, { redirect: 'manual' });
+      expect(r.headers.get('content-security-policy'), u).toBe(CSP);
+      expect(r.headers.get('x-frame-options'), u).toBe('DENY');
+      expect(r.headers.get('x-content-type-options'), u).toBe('nosniff');
+    }
+    const html = await (await fetch(`${base}/console/sign-in`)).text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
+    expect(html).not.toMatch(/<style/i);
+    expect(html).not.toMatch(/\sstyle=/i);
+    const assets = [...html.matchAll(/(?:href|src)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets).toHaveLength(3);
+    for (const a of assets) {
+      const r = await fetch(base + a);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+      expect(r.headers.get('content-security-policy')).toBe(CSP);
+      const bytes = Buffer.from(await r.arrayBuffer());
+      const hash = /\.([0-9a-f]{16})\.(css|js)$/.exec(a)![1];
+      expect(createHash('sha256').update(bytes).digest('hex').slice(0, 16)).toBe(hash);
+    }
+    expect((await fetch(`${base}/console/assets/script.0000000000000000.js`)).status).toBe(404);
+
+    // Framed by another page: the browser refuses (frame-ancestors 'none').
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.setContent(`<iframe title="console" src="${base}/console/sign-in"></iframe>`);
+    await page.waitForTimeout(1500);
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    const framedButtons = frame ? await frame.getByRole('button', { name: 'Sign in' }).count() : 0;
+    expect(framedButtons).toBe(0);
+    // The browser said why (and that is the one CSP message this file expects: taken off the list).
+    const refusal = cspViolations.findIndex((m) => m.includes("frame-ancestors 'none'"));
+    expect(refusal).toBeGreaterThanOrEqual(0);
+    cspViolations.splice(refusal, 1);
+    await context.close();
+  });
+
+  it('refuses a form posted from another origin, before it looks at any session', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    // Another site's page posting to the console (its Origin is not the console's): 403, the plan untouched.
+    const attacker = await context.newPage();
+    await attacker.setContent(
+      `<form method="post" action="${base}/console/plans/${pausedPlan}/resume"><button>Win a prize</button></form>`,
+    );
+    const [answer] = await Promise.all([
+      attacker.waitForResponse((r) => r.url().endsWith('/resume')),
+      attacker.getByRole('button', { name: 'Win a prize' }).click(),
+    ]);
+    expect(answer.status()).toBe(403);
+    await attacker.getByText('Cross-origin request refused').waitFor();
+    // The same with the victim's own cookie attached (a same-site attacker): refused for its Origin.
+    const forged = await page.request.post(`${base}/console/plans/${pausedPlan}/resume`, {
+      headers: { origin: 'http://evil.example' },
+      form: {},
+      maxRedirects: 0,
+    });
+    expect(forged.status()).toBe(403);
+    expect(await planStatus(pausedPlan)).toBe(7);
+    await context.close();
+  });
+
+  it('lists plans newest first with live status, filters them by status, and pages them', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    const rows = page.getByRole('region', { name: 'Plans, newest first' }).getByRole('row');
+    await expectAccessible(page, 'Plans');
+    await expectNoSidewaysScroll(page, 'Plans');
+    // Newest first: the canary plan was submitted after the completed one.
+    const order = await rows.allInnerTexts();
+    const at = (id: string) => order.findIndex((t) => t.includes(id));
+    expect(at(pausedPlan)).toBeGreaterThanOrEqual(0);
+    expect(at(pausedPlan)).toBeLessThan(at(completedPlan));
+    const link = page.getByRole('link', { name: completedPlan, exact: true });
+    expect(await link.getAttribute('href')).toBe(`/console/plans/${completedPlan}`);
+    await expect(rows.filter({ hasText: completedPlan }).innerText()).resolves.toContain('Completed');
+
+    // By status: only the Paused ones.
+    await page.getByLabel('Status').selectOption({ label: 'Paused' });
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(/status=7/);
+    await expect(rows.filter({ hasText: pausedPlan }).innerText()).resolves.toContain('Paused');
+    expect(await page.getByRole('link', { name: completedPlan }).count()).toBe(0);
+    await page.getByLabel('Status').selectOption({ label: 'Failed' });
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('No plan is Failed.').waitFor();
+
+    // Live: a plan that starts running shows it in its row, without a reload.
+    const live = await submit({
+      id: `live-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }],
+      filter: { workflowInstanceIds: slowInstances.slice(40, 60) },
+      rollout: { canary: 5 },
+    });
+    await page.goto(`${base}/console/plans`);
+    await page.evaluate('window.notReloaded = true');
+    const row = rows.filter({ hasText: live });
+    await eventually(async () => (await row.innerText()).includes('Paused'), 'the row to show the canary pause');
+    expect(await row.innerText()).toContain('5 / 20');
+    await call('POST', `/alterations/${live}/resume`);
+    await eventually(async () => (await row.innerText()).includes('Completed'), 'the row to show Completed');
+    expect(await row.innerText()).toContain('20 / 20');
+    expect(await page.evaluate<boolean>('window.notReloaded === true')).toBe(true);
+
+    // Pages of 25: 26 more plans (their filter matches nothing) push the oldest to the next page.
+    for (let i = 0; i < 26; i++)
+      await submit({ alterations: [{ type: 'Cancel' }], filter: { correlationIds: [`none-${run}-${i}`] } });
+    await page.reload();
+    expect(await page.getByRole('link', { name: completedPlan, exact: true }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Older plans' }).click();
+    await page.getByRole('link', { name: completedPlan, exact: true }).waitFor();
+    await page.getByRole('link', { name: 'Newest plans' }).waitFor();
+    await context.close();
+  });
+
+  it('pauses, resumes, re-rates, cancels and reverts a plan from its page, which follows it live', async () => {
+    const planId = await submit({
+      id: `steer-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }],
+      filter: { workflowInstanceIds: slowInstances.slice(60, 120) },
+      rollout: { rate: 2 },
+    });
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/plans/${planId}`);
+    expect(page.url()).toContain(planId);
+    await page.evaluate('window.notReloaded = true');
+    await page.getByText('Live: this page follows the plan as it runs.').waitFor();
+    await eventually(async () => (await statusOf(page).innerText()) === 'Running', 'Running', 20_000);
+    const progress = page.getByRole('region', { name: 'Progress' });
+    await eventually(
+      async () => /Completed\s*[1-9]/.test(await progress.innerText()),
+      'jobs to complete, shown live',
+      20_000,
+    );
+    await expectAccessible(page, 'a running plan');
+    await expectNoSidewaysScroll(page, 'a running plan');
+    const link = page.getByRole('link', { name: `Workflow alteration-plan-${planId} in the Temporal UI` });
+    expect(await link.getAttribute('href')).toBe(`${UI_URL}/namespaces/default/workflows/alteration-plan-${planId}`);
+
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await eventually(async () => (await statusOf(page).innerText()) === 'Paused', 'Paused');
+    await page.getByRole('button', { name: 'Resume' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Pause' }).isVisible()).toBe(false);
+    expect(await planStatus(planId)).toBe(7);
+
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await eventually(async () => (await statusOf(page).innerText()) === 'Running', 'Running again');
+    await page.getByLabel('Rate (instances per second)').fill('1');
+    await page.getByRole('button', { name: 'Change rollout' }).click();
+    await page.getByText('at most 1 instances per second').waitFor();
+    expect((await call('GET', `/alterations/${planId}`)).body.plan.rollout.rate).toBe(1);
+
+    await page.getByRole('button', { name: 'Cancel plan' }).click();
+    await eventually(async () => (await statusOf(page).innerText()) === 'Cancelled', 'Cancelled');
+    expect(await planStatus(planId)).toBe(6);
+    // Finished: Revert appears where Pause was, without a reload.
+    await page.getByRole('button', { name: 'Revert' }).waitFor();
+    expect(await page.evaluate<boolean>('window.notReloaded === true')).toBe(true);
+    await page.getByRole('button', { name: 'Revert' }).click();
+    await page.waitForURL((u) => !u.pathname.endsWith(`/${planId}`));
+    await page.getByRole('link', { name: planId, exact: true }).waitFor();
+    const revertId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    expect((await call('GET', `/alterations/${revertId}`)).body.plan.revertOf).toBe(planId);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the revert to complete, live');
+    // Its jobs, paged, each with its log; and the original now says who reverted it.
+    await page.getByRole('link', { name: /^All jobs/ }).waitFor();
+    await page.goto(`${base}/console/plans/${planId}`);
+    await page.getByRole('link', { name: revertId, exact: true }).waitFor();
+    expect(await page.getByRole('button', { name: 'Revert' }).count()).toBe(0);
+    await context.close();
+  });
+
+  it('shows the failed jobs on their own with their logs, and markup in logs and ids as text', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/plans/${completedPlan}`);
+    await page.getByRole('link', { name: /^Failed \(1\)/ }).click();
+    const jobs = page.getByRole('region', { name: 'Failed jobs of the plan' });
+    await jobs.getByText('1 entry').click();
+    await jobs.getByText(`Variable with ID ${MARKUP} not found`).waitFor();
+    await expectAccessible(page, 'a completed plan, its failed jobs');
+    await expectNoSidewaysScroll(page, 'a completed plan');
+    // An id that is markup, in the address: the answer names it as text.
+    await page.goto(`${base}/console/plans/${encodeURIComponent(MARKUP)}`);
+    await page.getByText(`Plan ${MARKUP} not found`).waitFor();
+    expect(await page.locator('img').count()).toBe(0);
+    await expectAccessible(page, 'a problem page');
+    await context.close();
+  });
+
+  it('makes a plan by form: dry run, preview, then submit', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.getByRole('link', { name: 'New plan' }).click();
+    await page.getByLabel('Correlation ids').fill(`console-${run}-2\nconsole-${run}-3`);
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('2 instances match.').waitFor();
+    await page.getByRole('button', { name: 'Add ModifyVariable' }).click();
+    await page.getByLabel('Variable id').fill('note');
+    await page.getByLabel('New value').fill(`changed ${MARKUP}`);
+    await page.getByRole('button', { name: 'Preview' }).click();
+    const preview = page.getByRole('region', { name: 'Preview' });
+    await preview.getByText('2 instances match.').waitFor();
+    await preview
+      .getByRole('cell', { name: `"changed ${MARKUP}"` })
+      .first()
+      .waitFor();
+    await preview
+      .getByRole('cell', { name: `"note ${MARKUP}"` })
+      .first()
+      .waitFor();
+    const json = JSON.parse(await page.getByLabel('Plan JSON').inputValue());
+    expect(json).toEqual({
+      alterations: [{ type: 'ModifyVariable', variableId: 'note', value: `changed ${MARKUP}` }],
+      filter: { correlationIds: [`console-${run}-2`, `console-${run}-3`] },
+    });
+    await expectAccessible(page, 'New plan with a preview');
+    await expectNoSidewaysScroll(page, 'New plan with a preview');
+    await page.getByLabel('Plan id (optional)').fill(`form-${run}`);
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.waitForURL(`${base}/console/plans/form-${run}?notice=submitted`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the plan to complete');
+    const done = await call('GET', `/alterations/form-${run}`);
+    expect(done.body.plan.jobCounts).toMatchObject({ total: 2, completed: 2 });
+    expect(dialogs).toEqual([]);
+    await context.close();
+  });
+
+  it('makes a plan from Plan JSON, shows problems next to it, and fills the form from it', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/new-plan`);
+    const json = page.getByLabel('Plan JSON');
+    await json.fill('{ "alterations": [ }');
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page
+      .getByText(/Plan JSON is not JSON/)
+      .first()
+      .waitFor();
+    expect(await json.inputValue()).toBe('{ "alterations": [ }');
+    await json.fill(
+      JSON.stringify({ alterations: [{ type: 'Cancel' }], filter: { definitionIds: [definitionId] }, tenantId: 'x' }),
+    );
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.getByText('Unknown property "tenantId"').first().waitFor();
+    const body = {
+      id: `json-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'from JSON' }],
+      filter: { correlationIds: [`console-${run}-3`], statuses: ['Running'] },
+      rollout: { rate: 100 },
+    };
+    await json.fill(JSON.stringify(body));
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('1 instance match.').waitFor();
+    // The form took the body's values.
+    expect(await page.getByLabel('Correlation ids').inputValue()).toBe(`console-${run}-3`);
+    expect(await page.getByLabel('Running').isChecked()).toBe(true);
+    expect(await page.getByLabel('Variable id').inputValue()).toBe('note');
+    expect(await page.getByLabel('Rate (instances per second)').inputValue()).toBe('100');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByRole('region', { name: 'Preview' }).getByRole('cell', { name: '"from JSON"' }).waitFor();
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.waitForURL(`${base}/console/plans/json-${run}?notice=submitted`);
+    expect((await call('GET', `/alterations/json-${run}`)).body.plan.rollout.rate).toBe(100);
+    await context.close();
+  });
+
+  it('walks New plan by keyboard alone (Tab, Enter, Space) to a submitted plan', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    /** Presses Tab until the focused element's accessible name is `name`. */
+    const tabTo = async (name: string) => {
+      for (let i = 0; i < 200; i++) {
+        await page.keyboard.press('Tab');
+        // The focused element's name as a user hears it: its label, else its aria-label, else its text.
+        const focused = await page.evaluate<string>(`(() => {
+          const el = document.activeElement;
+          return ((el.labels && el.labels[0] && el.labels[0].textContent) || el.getAttribute('aria-label') || el.textContent || '').trim();
+        })()`);
+        if (focused === name) return;
+      }
+      throw new Error(`Tab never reached "${name}"`);
+    };
+    await tabTo('New plan');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'New plan' }).waitFor();
+    await tabTo('Correlation ids');
+    await page.keyboard.type(`console-${run}-1`);
+    await tabTo('Dry run');
+    await page.keyboard.press('Space');
+    await page.getByText('1 instance match.').waitFor();
+    await tabTo('Add CancelActivity');
+    await page.keyboard.press('Enter');
+    await page.getByRole('group', { name: '1. CancelActivity' }).waitFor();
+    // The new row's field has the focus.
+    await page.keyboard.type('wait');
+    await tabTo('Plan id (optional)');
+    await page.keyboard.type(`kbd-${run}`);
+    await tabTo('Submit plan');
+    await page.keyboard.press('Space');
+    await page.waitForURL(`${base}/console/plans/kbd-${run}?notice=submitted`);
+    const plan = (await call('GET', `/alterations/kbd-${run}`)).body.plan;
+    expect(plan.alterations).toEqual([{ type: 'CancelActivity', activityId: 'wait' }]);
+    await context.close();
+  });
+
+  it('filters and pages Instances, shows markup as text, and "Alter these" opens New plan with that filter', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.getByRole('link', { name: 'Instances' }).click();
+    await page.getByLabel('Definition').selectOption({ label: `Orders ${MARKUP} (${definitionId})` });
+    await page.getByLabel('Search term').fill(MARKUP);
+    await page.getByRole('button', { name: 'Show' }).click();
+    const table = page.getByRole('region', { name: 'Instances, newest first' });
+    for (const i of [1, 2, 3]) await table.getByRole('link', { name: `${MARKUP} #${i}` }).waitFor();
+    expect(await table.getByRole('row').count()).toBe(4);
+    await table.getByText(`Orders ${MARKUP}`).first().waitFor();
+    expect(await page.locator('img').count()).toBe(0);
+    await expectAccessible(page, 'Instances');
+    await expectNoSidewaysScroll(page, 'Instances');
+
+    // Paged: 50 a page, the seeded instances fill more than two.
+    await page.goto(`${base}/console/instances?definitionId=${definitionId}`);
+    await page.getByRole('link', { name: 'Older instances' }).click();
+    await page.getByRole('link', { name: 'Newest instances' }).waitFor();
+
+    // One instance: its variables (markup as text).
+    await page.goto(`${base}/console/instances?searchTerm=${encodeURIComponent(`${MARKUP} #2`)}`);
+    await page.getByRole('link', { name: `${MARKUP} #2` }).click();
+    await page.getByRole('heading', { name: `${MARKUP} #2` }).waitFor();
+    await page.getByRole('cell', { name: /changed <img src=x onerror=alert\(1\)>|note <img/ }).waitFor();
+    expect(await page.locator('img').count()).toBe(0);
+    await expectAccessible(page, 'an instance');
+    await expectNoSidewaysScroll(page, 'an instance');
+
+    // Alter these: the list's filter becomes the plan's.
+    await page.goto(`${base}/console/instances?definitionId=${definitionId}&subStatus=Suspended`);
+    await page.getByRole('link', { name: 'Alter these' }).click();
+    await page.getByRole('heading', { name: 'New plan' }).waitFor();
+    expect(await page.getByLabel('Definition ids').inputValue()).toBe(definitionId);
+    expect(await page.getByLabel('Suspended').isChecked()).toBe(true);
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    const suspended = await call('POST', '/alterations/dry-run?countOnly=true', {
+      definitionIds: [definitionId],
+      subStatuses: ['Suspended'],
+    });
+    await page.getByText(`${suspended.body.count} instances match.`).waitFor();
+    await expectAccessible(page, 'New plan from Instances, with a dry run');
+    await context.close();
+  });
+
+  it('lists what awaits approval (nothing yet), accessibly', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('Nothing is awaiting approval.').waitFor();
+    await expectAccessible(page, 'Approvals');
+    await expectNoSidewaysScroll(page, 'Approvals');
+    await context.close();
+  });
+
+  it('shows a user without alterations:execute no Pause button, and refuses their direct post with the API words', async () => {
+    const { context, page } = await signedIn(`viewer-${run}`);
+    await page.goto(`${base}/console/plans/${pausedPlan}`);
+    await page.getByText('You may not pause, resume, cancel, revert or re-rate plans').waitFor();
+    await page.getByText('"alterations:execute"').first().waitFor();
+    for (const name of ['Pause', 'Resume', 'Cancel plan', 'Revert', 'Change rollout'])
+      expect(await page.getByRole('button', { name }).count(), name).toBe(0);
+    const refused = await page.request.post(`${base}/console/plans/${pausedPlan}/resume`, {
+      headers: { origin: base },
+      form: {},
+      maxRedirects: 0,
+    });
+    expect(refused.status()).toBe(403);
+    expect(await refused.text()).toContain(
+      'Missing permission: this operation requires &quot;alterations:execute&quot;',
+    );
+    expect(await planStatus(pausedPlan)).toBe(7);
+    await page.goto(`${base}/console/new-plan`);
+    await page.getByText('You may not make plans').waitFor();
+    expect(await page.getByRole('button', { name: 'Submit plan' }).count()).toBe(0);
+    await expectAccessible(page, 'New plan without the permission');
+    await context.close();
+  });
+
+  it("never shows a tenant another tenant's plans, by list or by address", async () => {
+    const key = await call('POST', '/identity/api-keys', {
+      name: `acme ${run}`,
+      permissions: ['alterations:*'],
+      tenantId: `acme-${run}`,
+    });
+    const acmePlan = await submit(
+      { id: `acme-plan-${run}`, alterations: [{ type: 'Cancel' }], filter: { correlationIds: ['nothing'] } },
+      key.body.key,
+    );
+    const { context, page } = await signedIn(`acme-${run}`);
+    await page.getByRole('link', { name: acmePlan, exact: true }).waitFor();
+    for (const other of [completedPlan, pausedPlan]) {
+      expect(await page.getByRole('link', { name: other, exact: true }).count()).toBe(0);
+      const answer = await page.goto(`${base}/console/plans/${other}`);
+      expect(answer!.status()).toBe(404);
+      await page.getByText(`Plan ${other} not found`).waitFor();
+      expect((await page.request.get(`${base}/console/plans/${other}/events`)).status()).toBe(404);
+    }
+    await page.goto(`${base}/console/instances`);
+    await page.getByText('No instances yet.').waitFor();
+    await context.close();
+  });
+
+  it('ends a session at once on sign-out or when its user is deleted, an open plan page live stream within 10 s', async () => {
+    for (const ending of ['sign-out', 'delete the user'] as const) {
+      const name = `doomed-${ending === 'sign-out' ? 'a' : 'b'}-${run}`;
+      const userId = await createUser(name, ['alterations:view']);
+      const { context, page } = await signedIn(name);
+      await page.goto(`${base}/console/plans/${pausedPlan}`);
+      await page.getByText('Live: this page follows the plan as it runs.').waitFor();
+      const started = Date.now();
+      if (ending === 'sign-out') {
+        const other = await context.newPage();
+        await other.goto(`${base}/console/plans`);
+        await other.getByRole('button', { name: 'Sign out' }).click();
+        await other.getByText('You have signed out.').waitFor();
+      } else {
+        expect((await call('DELETE', `/identity/users/${userId}`)).status).toBe(204);
+        // Page requests stop at once.
+        const next = await context.newPage();
+        await next.goto(`${base}/console/plans`);
+        expect(new URL(next.url()).pathname).toBe('/console/sign-in');
+        await next.getByText('Your session has ended').waitFor();
+      }
+      await page.getByText('Live updates ended: your session has ended.').waitFor({ timeout: 10_000 });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await context.close();
+    }
+  });
+
+  it('logged no CSP violation and opened no dialog on any page', () => {
+    expect(cspViolations).toEqual([]);
+    expect(dialogs).toEqual([]);
+  });
+});
