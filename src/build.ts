@@ -7,7 +7,8 @@ import { slimWorkflowBundle } from './temporal/bundle.js';
 /**
  * The second half of `npm run build` (after `tsc -p tsconfig.build.json`), run from the compiled output:
  * bundles the workflows once into dist/workflow-bundle.js (a worker started from the build loads it with
- * `workflowBundle`, instead of bundling at every start) and copies what the code reads from disk.
+ * `workflowBundle`, instead of bundling at every start) and copies what the code reads from disk (the
+ * migrations, the console's assets).
  */
 const here = path.dirname(fileURLToPath(import.meta.url)); // dist/src
 const dist = path.dirname(here);
@@ -24,4 +25,6 @@ const bundle = slimWorkflowBundle(code);
 await writeFile(path.join(dist, 'workflow-bundle.js'), bundle);
 await mkdir(path.join(here, 'db', 'migrations'), { recursive: true });
 await cp(path.join(root, 'src', 'db', 'migrations'), path.join(here, 'db', 'migrations'), { recursive: true });
+// The console's own stylesheet and script, served from beside its compiled code (src/console/assets.ts).
+await cp(path.join(root, 'src', 'console', 'assets'), path.join(here, 'console', 'assets'), { recursive: true });
 process.stdout.write(`Built dist/ (workflow bundle: ${Math.round(bundle.length / 1024)} KiB)\n`);

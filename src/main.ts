@@ -85,7 +85,11 @@ function banner(service: Service): string {
   const base = `http://localhost:${config.port}`;
   const lines = [''];
   if (service.server)
-    lines.push(`  API:          ${base}`, `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`);
+    lines.push(
+      `  API:          ${base}`,
+      `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`,
+      `  Console:      ${base}/console  (sign in as a user: ADMIN_PASSWORD gives "admin")`,
+    );
   if (embedded.temporalBuilding) {
     lines.push(
       '  Temporal:     building its dev server with Go, once per machine (about 4 minutes on 2 cores, longer on',
