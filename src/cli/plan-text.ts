@@ -1,4 +1,5 @@
 import type { Client, PlanSummaryView, PlanView } from '../client/index.js';
+import { EMPTY_FILTER_SELECTS_NOTHING } from './filters.js';
 import { n, planOutcome, safeCell, stackedBar } from './format.js';
 
 /** How `wfa` shows plans, their dry-runs and previews to people (--json prints the API's answer instead). */
@@ -6,27 +7,37 @@ import { n, planOutcome, safeCell, stackedBar } from './format.js';
 type DryRun = Awaited<ReturnType<Client['plans']['dryRun']>>;
 type Preview = Awaited<ReturnType<Client['plans']['preview']>>;
 
-/** How many instances match, and the first 20 of them. */
-export function dryRunText(r: DryRun): string {
+/** How many instances match (and why none, when the filter is empty), and the first 20 of them. */
+export function dryRunText(r: DryRun, emptyFilter: boolean): string {
+  const count = r.workflowInstanceIds.length;
   return [
-    `${n(r.workflowInstanceIds.length)} instances match`,
+    `${n(count)} instances match${count === 0 && emptyFilter ? `: ${EMPTY_FILTER_SELECTS_NOTHING}` : ''}`,
     ...r.workflowInstanceIds.slice(0, 20),
     ...(r.workflowInstanceIds.length > 20 ? ['…'] : []),
   ].join('\n');
 }
 
-/** How many instances match, and for each previewed one its outcome and the changes it would get. */
-export function previewText(r: Preview): string {
+/**
+ * How many instances match (and why none, when the filter is empty), and for each previewed one its
+ * outcome and the changes it would get: `ok: no change` when it would succeed and change nothing.
+ */
+export function previewText(r: Preview, emptyFilter: boolean): string {
+  if (r.matchedCount === 0 && emptyFilter) return `0 instances match: ${EMPTY_FILTER_SELECTS_NOTHING}`;
   return [
     `${n(r.matchedCount)} instances match; the first ${r.items.length}:`,
     ...r.items.flatMap((i) => [
-      `  ${safeCell(i.workflowInstanceId)}  ${i.isSuccessful ? 'ok' : `fails: ${safeCell(i.log.map((l) => l.message).join('; '))}`}`,
+      `  ${safeCell(i.workflowInstanceId)}  ${outcome(i)}`,
       ...i.changes.map(
         (ch) =>
           `    ${safeCell(ch.path)}: ${safeCell(JSON.stringify(ch.before))} → ${safeCell(JSON.stringify(ch.after))}`,
       ),
     ]),
   ].join('\n');
+}
+
+function outcome(i: Preview['items'][number]): string {
+  if (!i.isSuccessful) return `fails: ${safeCell(i.log.map((l) => l.message).join('; '))}`;
+  return i.changes.length ? 'ok' : 'ok: no change';
 }
 
 /** A plan's row in `plans list`. */

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Client } from '../../client/index.js';
 import type { Cli } from '../context.js';
+import { EMPTY_FILTER_SELECTS_NOTHING, filterOfFile, hasNoConstraint } from '../filters.js';
 import { jobStatusName, safeCell } from '../format.js';
 import { readJson } from '../input.js';
 import { count, positive, ratio } from '../options.js';
@@ -25,10 +26,9 @@ function addTrials(plans: Command, cli: Cli): void {
     .command('dry-run <file>')
     .description('the instances the filter of FILE ({alterations, filter} or a filter) matches')
     .action(async (file: string) => {
-      const body = await readJson<Record<string, unknown>>(file);
-      const filter = (body.filter ?? body) as Parameters<Client['plans']['dryRun']>[0];
+      const filter = filterOfFile(await readJson(file), file);
       const r = await (await cli.client()).plans.dryRun(filter);
-      cli.print(() => dryRunText(r), r);
+      cli.print(() => dryRunText(r, hasNoConstraint(filter)), r);
     });
   plans
     .command('preview <file>')
@@ -38,7 +38,7 @@ function addTrials(plans: Command, cli: Cli): void {
       const body = await readJson<PlanFile>(file);
       const c = await cli.client();
       const r = await c.plans.preview({ alterations: body.alterations, filter: body.filter, limit: o.limit });
-      cli.print(() => previewText(r), r);
+      cli.print(() => previewText(r, hasNoConstraint(body.filter)), r);
     });
 }
 
@@ -74,6 +74,9 @@ function addSubmit(plans: Command, cli: Cli): void {
         ...(o.id ? { id: o.id } : {}),
         ...(Object.keys(rollout).length ? { rollout } : {}),
       });
+      // Said beside the answer, not instead of it: the plan is stored and ends Completed with no jobs.
+      if (hasNoConstraint(body.filter) && !cli.options.json)
+        cli.io.err(`note: the plan will alter no instance: ${EMPTY_FILTER_SELECTS_NOTHING}`);
       if (!o.watch) return cli.print(() => `Submitted plan ${planId}`, { planId });
       if (!cli.options.json) cli.io.out(`Submitted plan ${safeCell(planId)}`);
       cli.exitCode = await cli.watch(c, planId);
