@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerConnections } from './commands/connections.js';
 import { registerDefinitions } from './commands/definitions.js';
@@ -48,6 +49,7 @@ export async function runCli(
 function describeProgram(program: Command, cli: Cli): void {
   program
     .description('Bulk, safe alterations of workflow instances: the CLI of workflow-alterations')
+    .version(packageVersion(), '-V, --version', 'print the version of wfa')
     .option('--url <url>', 'the service URL (WFA_URL; default: the one `wfa login` stored, else http://localhost:3000)')
     .option('--json', 'machine-readable JSON output; a failure is {"error": {…}} on standard error')
     .option('--timeout <seconds>', 'how long a request may take', positive, 60)
@@ -61,6 +63,11 @@ function describeProgram(program: Command, cli: Cli): void {
           cli.wantsJson() ? jsonProblem(problemOf(new CliFailure(s.replace(/^error: /, '').trim(), 2), cli.target)) : s,
         ),
     });
+}
+
+/** The version in the package's package.json, found by the package's name from src/cli or dist/src/cli alike. */
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('workflow-alterations/package.json') as { version: string }).version;
 }
 
 function defaultIo(): Io {

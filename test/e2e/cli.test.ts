@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -434,5 +434,15 @@ describe('wfa, where a newcomer stumbled', () => {
       `  ${ids[0]}  ok`,
       '    /variables/amount: 3 → 4',
     ]);
+  });
+
+  it('prints its version with --version and -V', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['--version', '-V']) {
+      const r = await runWfa([flag], work);
+      expect(r).toMatchObject({ code: 0, out: `${version}\n`, err: '' });
+    }
   });
 });
