@@ -445,4 +445,38 @@ describe('wfa, where a newcomer stumbled', () => {
       expect(r).toMatchObject({ code: 0, out: `${version}\n`, err: '' });
     }
   });
+
+  it('names the default tenant `default` in its tables, as the Temporal UI does, and keeps null in --json', async () => {
+    const keyIn = async (tenantId: string) => {
+      const res = await fetch(`${url}/identity/api-keys`, {
+        method: 'POST',
+        headers: { authorization: `ApiKey ${adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `cli-${tenantId}-${run}`, permissions: ['*'], tenantId }),
+      });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { key: string }).key;
+    };
+    const connection = (name: string) =>
+      file(`${name}.json`, {
+        name: `${name}-${run}`,
+        connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+        connectionConfiguration: { baseUrl: 'http://x.example/' },
+      });
+    const keys = { '*': await keyIn('*'), acme: await keyIn(`acme-${run}`) };
+    expect((await wfa(['connections', 'create', await connection('own')])).code).toBe(0);
+    expect((await wfa(['connections', 'create', await connection('shared')], { WFA_API_KEY: keys['*'] })).code).toBe(0);
+    expect((await wfa(['connections', 'create', await connection('acme')], { WFA_API_KEY: keys.acme })).code).toBe(0);
+
+    const row = (out: string, name: string) => out.split('\n').find((l) => l.includes(`${name}-${run}`));
+    const mine = await wfa(['connections', 'list']);
+    expect(row(mine.out, 'own')).toMatch(/ default$/);
+    expect(row(mine.out, 'shared')).toMatch(/ \*$/);
+    expect(row(mine.out, 'acme')).toBeUndefined();
+    const theirs = await wfa(['connections', 'list'], { WFA_API_KEY: keys.acme });
+    expect(row(theirs.out, 'acme')).toMatch(new RegExp(` acme-${run}$`));
+    const json = JSON.parse((await wfa(['--json', 'connections', 'list'])).out) as {
+      items: { name: string; tenantId: string | null }[];
+    };
+    expect(json.items.find((c) => c.name === `own-${run}`)?.tenantId).toBeNull();
+  });
 });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Cli } from '../context.js';
-import { table } from '../format.js';
+import { table, tenantName } from '../format.js';
 import { readJson } from '../input.js';
 
 /** `wfa connections …`: the connections to external systems. */
@@ -12,7 +12,7 @@ export function registerConnections(program: Command, cli: Cli): void {
       id: c.id,
       name: c.name,
       type: c.connectionType,
-      tenant: c.tenantId ?? 'default',
+      tenant: tenantName(c.tenantId),
     }));
     cli.print(() => table(rows, ['id', 'name', 'type', 'tenant']), r);
   });
