@@ -19,11 +19,22 @@ import { secureRoute } from '../secure-route.js';
 
 const PermissionList = z.array(z.string().trim().min(1).max(200)).max(200);
 
+/**
+ * A tenant a key or user is placed in. Not `default`: that is how the default tenant (null in the API) reads
+ * in the Temporal UI (`AlterationTenant`) and in wfa's tables, so a tenant of that name would look like it.
+ */
+const PlacedTenant = z
+  .string()
+  .max(200)
+  .refine((t) => t.trim().toLowerCase() !== 'default', {
+    message: '"default" names the default tenant where it is shown; use null (or leave it out) for it, or another name',
+  });
+
 const CreateApiKeySchema = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     permissions: PermissionList,
-    tenantId: z.string().max(200).nullable().optional().openapi({
+    tenantId: PlacedTenant.nullable().optional().openapi({
       description:
         'Place the key in a tenant (default: the caller\'s; another tenant is for the operator only: a default-tenant principal with "*")',
     }),
@@ -135,7 +146,7 @@ const TokenPairSchema = z
     expiresIn: z.number().int(),
   })
   .openapi('TokenPair');
-const TenantField = z.string().max(200).nullable().optional();
+const TenantField = PlacedTenant.nullable().optional();
 
 const loginRoute = secureRoute('public', {
   method: 'post',
