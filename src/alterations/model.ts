@@ -118,34 +118,11 @@ function intOrName<T extends Record<string, number>>(values: T, what: string) {
 export const PlanStatusInput = intOrName(PLAN_STATUS, 'plan status');
 export const JobStatusInput = intOrName(JOB_STATUS, 'job status');
 
-const Identifier = z.string().min(1).max(500);
-
-export const AlterationSchema = z
-  .discriminatedUnion('type', [
-    z
-      .strictObject({
-        type: z.literal('ModifyVariable'),
-        variableId: Identifier,
-        value: z.unknown().openapi({ description: 'Any JSON value, converted to the variable type; null clears it' }),
-      })
-      .refine((a) => a.value !== undefined, {
-        message: 'Required: the value to set (null clears the variable)',
-        path: ['value'],
-      }),
-    z.strictObject({ type: z.literal('Migrate'), targetVersion: Int32.min(1) }),
-    z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
-    z.strictObject({ type: z.literal('CancelActivity'), activityId: Identifier }).openapi({
-      description:
-        "Removes the activity's scheduled work and bookmarks and marks its running record Canceled; the instance then continues as if the activity had ended without an outcome (it finishes when nothing else is scheduled or waiting)",
-    }),
-    z.strictObject({ type: z.literal('Cancel') }),
-  ])
-  .openapi('Alteration', {
-    description:
-      'ModifyVariable {variableId, value}, Migrate {targetVersion}, ScheduleActivity {activityId}, CancelActivity {activityId} or Cancel',
-  });
-export type Alteration = z.infer<typeof AlterationSchema>;
-export type AlterationType = Alteration['type'];
+/**
+ * Alterations: each type is declared once in src/alterations/types/ (its schema, how it applies, how it is
+ * summarized); the union of their schemas is `AlterationSchema`.
+ */
+export { AlterationSchema, type Alteration, type AlterationType } from './types/index.js';
 
 /** Filter bounds (CONTRACT section 8): a filter compiles to bounded SQL whatever its author sends. */
 export const FILTER_LIMITS = {

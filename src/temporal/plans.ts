@@ -7,6 +7,7 @@ import {
 import type pg from 'pg';
 import type { Alteration, Filter } from '../alterations/model.js';
 import { pendingPlanIds } from '../alterations/plans.js';
+import { specOf } from '../alterations/types/index.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
 import { alterationPlan, planChangedSignal } from '../../workflows/index.js';
@@ -114,23 +115,13 @@ export async function signalPlanChanged(client: Client | undefined, planId: stri
   }
 }
 
-/** One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"). */
+/**
+ * One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"):
+ * each alteration in its type's own words (`AlterationTypeSpec.summary`).
+ */
 export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter' | 'revertOf'>): string {
   if (plan.revertOf) return `Revert plan ${plan.revertOf}: restore the instances it changed`;
-  const what = plan.alterations
-    .map((a) => {
-      switch (a.type) {
-        case 'ModifyVariable':
-          return `ModifyVariable ${a.variableId}`;
-        case 'Migrate':
-          return `Migrate to version ${a.targetVersion}`;
-        case 'ScheduleActivity':
-          return `ScheduleActivity ${a.activityId}`;
-        case 'Cancel':
-          return 'Cancel';
-      }
-    })
-    .join(', ');
+  const what = plan.alterations.map((a) => specOf(a).summary(a)).join(', ');
   const f = plan.filter;
   const list = (values: readonly string[], max = 3) =>
     values.slice(0, max).join(', ') + (values.length > max ? ` and ${values.length - max} more` : '');
