@@ -49,6 +49,12 @@ const LOCAL_STEPS_PATCH = 'plan-local-steps';
 const EVEN_BATCHES_PATCH = 'plan-even-batches';
 /** Since this patch: batches run on the batches task queue, weighted by the plan's size (`batchWeight`). */
 const BATCH_QUEUE_PATCH = 'plan-batch-queue';
+/**
+ * Since this patch (section 10): a plan awaiting approval waits for the decision or its expiry (a durable
+ * timer), and a plan with a schedule starts batches only inside its maintenance windows, waiting on durable
+ * timers for them to open.
+ */
+const GOVERNANCE_PATCH = 'plan-governance';
 /** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
@@ -62,6 +68,9 @@ const LOOKAHEAD = 2;
 export function batchWeight(total: number): number {
   return Math.min(1000, Math.max(0.001, (100_000 / Math.max(1, total)) ** 2));
 }
+/** The row's status while a plan awaits approval (src/alterations/model.ts PLAN_STATUS.AwaitingApproval). */
+const AWAITING_APPROVAL = 8;
+
 const { completePlan, failPlan, pausePlan, planControl } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: RETRY,
@@ -89,9 +98,15 @@ export interface AlterationPlanInput {
   progress?: PlanProgress;
   /** The plan search attributes are registered: keep AlterationPlanStatus current (contract section 7). */
   searchAttributes?: boolean;
+  /** The plan awaits approval (section 10): until `expiresAt` (ms since the epoch), asked by `requestedBy`. */
+  approval?: { expiresAt: number; requestedBy: { kind: string; name: string } };
+  /** The plan has a schedule: its batches start only inside its maintenance windows (section 10). */
+  scheduled?: boolean;
+  /** Carried by continue-as-new: when the window the plan runs in closes (ms since the epoch; null: never). */
+  windowClosesAt?: number | null;
 }
 
-type WorkflowStatus = 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
+type WorkflowStatus = 'AwaitingApproval' | 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
 /**
  * How the jobs of a Completed plan ended (the plan view's `outcome`, src/alterations/model.ts PLAN_OUTCOMES;
  * not imported: workflow code stays free of the API's modules).
@@ -198,9 +213,33 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     if (scheduler) scheduler.markChanged();
     else changedEarly = true;
   });
-  const show = (status: WorkflowStatus) => showProgress(state, status, scheduler, input.searchAttributes);
+  const show = (status: WorkflowStatus, note?: string) =>
+    showProgress(state, status, scheduler, input.searchAttributes, note);
+  const governed = patched(GOVERNANCE_PATCH);
+  const window: ScheduleWindow | null =
+    governed && input.scheduled ? { closesAt: input.windowClosesAt ?? 0, resumesAt: null } : null;
   show(state.status);
   try {
+    if (governed && !carried && input.approval) {
+      const decided = await awaitApproval(
+        planId,
+        input.approval,
+        () => changedEarly,
+        () => (changedEarly = false),
+        show,
+      );
+      if (decided === 'stop') return show('Cancelled');
+    }
+    if (window && !carried) {
+      const open = await awaitWindow(
+        planId,
+        window,
+        () => changedEarly,
+        () => (changedEarly = false),
+        show,
+      );
+      if (open === 'stop') return show('Cancelled');
+    }
     let control: PlanControl;
     let total: number;
     if (carried) {
@@ -226,10 +265,15 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     scheduler = plan;
     if (changedEarly) plan.markChanged();
     show(state.status);
-    await runBatches(plan, input, { total, batchQueue, state }, show);
+    await runBatches(plan, input, { total, batchQueue, state, window }, show);
     if (plan.stopping) return show(FINISHED[plan.control.status] ?? 'Cancelled');
     // This run's share is done (or it waited paused long enough): the next run carries on.
-    if (plan.unfinished) await continueAsNew<typeof alterationPlan>({ ...input, progress: plan.progress() });
+    if (plan.unfinished)
+      await continueAsNew<typeof alterationPlan>({
+        ...input,
+        progress: plan.progress(),
+        ...(window ? { windowClosesAt: window.closesAt } : {}),
+      });
     await (localSteps ? local.completePlan : completePlan)(planId);
     return show('Completed');
   } catch (err) {
@@ -257,12 +301,20 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
 async function runBatches(
   plan: PlanScheduler,
   input: AlterationPlanInput,
-  o: { total: number; batchQueue: boolean; state: PlanWorkflowProgress },
+  o: { total: number; batchQueue: boolean; state: PlanWorkflowProgress; window: ScheduleWindow | null },
   show: (status: WorkflowStatus) => PlanWorkflowProgress,
 ): Promise<void> {
   const { planId } = input;
   const inFlight = new Set<Promise<void>>();
+  const checkWindow = async (w: ScheduleWindow) => {
+    const gate = await local.checkSchedule(planId);
+    plan.steer(gate.control, Date.now());
+    w.closesAt = gate.open ? gate.closesAt : null;
+    w.resumesAt = gate.open ? null : gate.resumesAt;
+  };
   for (;;) {
+    // The window it runs in has closed: the plan pauses by its schedule before another batch starts.
+    if (o.window && o.window.closesAt !== null && Date.now() >= o.window.closesAt) await checkWindow(o.window);
     const step = plan.next(Date.now(), inFlight.size, workflowInfo().continueAsNewSuggested);
     if (step.kind === 'readControl') {
       plan.steer(await planControl(planId), Date.now());
@@ -277,6 +329,16 @@ async function runBatches(
     if (step.kind === 'idle') {
       show('Paused');
       if (step.endRun) break;
+      if (o.window && plan.pauseReason === 'schedule') {
+        // Paused by the schedule (a batch found the window closed): recorded, then a durable timer until the
+        // next window opens, unless the row changes first (a resume with ignoreSchedule, a cancel).
+        if (o.window.resumesAt === null) await checkWindow(o.window);
+        if (plan.pauseReason !== 'schedule') continue;
+        const until = o.window.resumesAt;
+        const waitMs = until === null ? PAUSED_POLL : Math.max(1, until - Date.now());
+        if (!(await condition(() => plan.controlChanged, waitMs))) await checkWindow(o.window);
+        continue;
+      }
       if (!(await condition(() => plan.controlChanged, PAUSED_POLL))) plan.markChanged();
       continue;
     }
@@ -322,6 +384,65 @@ function startBatch(
   return p;
 }
 
+/** What the plan workflow knows of its schedule: when the open window closes, or when the next opens. */
+interface ScheduleWindow {
+  closesAt: number | null;
+  resumesAt: number | null;
+}
+
+const when = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+/**
+ * Section 10: waits until the plan awaiting approval is decided (the row tells; a signal wakes it) or its
+ * approval expires (a durable timer; the row then says Expired). 'go' once approved, 'stop' otherwise.
+ */
+async function awaitApproval(
+  planId: string,
+  approval: NonNullable<AlterationPlanInput['approval']>,
+  signalled: () => boolean,
+  consume: () => void,
+  show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
+): Promise<'go' | 'stop'> {
+  const who = `needs the approval of a principal with alterations:approve other than ${approval.requestedBy.name} (${approval.requestedBy.kind}), by ${when(approval.expiresAt)}`;
+  for (;;) {
+    show('AwaitingApproval', who);
+    const waitMs = Math.max(1, approval.expiresAt - Date.now());
+    const woken = await condition(signalled, waitMs);
+    consume();
+    const control = woken ? await planControl(planId) : await local.expireApproval(planId);
+    if (control.status === AWAITING_APPROVAL) continue;
+    return FINISHED[control.status] ? 'stop' : 'go';
+  }
+}
+
+/**
+ * Section 10: before its jobs are generated, waits until the plan's schedule lets it run: the check records
+ * a pause by the schedule with `resumesAt`, and a durable timer waits for it (or a signal: a resume with
+ * ignoreSchedule, a cancel). 'stop' if the plan ended meanwhile.
+ */
+async function awaitWindow(
+  planId: string,
+  window: ScheduleWindow,
+  signalled: () => boolean,
+  consume: () => void,
+  show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
+): Promise<'go' | 'stop'> {
+  for (;;) {
+    const gate = await local.checkSchedule(planId);
+    if (gate.finished) return 'stop';
+    if (gate.open) {
+      window.closesAt = gate.closesAt;
+      return 'go';
+    }
+    show(
+      'Paused',
+      gate.resumesAt === null ? 'no maintenance window opens again' : `resumes at ${when(gate.resumesAt)}`,
+    );
+    await condition(signalled, gate.resumesAt === null ? PAUSED_POLL : Math.max(1, gate.resumesAt - Date.now()));
+    consume();
+  }
+}
+
 /** The progress a run starts from: the carried counts, or nothing yet (Generating). */
 function initialState(carried: PlanProgress | undefined): PlanWorkflowProgress {
   return {
@@ -351,6 +472,7 @@ function showProgress(
   status: WorkflowStatus,
   plan: PlanScheduler | null,
   searchAttributes: boolean | undefined,
+  note?: string,
 ): PlanWorkflowProgress {
   if (status !== state.status && searchAttributes)
     upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
@@ -377,7 +499,9 @@ function showProgress(
         ? ` (all ${number(state.failed)} jobs failed)`
         : '';
   const cancelled = state.cancelled ? ` · ${number(state.cancelled)} cancelled` : '';
-  const line = `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed${cancelled} · batch ${state.batchesDone} of ${state.batches ?? '?'}`;
+  const line = note
+    ? `**${status}** · ${note}`
+    : `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed${cancelled} · batch ${state.batchesDone} of ${state.batches ?? '?'}`;
   state.summary = line.replace(/\*\*/g, '');
   setCurrentDetails(line);
   return state;

@@ -7,7 +7,7 @@
  * that changes what a step carries needs a `patched()` marker in the workflow.
  */
 
-export type PauseReason = 'manual' | 'canary' | 'failures';
+export type PauseReason = 'manual' | 'canary' | 'failures' | 'schedule';
 
 /** The plan row's steering, as the activities read it (src/alterations/processing.ts PlanControl). */
 export interface PlanControl {

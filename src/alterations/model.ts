@@ -13,6 +13,8 @@ export const PLAN_STATUS = {
   Cancelled: 6,
   /** Contract section 7: batches in flight finished, none starts until resumed. Not finished. */
   Paused: 7,
+  /** Section 10: stored and waiting for a second principal's approval; nothing runs. Not finished. */
+  AwaitingApproval: 8,
 } as const;
 export type PlanStatusName = keyof typeof PLAN_STATUS;
 export type PlanStatus = (typeof PLAN_STATUS)[PlanStatusName];
@@ -27,10 +29,11 @@ export const UNFINISHED_STATUSES = [
   PLAN_STATUS.Dispatching,
   PLAN_STATUS.Running,
   PLAN_STATUS.Paused,
+  PLAN_STATUS.AwaitingApproval,
 ];
 
-/** Why a Paused plan is paused: an operator, the canary, or too many failures. */
-export const PAUSE_REASONS = ['manual', 'canary', 'failures'] as const;
+/** Why a Paused plan is paused: an operator, the canary, too many failures, or its schedule (no window open). */
+export const PAUSE_REASONS = ['manual', 'canary', 'failures', 'schedule'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /**

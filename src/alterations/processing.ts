@@ -6,6 +6,7 @@ import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
+import { scheduleState } from './schedule.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -253,6 +254,15 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   const control = controlOf(plan);
   const nothing = { toDispatch: 0, processed: 0, failed: 0, control };
   if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
+  // No batch starts outside the plan's maintenance windows (section 10), however late its activity began:
+  // it reads as a pause by the schedule, and its range runs again once the window opens (the workflow
+  // records the pause and waits for the window).
+  if (plan.schedule && !scheduleState(plan.schedule, started).open) {
+    // Half a step newer than the row it read: a batch that read the row before the window closed (still
+    // running, same steering) does not undo this pause in the workflow; the row's next change outranks it.
+    const paused = { ...control, status: PLAN_STATUS.Paused, pauseReason: 'schedule' as const };
+    return { ...nothing, control: { ...paused, steering: control.steering + 0.5 } };
+  }
   const jobs = await unwrittenJobs(client, plan, args);
   if (jobs.length === 0) return nothing;
   const instances = await lockInstances(

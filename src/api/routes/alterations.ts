@@ -15,6 +15,7 @@ import {
   cancelPlan,
   changeRollout,
   getPlan,
+  getPlanView,
   listJobs,
   listPlans,
   pausePlan,
@@ -31,6 +32,8 @@ import {
   RunResultSchema,
 } from '../../alterations/views.js';
 import { signalPlanChanged, startPlanWorkflow } from '../../temporal/plans.js';
+import { approvalNeeded, getPolicy, pendingApproval, principalRef } from '../../alterations/governance.js';
+import { ScheduleSchema } from '../../alterations/schedule.js';
 import { tenantOut } from '../../auth/principal.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
@@ -48,7 +51,7 @@ const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openap
 const Alterations = z.array(AlterationSchema).min(1).max(100);
 const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
 /** Words that are routes under /alterations: a plan named so could not be reached by its id. */
-const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows'];
+const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows', 'policy'];
 const PlanId = z
   .string()
   .regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"')
@@ -63,6 +66,16 @@ const SubmitSchema = z
     filter: FilterSchema,
     rollout: RolloutSchema.optional().openapi({
       description: 'Optional rollout controls (contract section 7): rate, canary, stopOnFailureRatio',
+    }),
+    approval: z
+      .strictObject({ required: z.literal(true) })
+      .nullish()
+      .openapi({
+        description:
+          "Ask for a second principal's approval whatever the tenant's policy says (a submitter cannot opt out of the policy)",
+      }),
+    schedule: ScheduleSchema.nullish().openapi({
+      description: 'When the plan may run: not before a moment, and only inside weekly windows in a time zone',
     }),
   })
   .openapi('SubmitAlterationPlanRequest');
@@ -215,11 +228,24 @@ const resume = secureRoute(EXECUTE, {
   method: 'post',
   path: '/alterations/{planId}/resume',
   tags: TAGS,
-  summary: 'Resume a Paused plan where it stopped',
-  request: PlanParams,
+  summary:
+    'Resume a Paused plan where it stopped; outside its maintenance windows a 409 names the next one, unless ignoreSchedule',
+  request: {
+    ...PlanParams,
+    ...jsonBody(
+      z
+        .strictObject({
+          ignoreSchedule: z.boolean().optional().openapi({
+            description: 'true: run now, outside the windows too, to its end (its schedule is dropped)',
+          }),
+        })
+        .openapi('ResumeAlterationPlanRequest'),
+    ),
+  },
   responses: {
     202: jsonContent(StatusAnswer, 'Resumed: the status it has now'),
-    ...problems(401, 403, 404, 409),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(404, 409),
   },
 });
 
@@ -306,13 +332,25 @@ export function alterationRoutes() {
   app.openapi(submit, async (c) => {
     const { pool, temporal, planProcessing } = c.get('deps');
     const body = c.req.valid('json');
-    const { planId } = await submitPlan(pool, callerTenant(c), body);
+    const tenant = callerTenant(c);
+    const submittedBy = principalRef(c.get('principal'));
+    // Section 10: the tenant's policy (or the body) may make it wait for a second principal's approval.
+    const policy = await getPolicy(pool, tenant);
+    const counting = policy.approval !== 'never' || body.approval?.required === true;
+    const matched = counting ? await countInstances(pool, body.filter, tenant) : 0;
+    const approval = approvalNeeded(policy, body.approval?.required === true, matched)
+      ? pendingApproval(policy, submittedBy, matched, new Date())
+      : null;
+    const { planId } = await submitPlan(pool, tenant, body, new Date(), { submittedBy, approval });
     // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
     // submit whose first attempt stored the plan but could not start it.
+    const stored = await getPlanView(pool, tenant, planId);
     await startPlanWorkflow(temporal.current(), planProcessing, planId, {
       tenantId: c.get('principal').tenantId,
       alterations: body.alterations,
       filter: body.filter,
+      approval: stored.status === PLAN_STATUS.AwaitingApproval ? stored.approval : null,
+      scheduled: stored.schedule !== null,
     });
     c.header('Location', `/alterations/${encodeURIComponent(planId)}`);
     return c.json({ planId }, 202);
@@ -329,7 +367,7 @@ export function alterationRoutes() {
   app.openapi(resume, async (c) => {
     const { planId } = c.req.valid('param');
     const { pool, temporal, logger } = c.get('deps');
-    const status = await resumePlan(pool, callerTenant(c), planId);
+    const status = await resumePlan(pool, callerTenant(c), planId, c.req.valid('json'));
     await signalPlanChanged(temporal.current(), planId, logger);
     return c.json({ planId, status }, 202);
   });

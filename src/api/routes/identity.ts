@@ -8,7 +8,7 @@ import {
   placementTenant,
   roleGrants,
 } from '../../auth/delegation.js';
-import { LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
+import { LEGACY_EQUIVALENTS, LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
 import { createRole, createUser, deleteUser, hashSecret, userGrants } from '../../auth/users.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
@@ -129,6 +129,10 @@ const permissionsRoute = secureRoute(
           structured: z.array(z.string()),
           legacy: z.array(z.string()),
           wildcards: z.array(z.string()),
+          legacyEquivalents: z.record(z.string(), z.string()).openapi({
+            description:
+              'For each structured permission, what the legacy model asks for the same operations ("*" where it has no string of its own)',
+          }),
         }),
         'Grantable permissions; wildcards are `*`, `*:{verb}` and `{resource}:*` of the structured names',
       ),
@@ -308,6 +312,7 @@ export function identityRoutes() {
         structured: [...STRUCTURED_PERMISSIONS],
         legacy: [...LEGACY_PERMISSIONS],
         wildcards: ['*', '*:{verb}', '{resource}:*'],
+        legacyEquivalents: LEGACY_EQUIVALENTS,
       },
       200,
     ),
