@@ -275,6 +275,8 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
   const slice = new TimeSlice();
   const outcomes = await alterJobs(deps, client, plan, jobs, instances, now, slice);
+  // The instances' outbox rows name the plan (migration 019): their workflows say "cancelled by plan …".
+  await client.query(`SELECT set_config('wfa.cause', $1, true)`, [`plan ${args.planId}`]);
   await saveInstances(client, deps.definitions, outcomes, now, instances, slice);
   const failed = outcomes.filter((o) => !o.ok).length;
   await writeJobs(deps, client, args, jobs, outcomes, instances, { started, now, failed }, slice);

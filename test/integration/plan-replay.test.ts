@@ -196,6 +196,63 @@ describe('the instance workflow', () => {
     await expect(replay(history)).resolves.toBeUndefined();
   });
 
+  // Recorded by commit 70d7ad9 (test/integration/record-instance-histories.test.ts), the lifelong shape with its
+  // steps as local activities, before its details and result told the instance's story from Postgres
+  // (patch `instance-story`): a suspended instance migrated to version 2 (its memo upserted) then triggered to
+  // its end; one cancelled by a plan (ended Canceled); one faulted by its step inside Postgres (left open); one
+  // whose workflow made its outbound call, ran the step after it, waited, and was triggered to its end.
+  it.each([
+    ['instance-history-local-migrated-finished.bin', 'COMPLETED'],
+    ['instance-history-local-cancelled.bin', 'CANCELED'],
+    ['instance-history-local-faulted.bin', undefined],
+    ['instance-history-local-call-suspended-finished.bin', 'COMPLETED'],
+  ])('replays %s, a lifelong run with local steps recorded before its story', async (name, ended) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).toContain('core_patch');
+    const closed = events.find(
+      (e) => e.workflowExecutionCompletedEventAttributes || e.workflowExecutionCanceledEventAttributes,
+    );
+    expect(
+      closed &&
+        (closed.workflowExecutionCompletedEventAttributes
+          ? 'COMPLETED'
+          : closed.workflowExecutionCanceledEventAttributes
+            ? 'CANCELED'
+            : ''),
+    ).toBe(ended);
+    if (name.includes('call')) expect(markers).toContain('core_local_activity');
+    if (name.includes('migrated')) expect(events.some((e) => e.workflowPropertiesModifiedEventAttributes)).toBe(true);
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
+  // Recorded by commit 9ec2909's workflow code, the same four lives with the story (patch `instance-story`): the
+  // words carry what Postgres holds, and the details and the result tell it. Each has the patch's marker; the
+  // finished ones' results name what ran wherever it ran (inside Postgres with the start and the triggers, or in
+  // the workflow). Replayed on code that does not ask patched('instance-story'), they fail as nondeterministic.
+  it.each([
+    ['instance-history-story-migrated-finished.bin', ['start', 'wait', 'done'], 2],
+    ['instance-history-story-cancelled.bin', undefined, 1],
+    ['instance-history-story-faulted.bin', undefined, 1],
+    ['instance-history-story-call-suspended-finished.bin', ['start', 'call', 'wait', 'set'], 1],
+  ])('replays %s, a lifelong run that tells its story', async (name, ran, version) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const patches = events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0])?.id);
+    expect(patches).toContain('instance-story');
+    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
+    if (ran) {
+      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
+      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
+    } else {
+      expect(completed).toBeUndefined();
+    }
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
   it.each([
     ['instance-history-per-dispatch-suspended.bin', ['start', 'wait'], 'Running/Suspended'],
     ['instance-history-per-dispatch-finished.bin', ['set'], 'Finished/Finished'],
