@@ -100,12 +100,9 @@ export const PlanSchema = z
     schedule: ScheduleSchema.nullable().openapi({
       description: 'When the plan may run, as submitted; null: any time (or dropped by a resume with ignoreSchedule)',
     }),
-    resumesAt: z
-      .string()
-      .nullable()
-      .openapi({
-        description: 'When a plan paused by its schedule goes on by itself; null unless pauseReason is schedule',
-      }),
+    resumesAt: z.string().nullable().openapi({
+      description: 'When a plan paused by its schedule goes on by itself; null unless pauseReason is schedule',
+    }),
   })
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;

@@ -68,7 +68,9 @@ export async function startPlanWorkflow(
           window: processing.window,
           batchesPerRun: processing.batchesPerRun,
           searchAttributes,
-          ...(plan?.approval ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } } : {}),
+          ...(plan?.approval
+            ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
+            : {}),
           ...(plan?.scheduled ? { scheduled: true } : {}),
         },
       ],
