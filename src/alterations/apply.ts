@@ -9,6 +9,7 @@ import {
   alterableFromRow,
   type AlterableRow,
   type AlterableState,
+  type MovedActivity,
   writeInstanceStates,
 } from '../engine/instance-state.js';
 
@@ -206,9 +207,11 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
   const closed: { instance: string[]; activity: string[] } = { instance: [], activity: [] };
   const reopened: { instance: string[]; activity: string[]; at: Date[] } = { instance: [], activity: [], at: [] };
   const callsOut: { instance: string[]; at: Date[] } = { instance: [], at: [] };
+  const moved: (MovedActivity & { instance: string })[] = [];
   for (const o of altered) {
     if (!o.ok || !o.state) continue;
     const id = o.state.id;
+    for (const m of o.state.movedActivities ?? []) moved.push({ ...m, instance: id });
     if (o.cancelled) cancelled.push(id);
     // A cancelled instance's records are all closed by the first statement.
     else
@@ -248,6 +251,24 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
         WHERE r.instance_id = c.instance_id AND r.activity_id = c.activity_id AND r.status = 'Canceled'
           AND r.completed_at = c.at`,
       [reopened.instance, reopened.activity, reopened.at],
+    );
+  }
+  if (moved.length > 0) {
+    // A Migrate's activity mappings: the record of where the instance waited ends, one where it now waits
+    // starts with the same inputs (the journal and the old record keep the old id; a revert of the job
+    // closes the new record and reopens the old one, as for any bookmark it puts back).
+    await db.query(
+      `WITH m AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS m(instance text, "from" text, "to" text, "nodeId" text, "activityType" text, name text)
+       ), ended AS (
+         UPDATE activity_records r SET status = 'Canceled', completed_at = $2
+           FROM m WHERE r.instance_id = m.instance AND r.activity_id = m."from" AND r.status = 'Running'
+         RETURNING r.instance_id, r.tenant_id, r.inputs, m."to", m."nodeId", m."activityType", m.name
+       )
+       INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+       SELECT instance_id, tenant_id, "to", "nodeId", "activityType", name, 'Running', inputs, $2 FROM ended`,
+      [JSON.stringify(moved), now],
     );
   }
   if (callsOut.instance.length > 0) {

@@ -290,6 +290,7 @@ export function identityRoutes() {
       permissions: body.permissions,
       tenantKey: tenant,
       expiresAt,
+      createdBy: { kind: caller.kind === 'user' ? 'user' : 'apiKey', id: caller.id },
     });
     c.get('logger').info({ apiKeyId: created.id, tenant }, 'api key created');
     c.header('cache-control', 'no-store');
