@@ -10,6 +10,7 @@ import {
   type ProcessingDeps,
 } from '../src/alterations/processing.js';
 import type { PauseReason } from '../src/alterations/model.js';
+import { checkSchedule, expireApproval } from '../src/alterations/governance.js';
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
@@ -116,6 +117,35 @@ export function createActivities(deps: ActivityDeps) {
     /** The plan's steering as its row says now (after a signal, or while paused). */
     planControl(planId: string) {
       return retryOnlyTransient('planControl', () => readPlanControl(deps, planId), deps.logger);
+    },
+    /**
+     * Section 10: an approval's durable timer fired. The plan, undecided past its expiry, is Cancelled with
+     * its approval Expired; answers its steering either way (a decision may have come first).
+     */
+    expireApproval(planId: string) {
+      return retryOnlyTransient(
+        'expireApproval',
+        async () => {
+          await expireApproval(deps.pool, planId, deps.clock?.() ?? new Date());
+          return readPlanControl(deps, planId);
+        },
+        deps.logger,
+      );
+    },
+    /**
+     * Section 10: may the plan's batches start now? Outside every window a running plan is Paused
+     * (pauseReason schedule, resumesAt); inside one, a plan paused by its schedule runs again. Answers when
+     * that changes, and the plan's steering as the row now says.
+     */
+    checkSchedule(planId: string) {
+      return retryOnlyTransient(
+        'checkSchedule',
+        async () => {
+          const gate = await checkSchedule(deps.pool, planId, deps.clock?.() ?? new Date());
+          return { ...gate, control: await readPlanControl(deps, planId) };
+        },
+        deps.logger,
+      );
     },
     completePlan(planId: string) {
       return retryOnlyTransient('completePlan', () => completePlan(deps, planId), deps.logger);

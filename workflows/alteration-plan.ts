@@ -17,6 +17,15 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import {
+  batchSizeFor,
+  evenBatchSize,
+  type BatchRange,
+  type PauseReason,
+  type PlanControl,
+  type PlanProgress,
+  PlanScheduler,
+} from './plan-scheduler.js';
 import { PLAN_STATUS_ATTRIBUTE } from './search-attributes.js';
 import { batchesTaskQueue } from './task-queues.js';
 import { PLAN_RETRY as RETRY } from './retry.js';
@@ -40,7 +49,13 @@ const LOCAL_STEPS_PATCH = 'plan-local-steps';
 const EVEN_BATCHES_PATCH = 'plan-even-batches';
 /** Since this patch: batches run on the batches task queue, weighted by the plan's size (`batchWeight`). */
 const BATCH_QUEUE_PATCH = 'plan-batch-queue';
-/** On the batches queue, a plan keeps this many windows of batches scheduled (see `depthOf`). */
+/**
+ * Since this patch (section 10): a plan awaiting approval waits for the decision or its expiry (a durable
+ * timer), and a plan with a schedule starts batches only inside its maintenance windows, waiting on durable
+ * timers for them to open.
+ */
+const GOVERNANCE_PATCH = 'plan-governance';
+/** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
 /**
@@ -53,6 +68,9 @@ const LOOKAHEAD = 2;
 export function batchWeight(total: number): number {
   return Math.min(1000, Math.max(0.001, (100_000 / Math.max(1, total)) ** 2));
 }
+/** The row's status while a plan awaits approval (src/alterations/model.ts PLAN_STATUS.AwaitingApproval). */
+const AWAITING_APPROVAL = 8;
+
 const { completePlan, failPlan, pausePlan, planControl } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: RETRY,
@@ -66,31 +84,7 @@ const BATCH_OPTIONS = {
 } as const;
 const { runJobBatch } = proxyActivities<Activities>(BATCH_OPTIONS);
 
-type PauseReason = 'manual' | 'canary' | 'failures';
-/** The plan row's steering, as the activities read it (src/alterations/processing.ts PlanControl). */
-interface PlanControl {
-  status: number;
-  pauseReason: PauseReason | null;
-  rollout: { rate?: number | null; canary?: number | null; stopOnFailureRatio?: number | null } | null;
-  steering: number;
-}
-
-/** Where a plan stands, carried across continue-as-new. */
-export interface PlanProgress {
-  total: number;
-  /** Jobs with ord below this have been handed to a batch (except the ranges in `redo`). */
-  nextOrd: number;
-  completed?: number;
-  failed?: number;
-  batchesDone?: number;
-  /** Ranges a batch skipped because the plan was Paused: run again first. */
-  redo?: [number, number][];
-  /** The canary's pause has happened (or there is no canary to wait for). */
-  canaryDone?: boolean;
-  /** The throttle's account: jobs started since `since` (workflow time, ms). */
-  throttle?: { since: number; jobs: number };
-  control?: PlanControl;
-}
+export type { PlanProgress } from './plan-scheduler.js';
 
 export interface AlterationPlanInput {
   planId: string;
@@ -104,9 +98,15 @@ export interface AlterationPlanInput {
   progress?: PlanProgress;
   /** The plan search attributes are registered: keep AlterationPlanStatus current (contract section 7). */
   searchAttributes?: boolean;
+  /** The plan awaits approval (section 10): until `expiresAt` (ms since the epoch), asked by `requestedBy`. */
+  approval?: { expiresAt: number; requestedBy: { kind: string; name: string } };
+  /** The plan has a schedule: its batches start only inside its maintenance windows (section 10). */
+  scheduled?: boolean;
+  /** Carried by continue-as-new: when the window the plan runs in closes (ms since the epoch; null: never). */
+  windowClosesAt?: number | null;
 }
 
-type WorkflowStatus = 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
+type WorkflowStatus = 'AwaitingApproval' | 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
 /**
  * How the jobs of a Completed plan ended (the plan view's `outcome`, src/alterations/model.ts PLAN_OUTCOMES;
  * not imported: workflow code stays free of the API's modules).
@@ -152,48 +152,9 @@ export const progressQuery = defineQuery<PlanWorkflowProgress>('progress');
 /** The plan row changed (pause, resume, rollout, cancel): read it again. It carries nothing: the row is the truth. */
 export const planChangedSignal = defineSignal('planChanged');
 
-// Plan statuses (src/alterations/model.ts; not imported: workflow code stays free of the API's modules).
-const PAUSED = 7;
 const FINISHED: Record<number, WorkflowStatus> = { 4: 'Completed', 5: 'Failed', 6: 'Cancelled' };
 /** While paused, the plan row is read again this often even without a signal (a lost signal costs this much). */
 const PAUSED_POLL = '1 minute';
-/** The throttle lets a plan that fell behind catch up by at most this much time's worth of jobs. */
-const THROTTLE_CREDIT_MS = 1_000;
-/** A throttled batch due sooner than this is started at once and waits in its activity (see the loop). */
-const THROTTLE_AHEAD_MS = 2_000;
-
-/** Plans started between `plan-local-steps` and `plan-even-batches`: a plan of fewer than window x this
- * many batches of the configured size runs smaller batches... */
-const SMALL_PLAN_ROUNDS = 4;
-/** ... of at least this many jobs. */
-const MIN_BATCH = 250;
-
-/**
- * The batch size for a plan of `total` jobs started between `plan-local-steps` and `plan-even-batches` (kept
- * so that such a plan replays as it ran): the configured size, or for a small plan a size that gives
- * every slot of the window SMALL_PLAN_ROUNDS batches, so its last round does not run half the window idle
- * (a 10,000-job plan: 16 batches of 625 instead of 10 of 1000 with 2 of 4 slots busy at the end).
- */
-function batchSizeFor(total: number, batchSize: number, window: number): number {
-  return Math.min(batchSize, Math.max(MIN_BATCH, Math.ceil(total / (window * SMALL_PLAN_ROUNDS))));
-}
-
-/** Every plan started since `plan-even-batches` takes at least this many rounds of the window... */
-const MIN_ROUNDS = 2;
-
-/**
- * The batch size for a plan of `total` jobs since `plan-even-batches`: as many batches as the configured
- * size needs (at least window x MIN_ROUNDS), rounded up to whole rounds of the window, each of equal size
- * (at most the configured size; at least MIN_BATCH, which wins over the rounds: 1,100 jobs at window 4 run
- * as 5 batches of 250). A batch has a fixed cost (a transaction, an activity,
- * a workflow task), so a small plan runs two rounds of larger batches rather than four of smaller ones, and
- * no plan ends with a round that leaves part of the window idle (10,000 jobs at 2,000 / window 4: 8 batches
- * of 1,250; 100,000: 52 of 1,924).
- */
-function evenBatchSize(total: number, batchSize: number, window: number): number {
-  const rounds = Math.ceil(Math.max(window * MIN_ROUNDS, Math.ceil(total / batchSize)) / window);
-  return Math.min(batchSize, Math.max(MIN_BATCH, Math.ceil(total / (rounds * window))));
-}
 
 const number = (v: number) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
@@ -223,11 +184,11 @@ function planFailureReason(err: unknown): string | undefined {
  * Processes an alteration plan: generate the jobs (the matched set is frozen there), run them in batches
  * (ranges of job ord) with a bounded window in flight, then complete the plan. Postgres holds every job's
  * state and the plan's steering; this workflow only drives it, so a worker that stops mid-plan is replaced
- * by one that carries on. Steering (contract section 7): a Paused plan starts no batch (a batch that reads
- * Paused does nothing and is run again after the resume); `rate` spaces batch starts with durable timers;
- * `canary` runs exactly that many jobs, then pauses; `stopOnFailureRatio` pauses when too many fail. A
- * `planChanged` signal makes the workflow read the plan row at once; while paused it also reads it every
- * minute, so a lost signal only delays.
+ * by one that carries on. Which batch runs when is the PlanScheduler's (workflows/plan-scheduler.ts): a
+ * Paused plan starts no batch (a batch that reads Paused does nothing and is run again after the resume);
+ * `rate` spaces batch starts with durable timers; `canary` runs exactly that many jobs, then pauses;
+ * `stopOnFailureRatio` pauses when too many fail. A `planChanged` signal makes the workflow read the plan row
+ * at once; while paused it also reads it every minute, so a lost signal only delays.
  */
 export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWorkflowProgress> {
   const { planId } = input;
@@ -241,57 +202,44 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       : localSteps
         ? batchSizeFor(total, input.batchSize, input.window)
         : input.batchSize;
-  const state: PlanWorkflowProgress = {
-    status: carried ? 'Running' : 'Generating',
-    total: carried?.total ?? null,
-    completed: carried?.completed ?? 0,
-    failed: carried?.failed ?? 0,
-    cancelled: 0,
-    pending: carried ? carried.total - (carried.completed ?? 0) - (carried.failed ?? 0) : null,
-    batchesDone: carried?.batchesDone ?? 0,
-    // Known once the batch size in force is (below): the batches are counted, never derived from the
-    // configured size, which a rate or a canary does not keep to.
-    batches: null,
-    pauseReason: null,
-    outcome: null,
-    summary: '',
-  };
-  /** Batches in flight and still to start, once the plan's jobs and steering are known. */
-  let batchesLeft: (() => number) | null = null;
-  let dirty = false;
-  setHandler(progressQuery, () => state);
+  const state = initialState(carried);
+  /** Known once the plan's jobs and steering are. */
+  let scheduler: PlanScheduler | null = null;
+  // Before the scheduler exists, a signal is remembered here and handed over.
+  let changedEarly = false;
+  // The pause reason as the scheduler last read the row, even between two updates of the progress.
+  setHandler(progressQuery, () => (scheduler ? { ...state, pauseReason: scheduler.pauseReason } : state));
   setHandler(planChangedSignal, () => {
-    dirty = true;
+    if (scheduler) scheduler.markChanged();
+    else changedEarly = true;
   });
-  // What the Temporal UI shows beside the summary, current after each batch. It only sets state and the
-  // details (no command), but for the search attribute on a change of status, as it always did.
-  const show = (status: WorkflowStatus) => {
-    if (status !== state.status && input.searchAttributes)
-      upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
-    state.status = status;
-    const done = state.completed + state.failed;
-    if (batchesLeft) state.batches = state.batchesDone + batchesLeft();
-    state.cancelled = status === 'Cancelled' && state.total !== null ? Math.max(0, state.total - done) : 0;
-    state.pending = state.total === null ? null : Math.max(0, state.total - done - state.cancelled);
-    state.outcome = status === 'Completed' ? planOutcome(state.total ?? 0, state.failed) : null;
-    const of =
-      state.total === null
-        ? ''
-        : ` of ${number(state.total)} (${state.total ? Math.floor((100 * done) / state.total) : 100}%)`;
-    const why =
-      status === 'Paused' && state.pauseReason
-        ? ` (${state.pauseReason})`
-        : state.outcome === 'allFailed'
-          ? ` (all ${number(state.failed)} jobs failed)`
-          : '';
-    const cancelled = state.cancelled ? ` · ${number(state.cancelled)} cancelled` : '';
-    const line = `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed${cancelled} · batch ${state.batchesDone} of ${state.batches ?? '?'}`;
-    state.summary = line.replace(/\*\*/g, '');
-    setCurrentDetails(line);
-    return state;
-  };
+  const show = (status: WorkflowStatus, note?: string) =>
+    showProgress(state, status, scheduler, input.searchAttributes, note);
+  const governed = patched(GOVERNANCE_PATCH);
+  const window: ScheduleWindow | null =
+    governed && input.scheduled ? { closesAt: input.windowClosesAt ?? 0, resumesAt: null } : null;
   show(state.status);
   try {
+    if (governed && !carried && input.approval) {
+      const decided = await awaitApproval(
+        planId,
+        input.approval,
+        () => changedEarly,
+        () => (changedEarly = false),
+        show,
+      );
+      if (decided === 'stop') return show('Cancelled');
+    }
+    if (window && !carried) {
+      const open = await awaitWindow(
+        planId,
+        window,
+        () => changedEarly,
+        () => (changedEarly = false),
+        show,
+      );
+      if (open === 'stop') return show('Cancelled');
+    }
     let control: PlanControl;
     let total: number;
     if (carried) {
@@ -304,201 +252,28 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       control = generated.control;
       state.total = total;
     }
-    const batchSize = batchSizeOf(total);
-    let nextOrd = carried?.nextOrd ?? 0;
-    const redo: [number, number][] = [...(carried?.redo ?? [])];
-    const canaryOf = () => control.rollout?.canary ?? null;
-    let canaryDone = carried?.canaryDone ?? !(canaryOf() !== null && canaryOf()! < total);
-    let throttle = carried?.throttle ?? { since: Date.now(), jobs: 0 };
-    let pauseFor: PauseReason | null = null;
-    let stop = false;
-    let startedThisRun = 0;
-    const inFlight = new Set<Promise<void>>();
-
-    /** Takes a newer reading of the plan row; an older one (a batch that read before a resume) is ignored. */
-    const steer = (next: PlanControl) => {
-      if (next.steering < control.steering) return;
-      const rateChanged = (next.rollout?.rate ?? null) !== (control.rollout?.rate ?? null);
-      const resumed = control.status === PAUSED && next.status !== PAUSED;
-      control = next;
-      if (rateChanged || resumed) throttle = { since: Date.now(), jobs: 0 };
-      state.pauseReason = control.status === PAUSED ? control.pauseReason : null;
-      if (FINISHED[control.status]) stop = true;
-    };
-    steer(control);
-    const sizeOf = () => {
-      const rate = control.rollout?.rate;
-      return rate ? Math.max(1, Math.min(batchSize, Math.floor(rate / 4))) : batchSize;
-    };
-    // Batches scheduled at once. On the batches queue, twice the window: the worker's batch slots run as
-    // many as they can, and the rest wait in the queue, so a slot that frees is taken at once by the next
-    // batch (no workflow task in between), and a plan always has batches waiting where Task Queue Fairness
-    // can weigh them against other tenants'. A throttled plan keeps its window (its batches are spaced).
-    const depthOf = () => (batchQueue && !control.rollout?.rate ? input.window * LOOKAHEAD : input.window);
-    // Batches started whose result has not come back.
-    let running = 0;
-    // The batches still to come, as the loop below will cut them: the ranges to run again, then the rest at
-    // the size in force, cut at the canary's ordinal until the canary is done.
-    batchesLeft = () => {
-      const size = sizeOf();
-      let from = nextOrd;
-      let left = running + redo.length;
-      const canary = canaryOf();
-      if (!canaryDone && canary !== null && from < canary) {
-        left += Math.ceil((Math.min(canary, total) - from) / size);
-        from = canary;
-      }
-      return from < total ? left + Math.ceil((total - from) / size) : left;
-    };
+    const plan = new PlanScheduler({
+      total,
+      batchSize: batchSizeOf(total),
+      window: input.window,
+      windowsAhead: batchQueue ? LOOKAHEAD : 1,
+      batchesPerRun: input.batchesPerRun,
+      control,
+      carried,
+      now: Date.now(),
+    });
+    scheduler = plan;
+    if (changedEarly) plan.markChanged();
     show(state.status);
-
-    for (;;) {
-      if (dirty) {
-        dirty = false;
-        steer(await planControl(planId));
-      }
-      if (stop) break;
-      if (control.status === PAUSED) {
-        // Batches in flight finish (those that read Paused did nothing and are in `redo`).
-        if (inFlight.size > 0) {
-          await Promise.race(inFlight);
-          continue;
-        }
-        show('Paused');
-        if (workflowInfo().continueAsNewSuggested) break;
-        if (!(await condition(() => dirty, PAUSED_POLL))) dirty = true;
-        continue;
-      }
-      if (state.status !== 'Running') show('Running');
-      const more = redo.length > 0 || nextOrd < total;
-      if (!more) {
-        // Nothing left to start: a pause now would only hold back the completion.
-        if (inFlight.size === 0) break;
-        await Promise.race(inFlight);
-        continue;
-      }
-      if (pauseFor) {
-        if (inFlight.size > 0) {
-          await Promise.race(inFlight);
-          continue;
-        }
-        const reason: PauseReason = pauseFor;
-        pauseFor = null;
-        steer(await pausePlan(planId, reason));
-        continue;
-      }
-      if (inFlight.size >= depthOf()) {
-        await Promise.race(inFlight);
-        continue;
-      }
-      if (startedThisRun >= input.batchesPerRun || workflowInfo().continueAsNewSuggested) {
-        if (inFlight.size > 0) {
-          await Promise.race(inFlight);
-          continue;
-        }
-        break;
-      }
-      // The canary: its jobs only, then (once they are all done) a pause.
-      const canary = canaryOf();
-      if (!canaryDone && canary !== null && nextOrd >= canary && redo.length === 0) {
-        if (inFlight.size > 0) {
-          await Promise.race(inFlight);
-          continue;
-        }
-        canaryDone = true;
-        pauseFor = 'canary';
-        continue;
-      }
-      let range = redo.shift();
-      if (!range) {
-        let to = Math.min(total, nextOrd + sizeOf());
-        if (!canaryDone && canary !== null) to = Math.min(to, canary);
-        range = [nextOrd, to];
-        nextOrd = to;
-      }
-      const [fromOrd, toOrd] = range;
-      const rate = control.rollout?.rate;
-      let notBefore: number | undefined;
-      if (rate) {
-        // Spaced so that the jobs started since `since` never get ahead of the rate; a plan that fell
-        // behind catches up by at most THROTTLE_CREDIT_MS. A wait of seconds is a durable timer; a batch
-        // due within THROTTLE_AHEAD_MS is started now and waits in its activity until it is due (server
-        // timers fire about a second late, too coarse for batches a quarter second apart).
-        const now = Date.now();
-        throttle.since = Math.max(throttle.since, now - THROTTLE_CREDIT_MS - (throttle.jobs * 1000) / rate);
-        const due = throttle.since + ((throttle.jobs + toOrd - fromOrd) * 1000) / rate;
-        if (due - now > THROTTLE_AHEAD_MS) {
-          redo.unshift(range);
-          await condition(() => dirty, Math.ceil(due - now - THROTTLE_AHEAD_MS / 2));
-          continue;
-        }
-        throttle.jobs += toOrd - fromOrd;
-        if (due > now) notBefore = Math.ceil(due);
-      }
-      startedThisRun++;
-      running++;
-      const summary = `jobs ${number(fromOrd)}–${number(toOrd - 1)} of ${number(total)}`;
-      const p: Promise<void> = runJobBatch
-        .executeWithOptions(
-          batchQueue
-            ? {
-                ...BATCH_OPTIONS,
-                summary,
-                taskQueue: batchesTaskQueue(workflowInfo().taskQueue),
-                // The fairness key (the tenant) comes with the workflow; the weight is the plan's size's.
-                priority: { fairnessWeight: batchWeight(total) },
-              }
-            : { summary },
-          [{ planId, fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) }],
-        )
-        .then((r) => {
-          running--;
-          steer(r.control);
-          if (r.stop) stop = true;
-          if (r.paused || r.stop) {
-            // The batch did nothing (it read Paused, or a finished plan): its range is still to run, after a
-            // resume; a finished plan runs it never, and counts its jobs as the plan view does (cancelled).
-            redo.push([fromOrd, toOrd]);
-            show(state.status);
-            return;
-          }
-          // The batch's own counts, exact even when a retried attempt found its jobs already done.
-          state.completed += r.batch.completed;
-          state.failed += r.batch.failed;
-          state.batchesDone++;
-          const ratio = control.rollout?.stopOnFailureRatio;
-          const finished = state.completed + state.failed;
-          if (
-            ratio !== null &&
-            ratio !== undefined &&
-            finished >= Math.max(canaryOf() ?? 0, 100) &&
-            state.failed / finished > ratio
-          )
-            pauseFor = 'failures';
-          show(state.status);
-        })
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    }
-    await Promise.all(inFlight);
-    if (stop) return show(FINISHED[control.status] ?? 'Cancelled');
-    if (redo.length > 0 || nextOrd < total || control.status === PAUSED) {
-      // This run's share is done (or it waited paused long enough): the next run carries on.
+    await runBatches(plan, input, { total, batchQueue, state, window }, show);
+    if (plan.stopping) return show(FINISHED[plan.control.status] ?? 'Cancelled');
+    // This run's share is done (or it waited paused long enough): the next run carries on.
+    if (plan.unfinished)
       await continueAsNew<typeof alterationPlan>({
         ...input,
-        progress: {
-          total,
-          nextOrd,
-          completed: state.completed,
-          failed: state.failed,
-          batchesDone: state.batchesDone,
-          redo,
-          canaryDone,
-          throttle,
-          control,
-        },
+        progress: plan.progress(),
+        ...(window ? { windowClosesAt: window.closesAt } : {}),
       });
-    }
     await (localSteps ? local.completePlan : completePlan)(planId);
     return show('Completed');
   } catch (err) {
@@ -516,4 +291,218 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     await CancellationScope.nonCancellable(() => failPlan(planId, reason));
     return show('Failed');
   }
+}
+
+/**
+ * Turns the scheduler's steps into commands until the run ends (the plan stopped, every batch done, the
+ * run's share of batches started, or a paused run that Temporal suggests continuing): batch activities,
+ * reads of the plan row, pauses, durable timers. Returns with no batch in flight.
+ */
+async function runBatches(
+  plan: PlanScheduler,
+  input: AlterationPlanInput,
+  o: { total: number; batchQueue: boolean; state: PlanWorkflowProgress; window: ScheduleWindow | null },
+  show: (status: WorkflowStatus) => PlanWorkflowProgress,
+): Promise<void> {
+  const { planId } = input;
+  const inFlight = new Set<Promise<void>>();
+  const checkWindow = async (w: ScheduleWindow) => {
+    const gate = await local.checkSchedule(planId);
+    plan.steer(gate.control, Date.now());
+    w.closesAt = gate.open ? gate.closesAt : null;
+    w.resumesAt = gate.open ? null : gate.resumesAt;
+  };
+  for (;;) {
+    // The window it runs in has closed: the plan pauses by its schedule before another batch starts.
+    if (o.window && o.window.closesAt !== null && Date.now() >= o.window.closesAt) await checkWindow(o.window);
+    const step = plan.next(Date.now(), inFlight.size, workflowInfo().continueAsNewSuggested);
+    if (step.kind === 'readControl') {
+      plan.steer(await planControl(planId), Date.now());
+      continue;
+    }
+    if (step.kind === 'stop') break;
+    if (step.kind === 'drain') {
+      // Paused: the batches in flight finish (those that read Paused did nothing and run again later).
+      await Promise.race(inFlight);
+      continue;
+    }
+    if (step.kind === 'idle') {
+      show('Paused');
+      if (step.endRun) break;
+      if (o.window && plan.pauseReason === 'schedule') {
+        // Paused by the schedule (a batch found the window closed): recorded, then a durable timer until the
+        // next window opens, unless the row changes first (a resume with ignoreSchedule, a cancel).
+        if (o.window.resumesAt === null) await checkWindow(o.window);
+        if (plan.pauseReason !== 'schedule') continue;
+        const until = o.window.resumesAt;
+        const waitMs = until === null ? PAUSED_POLL : Math.max(1, until - Date.now());
+        if (!(await condition(() => plan.controlChanged, waitMs))) await checkWindow(o.window);
+        continue;
+      }
+      if (!(await condition(() => plan.controlChanged, PAUSED_POLL))) plan.markChanged();
+      continue;
+    }
+    if (o.state.status !== 'Running') show('Running');
+    if (step.kind === 'done' || step.kind === 'endRun') break;
+    if (step.kind === 'wait') await Promise.race(inFlight);
+    else if (step.kind === 'pause') plan.steer(await pausePlan(planId, step.reason), Date.now());
+    else if (step.kind === 'throttle') await condition(() => plan.controlChanged, step.ms);
+    else inFlight.add(startBatch(plan, input, o, step.batch, show, inFlight));
+  }
+  await Promise.all(inFlight);
+}
+
+/** One batch activity; its result steers the plan and shows in its progress. */
+function startBatch(
+  plan: PlanScheduler,
+  input: AlterationPlanInput,
+  o: { total: number; batchQueue: boolean; state: PlanWorkflowProgress },
+  batch: BatchRange,
+  show: (status: WorkflowStatus) => PlanWorkflowProgress,
+  inFlight: Set<Promise<void>>,
+): Promise<void> {
+  const summary = `jobs ${number(batch.fromOrd)}–${number(batch.toOrd - 1)} of ${number(o.total)}`;
+  const p: Promise<void> = runJobBatch
+    .executeWithOptions(
+      o.batchQueue
+        ? {
+            ...BATCH_OPTIONS,
+            summary,
+            taskQueue: batchesTaskQueue(workflowInfo().taskQueue),
+            // The fairness key (the tenant) comes with the workflow; the weight is the plan's size's.
+            priority: { fairnessWeight: batchWeight(o.total) },
+          }
+        : { summary },
+      [{ planId: input.planId, ...batch }],
+    )
+    .then((r) => {
+      // The batch's own counts, exact even when a retried attempt found its jobs already done.
+      plan.batchEnded(batch, r, Date.now());
+      show(o.state.status);
+    })
+    .finally(() => inFlight.delete(p));
+  return p;
+}
+
+/** What the plan workflow knows of its schedule: when the open window closes, or when the next opens. */
+interface ScheduleWindow {
+  closesAt: number | null;
+  resumesAt: number | null;
+}
+
+const when = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+/**
+ * Section 10: waits until the plan awaiting approval is decided (the row tells; a signal wakes it) or its
+ * approval expires (a durable timer; the row then says Expired). 'go' once approved, 'stop' otherwise.
+ */
+async function awaitApproval(
+  planId: string,
+  approval: NonNullable<AlterationPlanInput['approval']>,
+  signalled: () => boolean,
+  consume: () => void,
+  show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
+): Promise<'go' | 'stop'> {
+  const who = `needs the approval of a principal with alterations:approve other than ${approval.requestedBy.name} (${approval.requestedBy.kind}), by ${when(approval.expiresAt)}`;
+  for (;;) {
+    show('AwaitingApproval', who);
+    const waitMs = Math.max(1, approval.expiresAt - Date.now());
+    const woken = await condition(signalled, waitMs);
+    consume();
+    const control = woken ? await planControl(planId) : await local.expireApproval(planId);
+    if (control.status === AWAITING_APPROVAL) continue;
+    return FINISHED[control.status] ? 'stop' : 'go';
+  }
+}
+
+/**
+ * Section 10: before its jobs are generated, waits until the plan's schedule lets it run: the check records
+ * a pause by the schedule with `resumesAt`, and a durable timer waits for it (or a signal: a resume with
+ * ignoreSchedule, a cancel). 'stop' if the plan ended meanwhile.
+ */
+async function awaitWindow(
+  planId: string,
+  window: ScheduleWindow,
+  signalled: () => boolean,
+  consume: () => void,
+  show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
+): Promise<'go' | 'stop'> {
+  for (;;) {
+    const gate = await local.checkSchedule(planId);
+    if (gate.finished) return 'stop';
+    if (gate.open) {
+      window.closesAt = gate.closesAt;
+      return 'go';
+    }
+    show(
+      'Paused',
+      gate.resumesAt === null ? 'no maintenance window opens again' : `resumes at ${when(gate.resumesAt)}`,
+    );
+    await condition(signalled, gate.resumesAt === null ? PAUSED_POLL : Math.max(1, gate.resumesAt - Date.now()));
+    consume();
+  }
+}
+
+/** The progress a run starts from: the carried counts, or nothing yet (Generating). */
+function initialState(carried: PlanProgress | undefined): PlanWorkflowProgress {
+  return {
+    status: carried ? 'Running' : 'Generating',
+    total: carried?.total ?? null,
+    completed: carried?.completed ?? 0,
+    failed: carried?.failed ?? 0,
+    cancelled: 0,
+    pending: carried ? carried.total - (carried.completed ?? 0) - (carried.failed ?? 0) : null,
+    batchesDone: carried?.batchesDone ?? 0,
+    // Known once the batch size in force is: the batches are counted, never derived from the configured
+    // size, which a rate or a canary does not keep to.
+    batches: null,
+    pauseReason: null,
+    outcome: null,
+    summary: '',
+  };
+}
+
+/**
+ * Sets the progress (what the query answers and the workflow returns) and what the Temporal UI shows beside
+ * the summary, current after each batch. It only sets state and the details (no command), but for the
+ * search attribute on a change of status.
+ */
+function showProgress(
+  state: PlanWorkflowProgress,
+  status: WorkflowStatus,
+  plan: PlanScheduler | null,
+  searchAttributes: boolean | undefined,
+  note?: string,
+): PlanWorkflowProgress {
+  if (status !== state.status && searchAttributes)
+    upsertSearchAttributes([{ key: PLAN_STATUS_ATTRIBUTE, value: status }]);
+  state.status = status;
+  if (plan) {
+    state.completed = plan.counts.completed;
+    state.failed = plan.counts.failed;
+    state.batchesDone = plan.counts.batchesDone;
+    state.pauseReason = plan.pauseReason;
+    state.batches = state.batchesDone + plan.batchesLeft();
+  }
+  const done = state.completed + state.failed;
+  state.cancelled = status === 'Cancelled' && state.total !== null ? Math.max(0, state.total - done) : 0;
+  state.pending = state.total === null ? null : Math.max(0, state.total - done - state.cancelled);
+  state.outcome = status === 'Completed' ? planOutcome(state.total ?? 0, state.failed) : null;
+  const of =
+    state.total === null
+      ? ''
+      : ` of ${number(state.total)} (${state.total ? Math.floor((100 * done) / state.total) : 100}%)`;
+  const why =
+    status === 'Paused' && state.pauseReason
+      ? ` (${state.pauseReason})`
+      : state.outcome === 'allFailed'
+        ? ` (all ${number(state.failed)} jobs failed)`
+        : '';
+  const cancelled = state.cancelled ? ` · ${number(state.cancelled)} cancelled` : '';
+  const line = note
+    ? `**${status}** · ${note}`
+    : `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed${cancelled} · batch ${state.batchesDone} of ${state.batches ?? '?'}`;
+  state.summary = line.replace(/\*\*/g, '');
+  setCurrentDetails(line);
+  return state;
 }

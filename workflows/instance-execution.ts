@@ -20,6 +20,17 @@ import type { CallActivities, CallResult } from '../activities/calls.js';
 import { callsTaskQueue } from './task-queues.js';
 import { TRANSIENT_RETRY } from './retry.js';
 import { DEFINITION_ATTRIBUTE, INSTANCE_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE } from './search-attributes.js';
+import {
+  type InstanceStory,
+  type StoryResult,
+  STORY_LIMITS,
+  clip,
+  noSteps,
+  stepRan,
+  storyLine,
+  storyResult,
+  withSteps,
+} from './instance-story.js';
 
 type StepResult = Awaited<ReturnType<Activities['executeInstanceStep']>>;
 type StepRetryPolicy = NonNullable<StepResult['nextRetry']>;
@@ -139,8 +150,13 @@ export interface InstanceTidings {
   version: number;
   /** The instance has work that needs its workflow: an outbound call, or a step a resilience strategy retries. */
   hasWork: boolean;
-  /** Events it waits on, as `eventName (activityId)`. */
+  /** Events it waits on, as `eventName (activityId)` (with `story`, the first few: `story.bookmarks` counts them). */
   waitingOn?: string[];
+  /**
+   * What Postgres holds beyond the status (workflows/instance-story.ts): its definition, what ran, its
+   * incidents, what made the change. Relays of the release before told no story.
+   */
+  story?: InstanceStory;
 }
 
 /** Sent by the relay with where the instance stands; runs of the previous release took it without arguments. */
@@ -161,14 +177,20 @@ export interface InstanceExecutionInput {
 
 type Standing = NonNullable<Awaited<ReturnType<Activities['peekStep']>>['instance']>;
 
-/** What a run did and where it left the instance: the workflow's result and its current details. */
-export interface InstanceExecutionResult {
-  /** The instance's state as this run left it, e.g. "Running/Suspended". */
-  instance: string;
-  /** "ran until suspended at `wait` (waiting on approve)", "ran to the end", … */
-  summary: string;
-  executedActivityIds: string[];
-}
+/**
+ * What a run did and where it left the instance: the workflow's result and its current details. Told with
+ * the story (patch `instance-story`), the result is the instance's as Postgres holds it (`StoryResult`:
+ * `executedActivityIds` its last activity records, wherever they ran); before it, this run's own steps.
+ */
+export type InstanceExecutionResult =
+  | StoryResult
+  | {
+      /** The instance's state as this run left it, e.g. "Running/Suspended". */
+      instance: string;
+      /** "ran until suspended at `wait` (waiting on approve)", "ran to the end", … */
+      summary: string;
+      executedActivityIds: string[];
+    };
 
 function describe(standing: Standing | undefined, executed: readonly string[]): string {
   if (!standing) return 'the instance no longer exists';
@@ -198,6 +220,11 @@ const LIFELONG_PATCH = 'instance-lifelong-v1';
 const HANDOVER_PATCH = 'instance-lifelong-handover';
 /** Steps as local activities, and a run that ends by itself when its step finished the instance. */
 const LOCAL_STEPS_PATCH = 'instance-local-steps';
+/**
+ * Details and result tell the instance's story as the relay's word carries it (what ran inside Postgres too,
+ * its definition and version, its bookmarks, its incidents, who cancelled it), not only this run's steps.
+ */
+const STORY_PATCH = 'instance-story';
 /** Words from the relay one run takes before it continues as new: its history stays bounded. */
 const TIDINGS_PER_RUN = 500;
 /** Activities named in a run's result and details: the most recent ones. */
@@ -249,6 +276,11 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
   let known = input.known;
   let shown: InstanceTidings | undefined = known;
   const executed: string[] = [];
+  // This run's steps since the word it last took (told with the story): that word's story does not hold them.
+  let since = noSteps();
+  // Told with a story, and recorded so (patch): the details and the result tell it.
+  const telling = (t: InstanceTidings | undefined): t is InstanceTidings & { story: InstanceStory } =>
+    t?.story !== undefined && patched(STORY_PATCH);
   const startedAs = workflowInfo().typedSearchAttributes.get(INSTANCE_STATUS_ATTRIBUTE);
   let shownStatus: string | undefined = startedAs ?? (known ? `${known.status}/${known.subStatus}` : undefined);
   const show = (t: InstanceTidings) => {
@@ -258,24 +290,32 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
     if (shown && t.version !== shown.version) upsertMemo({ version: t.version });
     shownStatus = status;
     shown = t;
-    setCurrentDetails(`**${status}** · ${standingIn(t, executed)}`);
+    setCurrentDetails(`**${status}** · ${telling(t) ? storyLine(t, since) : standingIn(t, executed)}`);
   };
   // A step's result says where it left the instance; the next word from the relay says it again.
   const showStep = (s: Standing | undefined) => {
-    if (s && known)
-      show({ ...known, status: s.status, subStatus: s.subStatus, version: s.version, waitingOn: s.waitingOn });
+    if (!s || !known) return;
+    const now = { ...known, status: s.status, subStatus: s.subStatus, version: s.version, waitingOn: s.waitingOn };
+    if (!telling(known)) return show(now);
+    // Bounded as the relay bounds its word: the first few bookmarks named, all counted.
+    const waitingOn = s.waitingOn.slice(0, STORY_LIMITS.waitingOn).map((w) => clip(w, 2 * STORY_LIMITS.name));
+    show({ ...now, waitingOn, story: { ...known.story, bookmarks: s.waitingOn.length } });
   };
-  const result = (): InstanceExecutionResult => ({
-    instance: shownStatus ?? 'unknown',
-    summary: standingIn(shown, executed),
-    executedActivityIds: [...executed],
-  });
+  const result = (): InstanceExecutionResult =>
+    telling(shown)
+      ? storyResult(shown, since)
+      : {
+          instance: shownStatus ?? 'unknown',
+          summary: standingIn(shown, executed),
+          executedActivityIds: [...executed],
+        };
   let heard = 0;
   try {
     for (;;) {
       await condition(() => inbox.latest !== undefined && (!known || inbox.latest.revision > known.revision));
       const tidings = inbox.latest!;
       known = tidings;
+      since = noSteps();
       heard++;
       show(tidings);
       if (tidings.status === 'Finished') {
@@ -293,6 +333,7 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
           policy = step.nextRetry;
           if (step.executedActivityId) executed.push(step.executedActivityId);
           if (executed.length > EXECUTED_KEPT) executed.shift();
+          if (step.executedActivityId) stepRan(since, step.executedActivityId);
           showStep(step.instance);
           last = step.instance;
           if (!step.hasMoreWork) break;
@@ -306,9 +347,11 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         const carried = workflowInfo().typedSearchAttributes.getAll();
         if (input.searchAttributes) upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: null }]);
         const { told: _first, ...carriedInput } = input;
+        // What it knows goes on, with the steps it ran since its last word.
+        const last = shown ?? tidings;
         await makeContinueAsNewFunc<typeof instanceExecution>({ typedSearchAttributes: carried })({
           ...carriedInput,
-          known: shown ?? tidings,
+          known: telling(last) ? { ...last, story: withSteps(last.story, since) } : last,
         });
       }
     }

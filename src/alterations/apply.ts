@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { DefinitionCache, DefinitionVersion } from '../engine/definitions.js';
-import { findActivity } from '../engine/flowchart.js';
+import type { DefinitionCache } from '../engine/definitions.js';
 import { runPureSteps, writePureSteps } from '../engine/pure-steps.js';
 import { settle } from '../engine/transitions.js';
 import {
@@ -10,14 +9,17 @@ import {
   alterableFromRow,
   type AlterableRow,
   type AlterableState,
-  type Bookmark,
+  type MovedActivity,
   writeInstanceStates,
 } from '../engine/instance-state.js';
 
 export { hasRunnableWork } from '../engine/instance-state.js';
-import { convertValue, isVariableType } from '../engine/values.js';
 import { TimeSlice } from '../vocabulary/time-slice.js';
-import { type Alteration, type AlterationType, LOG_LEVEL, type LogEntry } from './model.js';
+import { type Alteration, LOG_LEVEL, type LogEntry } from './model.js';
+import { specOf } from './types/index.js';
+import { type ResolvedDefinitions, versionKey } from './types/spec.js';
+
+export type { ResolvedDefinitions } from './types/spec.js';
 
 export interface ApplyContext {
   db: Queryable;
@@ -44,21 +46,6 @@ export interface ApplyOutcome {
   reopened?: { activityIds: string[]; at: Date; calls?: boolean };
 }
 
-/**
- * The definition versions a list of alterations can ask for, loaded before any instance is altered
- * (`resolveDefinitions`): each instance's current version and, for a Migrate, its definition's target
- * version. The handlers then run synchronously, so a batch of 1000 instances awaits its definitions once
- * instead of once per instance and alteration.
- */
-export interface ResolvedDefinitions {
-  byId: Map<string, DefinitionVersion>;
-  /** `tenant \0 definitionId \0 version` → that version, or undefined when it does not exist. */
-  byVersion: Map<string, DefinitionVersion | undefined>;
-}
-
-const versionKey = (tenantKey: string, definitionId: string, version: number) =>
-  `${tenantKey}\u0000${definitionId}\u0000${version}`;
-
 /** Loads (through the process's definition cache) every definition version these alterations may read. */
 export async function resolveDefinitions(
   instances: Iterable<AlterableState | undefined>,
@@ -66,7 +53,7 @@ export async function resolveDefinitions(
   ctx: ApplyContext,
 ): Promise<ResolvedDefinitions> {
   const resolved: ResolvedDefinitions = { byId: new Map(), byVersion: new Map() };
-  const targets = alterations.flatMap((a) => (a.type === 'Migrate' ? [a.targetVersion] : []));
+  const targets = alterations.flatMap((a) => specOf(a).definitionVersions?.(a) ?? []);
   for (const s of instances) {
     if (!s) continue;
     if (!resolved.byId.has(s.definitionVersionId)) {
@@ -84,105 +71,6 @@ export async function resolveDefinitions(
   return resolved;
 }
 
-type Handler<T extends Alteration> = (
-  s: AlterableState,
-  alteration: T,
-  defs: ResolvedDefinitions,
-) => string | undefined;
-
-function currentDefinition(s: AlterableState, defs: ResolvedDefinitions): DefinitionVersion {
-  const def = defs.byId.get(s.definitionVersionId);
-  if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
-  return def;
-}
-
-/**
- * Each handler changes the in-memory state and returns undefined, or returns why it failed. The state is a
- * copy whose `variables` and `scheduled` are its own; any other array or object is shared with the state as
- * read, so a handler replaces it and never changes it in place.
- */
-const handlers: { [K in AlterationType]: Handler<Extract<Alteration, { type: K }>> } = {
-  ModifyVariable(s, a, defs) {
-    const def = currentDefinition(s, defs);
-    const variable = def.variables.find((v) => v.id === a.variableId);
-    if (!variable || !isVariableType(variable.typeName)) return `Variable with ID ${a.variableId} not found`;
-    const converted = convertValue(variable.typeName, a.value);
-    if (!converted.ok) return `Value is not a valid ${variable.typeName} for variable ${a.variableId}`;
-    s.variables[a.variableId] = converted.value;
-    return undefined;
-  },
-
-  Migrate(s, a, defs) {
-    const target = defs.byVersion.get(versionKey(s.tenantKey, s.definitionId, a.targetVersion));
-    if (!target) return `Workflow definition with ID ${s.definitionId} and version ${a.targetVersion} not found`;
-    // Every activity the instance waits in, has scheduled or has a call out for must exist in the target version
-    // (a call's outcome runs what follows it there). The bookmarks are checked once per list and target:
-    // a job of many Migrates over an instance waiting on thousands of bookmarks checks them once.
-    const missing =
-      missingBookmark(s.bookmarks, target) ??
-      [...s.scheduled, ...(s.callsInFlight ?? [])].find((id) => !findActivity(target.root, id));
-    if (missing !== undefined) return `Activity ${missing} does not exist in version ${a.targetVersion}`;
-    s.definitionVersionId = target.id;
-    s.version = target.version;
-    // Variables the target declares and the instance does not hold yet start at their defaults.
-    for (const v of target.variables) {
-      if (!(v.id in s.variables) && v.value !== undefined && isVariableType(v.typeName)) {
-        const c = convertValue(v.typeName, v.value);
-        s.variables[v.id] = c.ok ? c.value : null;
-      }
-    }
-    return undefined;
-  },
-
-  ScheduleActivity(s, a, defs) {
-    const def = currentDefinition(s, defs);
-    if (!findActivity(def.root, a.activityId)) return `Activity with ID ${a.activityId} not found`;
-    if (!s.scheduled.includes(a.activityId)) s.scheduled.push(a.activityId);
-    // A suspended instance has work again; a faulted one stays faulted until it is retried.
-    if (s.subStatus === 'Suspended') s.subStatus = 'Pending';
-    return undefined;
-  },
-
-  CancelActivity(s, a, defs) {
-    const def = currentDefinition(s, defs);
-    if (!findActivity(def.root, a.activityId)) return `Activity with ID ${a.activityId} not found`;
-    const scheduled = s.scheduled.includes(a.activityId);
-    const waiting = s.bookmarks.some((b) => b.activityId === a.activityId);
-    if (!scheduled && !waiting) return `Activity ${a.activityId} is not scheduled or waiting`;
-    s.scheduled = s.scheduled.filter((id) => id !== a.activityId);
-    s.bookmarks = s.bookmarks.filter((b) => b.activityId !== a.activityId);
-    // Nothing follows the activity; the instance settles once the job's alterations have all succeeded
-    // (`applyResolved`), so a later alteration of the same job still finds it running.
-    return undefined;
-  },
-
-  Cancel(s) {
-    s.status = 'Finished';
-    s.subStatus = 'Cancelled';
-    s.scheduled = [];
-    s.bookmarks = [];
-    s.finishedAt = s.updatedAt;
-    return undefined;
-  },
-};
-
-/**
- * The first bookmark whose activity the target version lacks, remembered per bookmark list and target: a
- * state's `bookmarks` is replaced, never changed in place (see `handlers`), so the same list gives the same
- * answer.
- */
-const bookmarkChecks = new WeakMap<readonly Bookmark[], WeakMap<DefinitionVersion, string | null>>();
-function missingBookmark(bookmarks: readonly Bookmark[], target: DefinitionVersion): string | undefined {
-  let byTarget = bookmarkChecks.get(bookmarks);
-  if (!byTarget) bookmarkChecks.set(bookmarks, (byTarget = new WeakMap()));
-  let missing = byTarget.get(target);
-  if (missing === undefined) {
-    missing = bookmarks.find((b) => !findActivity(target.root, b.activityId))?.activityId ?? null;
-    byTarget.set(target, missing);
-  }
-  return missing ?? undefined;
-}
-
 let lastNow: Date | undefined;
 let lastNowIso = '';
 
@@ -197,7 +85,7 @@ export function entry(message: string, logLevel: LogEntry['logLevel'], eventName
 
 /**
  * A copy of an instance that alterations may change: its own `variables` and `scheduled`, everything else
- * shared (the handlers replace arrays and objects, never change them in place; see `handlers`).
+ * shared (an alteration replaces arrays and objects, never changes them in place: `AlterationTypeSpec.apply`).
  */
 export function copyState(instance: AlterableState): AlterableState {
   return { ...instance, variables: { ...instance.variables }, scheduled: [...instance.scheduled] };
@@ -248,17 +136,16 @@ export async function applyResolved(
   const closedActivities: string[] = [];
   for (const alteration of alterations) {
     await slice.yield();
-    const failed =
-      s.status === 'Finished'
-        ? `Workflow instance ${s.id} is finished`
-        : (handlers[alteration.type] as Handler<Alteration>)(s, alteration, defs);
+    const spec = specOf(alteration);
+    const failed = s.status === 'Finished' ? `Workflow instance ${s.id} is finished` : spec.apply(s, alteration, defs);
     if (failed !== undefined) {
       log.push(entry(failed, LOG_LEVEL.Error, `Alteration ${alteration.type} failed`, now));
       return { ok: false, log, cancelled: false };
     }
-    if (alteration.type === 'Cancel') cancelled = true;
-    if (alteration.type === 'CancelActivity' && !closedActivities.includes(alteration.activityId))
-      closedActivities.push(alteration.activityId);
+    const closes = spec.closesRecords?.(alteration);
+    if (closes?.of === 'instance') cancelled = true;
+    if (closes?.of === 'activity' && !closedActivities.includes(closes.activityId))
+      closedActivities.push(closes.activityId);
     log.push(
       entry(`${alteration.type} succeeded`, LOG_LEVEL.Information, `Alteration ${alteration.type} succeeded`, now),
     );
@@ -320,9 +207,11 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
   const closed: { instance: string[]; activity: string[] } = { instance: [], activity: [] };
   const reopened: { instance: string[]; activity: string[]; at: Date[] } = { instance: [], activity: [], at: [] };
   const callsOut: { instance: string[]; at: Date[] } = { instance: [], at: [] };
+  const moved: (MovedActivity & { instance: string })[] = [];
   for (const o of altered) {
     if (!o.ok || !o.state) continue;
     const id = o.state.id;
+    for (const m of o.state.movedActivities ?? []) moved.push({ ...m, instance: id });
     if (o.cancelled) cancelled.push(id);
     // A cancelled instance's records are all closed by the first statement.
     else
@@ -362,6 +251,24 @@ async function writeRecordChanges(db: Queryable, altered: readonly ApplyOutcome[
         WHERE r.instance_id = c.instance_id AND r.activity_id = c.activity_id AND r.status = 'Canceled'
           AND r.completed_at = c.at`,
       [reopened.instance, reopened.activity, reopened.at],
+    );
+  }
+  if (moved.length > 0) {
+    // A Migrate's activity mappings: the record of where the instance waited ends, one where it now waits
+    // starts with the same inputs (the journal and the old record keep the old id; a revert of the job
+    // closes the new record and reopens the old one, as for any bookmark it puts back).
+    await db.query(
+      `WITH m AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS m(instance text, "from" text, "to" text, "nodeId" text, "activityType" text, name text)
+       ), ended AS (
+         UPDATE activity_records r SET status = 'Canceled', completed_at = $2
+           FROM m WHERE r.instance_id = m.instance AND r.activity_id = m."from" AND r.status = 'Running'
+         RETURNING r.instance_id, r.tenant_id, r.inputs, m."to", m."nodeId", m."activityType", m.name
+       )
+       INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+       SELECT instance_id, tenant_id, "to", "nodeId", "activityType", name, 'Running', inputs, $2 FROM ended`,
+      [JSON.stringify(moved), now],
     );
   }
   if (callsOut.instance.length > 0) {

@@ -13,6 +13,8 @@ export const PLAN_STATUS = {
   Cancelled: 6,
   /** Contract section 7: batches in flight finished, none starts until resumed. Not finished. */
   Paused: 7,
+  /** Section 10: stored and waiting for a second principal's approval; nothing runs. Not finished. */
+  AwaitingApproval: 8,
 } as const;
 export type PlanStatusName = keyof typeof PLAN_STATUS;
 export type PlanStatus = (typeof PLAN_STATUS)[PlanStatusName];
@@ -27,10 +29,11 @@ export const UNFINISHED_STATUSES = [
   PLAN_STATUS.Dispatching,
   PLAN_STATUS.Running,
   PLAN_STATUS.Paused,
+  PLAN_STATUS.AwaitingApproval,
 ];
 
-/** Why a Paused plan is paused: an operator, the canary, or too many failures. */
-export const PAUSE_REASONS = ['manual', 'canary', 'failures'] as const;
+/** Why a Paused plan is paused: an operator, the canary, too many failures, or its schedule (no window open). */
+export const PAUSE_REASONS = ['manual', 'canary', 'failures', 'schedule'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /**
@@ -118,34 +121,11 @@ function intOrName<T extends Record<string, number>>(values: T, what: string) {
 export const PlanStatusInput = intOrName(PLAN_STATUS, 'plan status');
 export const JobStatusInput = intOrName(JOB_STATUS, 'job status');
 
-const Identifier = z.string().min(1).max(500);
-
-export const AlterationSchema = z
-  .discriminatedUnion('type', [
-    z
-      .strictObject({
-        type: z.literal('ModifyVariable'),
-        variableId: Identifier,
-        value: z.unknown().openapi({ description: 'Any JSON value, converted to the variable type; null clears it' }),
-      })
-      .refine((a) => a.value !== undefined, {
-        message: 'Required: the value to set (null clears the variable)',
-        path: ['value'],
-      }),
-    z.strictObject({ type: z.literal('Migrate'), targetVersion: Int32.min(1) }),
-    z.strictObject({ type: z.literal('ScheduleActivity'), activityId: Identifier }),
-    z.strictObject({ type: z.literal('CancelActivity'), activityId: Identifier }).openapi({
-      description:
-        "Removes the activity's scheduled work and bookmarks and marks its running record Canceled; the instance then continues as if the activity had ended without an outcome (it finishes when nothing else is scheduled or waiting)",
-    }),
-    z.strictObject({ type: z.literal('Cancel') }),
-  ])
-  .openapi('Alteration', {
-    description:
-      'ModifyVariable {variableId, value}, Migrate {targetVersion}, ScheduleActivity {activityId}, CancelActivity {activityId} or Cancel',
-  });
-export type Alteration = z.infer<typeof AlterationSchema>;
-export type AlterationType = Alteration['type'];
+/**
+ * Alterations: each type is declared once in src/alterations/types/ (its schema, how it applies, how it is
+ * summarized); the union of their schemas is `AlterationSchema`.
+ */
+export { AlterationSchema, type Alteration, type AlterationType } from './types/index.js';
 
 /** Filter bounds (CONTRACT section 8): a filter compiles to bounded SQL whatever its author sends. */
 export const FILTER_LIMITS = {

@@ -7,6 +7,8 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { JobCounts, JobView, PlanSummaryView, PlanView } from './views.js';
 import { mapInSlices } from '../vocabulary/time-slice.js';
+import type { Approval, PrincipalRef } from './governance.js';
+import { type Schedule, scheduleState } from './schedule.js';
 import {
   type Alteration,
   type Filter,
@@ -28,6 +30,16 @@ export interface SubmitRequest {
   alterations: Alteration[];
   filter: Filter;
   rollout?: Rollout | null | undefined;
+  /** The submitter asks for review whatever the policy (section 10). */
+  approval?: { required: true } | null | undefined;
+  /** When the plan may run (section 10): notBefore and weekly windows. */
+  schedule?: Schedule | null | undefined;
+}
+
+/** What the API adds to a submission: who submitted it, and the approval it awaits (null: none needed). */
+export interface Submission {
+  submittedBy?: PrincipalRef | undefined;
+  approval?: Approval | null | undefined;
 }
 
 export type { JobCounts, JobView, PlanView } from './views.js';
@@ -49,6 +61,10 @@ export interface PlanRow {
   pause_reason: PauseReason | null;
   revert_of: string | null;
   steering: number;
+  submitted_by: PrincipalRef | null;
+  approval: Approval | null;
+  schedule: Schedule | null;
+  resumes_at: Date | null;
 }
 
 /** A plan row without its body (alterations and filter): what a summary reads. */
@@ -67,7 +83,7 @@ interface JobRow {
 }
 
 export const PLAN_COLUMNS =
-  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, steering';
+  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, steering, submitted_by, approval, schedule, resumes_at';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 
 /** How many instance ids a row of alteration_job_sets holds (src/db/migrations/008_job_sets.sql). */
@@ -152,11 +168,18 @@ export function normalRollout(rollout: Rollout | null | undefined): Rollout | nu
   return r.rate === null && r.canary === null && r.stopOnFailureRatio === null ? null : r;
 }
 
-export function requestHash(alterations: readonly Alteration[], filter: Filter, rollout?: Rollout | null): string {
-  // A plan without rollout controls keeps the hash it always had.
+export function requestHash(
+  alterations: readonly Alteration[],
+  filter: Filter,
+  rollout?: Rollout | null,
+  governance: { approval?: { required: true } | null; schedule?: Schedule | null } = {},
+): string {
+  // A plan without rollout controls, approval request or schedule keeps the hash it always had.
   const body: Record<string, unknown> = { alterations, filter: meaningfulFilter(filter) };
   const r = normalRollout(rollout);
   if (r) body.rollout = r;
+  if (governance.approval) body.approval = governance.approval;
+  if (governance.schedule) body.schedule = governance.schedule;
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
@@ -170,21 +193,30 @@ export async function submitPlan(
   tenantKey: string,
   req: SubmitRequest,
   now = new Date(),
+  submission: Submission = {},
 ): Promise<{ planId: string; created: boolean }> {
   const id = req.id ?? newId();
-  const hash = requestHash(req.alterations, req.filter, req.rollout);
+  const schedule = req.schedule && (req.schedule.notBefore || req.schedule.windows?.length) ? req.schedule : null;
+  const hash = requestHash(req.alterations, req.filter, req.rollout, { approval: req.approval, schedule });
   const rollout = normalRollout(req.rollout);
+  const approval = submission.approval ?? null;
   const inserted = await db.query(
-    `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout)
-     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, 0, $6, $7::jsonb) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO alteration_plans
+       (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule)
+     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb)
+     ON CONFLICT (id) DO NOTHING`,
     [
       id,
       tenantKey,
       JSON.stringify(req.alterations),
       JSON.stringify(req.filter),
       hash,
+      approval ? PLAN_STATUS.AwaitingApproval : PLAN_STATUS.Pending,
       now,
       rollout && JSON.stringify(rollout),
+      submission.submittedBy ? JSON.stringify(submission.submittedBy) : null,
+      approval && JSON.stringify(approval),
+      schedule && JSON.stringify(schedule),
     ],
   );
   if (inserted.rowCount === 1) return { planId: id, created: true };
@@ -251,6 +283,10 @@ function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterati
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
     outcome: planOutcome(r.status, counts),
+    approval: r.approval ?? null,
+    schedule: r.schedule ?? null,
+    resumesAt:
+      r.status === PLAN_STATUS.Paused && r.pause_reason === 'schedule' ? (r.resumes_at?.toISOString() ?? null) : null,
   };
 }
 
@@ -489,10 +525,15 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
          FROM alteration_plans p WHERE p.id = $1`,
       [planId],
     );
+    // A plan awaiting approval that is cancelled is withdrawn (section 10): its approval says so.
     await client.query(
       `UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4,
-              pause_reason = NULL, steering = steering + 1 WHERE id = $1`,
-      [planId, PLAN_STATUS.Cancelled, now, left[0]!.n],
+              pause_reason = NULL, resumes_at = NULL, steering = steering + 1,
+              approval = CASE WHEN status = ${PLAN_STATUS.AwaitingApproval}
+                              THEN approval || jsonb_build_object('state', 'Withdrawn', 'decidedAt', to_jsonb($5::text))
+                              ELSE approval END
+        WHERE id = $1`,
+      [planId, PLAN_STATUS.Cancelled, now, left[0]!.n, now.toISOString()],
     );
   });
 }
@@ -517,8 +558,8 @@ export async function workInFlight(db: Queryable): Promise<number> {
  */
 export async function pendingPlanIds(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    'SELECT id FROM alteration_plans WHERE status = $1 OR (status = $2 AND started_at IS NULL) ORDER BY created_at',
-    [PLAN_STATUS.Pending, PLAN_STATUS.Paused],
+    'SELECT id FROM alteration_plans WHERE status IN ($1, $3) OR (status = $2 AND started_at IS NULL) ORDER BY created_at',
+    [PLAN_STATUS.Pending, PLAN_STATUS.Paused, PLAN_STATUS.AwaitingApproval],
   );
   return rows.map((r) => r.id);
 }
@@ -533,9 +574,21 @@ export async function pausePlan(db: Queryable, tenantKey: string, planId: string
   const { rows } = await db.query<{ status: PlanStatus }>(
     `UPDATE alteration_plans SET status = $3, pause_reason = 'manual', steering = steering + 1
       WHERE id = $1 AND tenant_id = $2 AND status = ANY($4::smallint[]) RETURNING status`,
-    [planId, tenantKey, PLAN_STATUS.Paused, UNFINISHED_STATUSES.filter((s) => s !== PLAN_STATUS.Paused)],
+    [
+      planId,
+      tenantKey,
+      PLAN_STATUS.Paused,
+      UNFINISHED_STATUSES.filter((s) => s !== PLAN_STATUS.Paused && s !== PLAN_STATUS.AwaitingApproval),
+    ],
   );
   if (rows[0]) return;
+  // A plan paused by its schedule paused by hand holds across windows (section 10): the reason is manual now.
+  const { rowCount } = await db.query(
+    `UPDATE alteration_plans SET pause_reason = 'manual', resumes_at = NULL, steering = steering + 1
+      WHERE id = $1 AND tenant_id = $2 AND status = $3 AND pause_reason = 'schedule'`,
+    [planId, tenantKey, PLAN_STATUS.Paused],
+  );
+  if (rowCount) return;
   const { status } = await planRow(db, tenantKey, planId);
   if (status !== PLAN_STATUS.Paused) throw new ConflictError(`Plan ${planId} is already ${statusName(status)}`);
 }
@@ -544,12 +597,33 @@ export async function pausePlan(db: Queryable, tenantKey: string, planId: string
  * Resumes a Paused plan; answers its status now (Running, or Pending when it paused before its jobs
  * existed). Anything but a Paused plan is a 409.
  */
-export async function resumePlan(db: Queryable, tenantKey: string, planId: string): Promise<PlanStatus> {
+export async function resumePlan(
+  db: Queryable,
+  tenantKey: string,
+  planId: string,
+  opts: { ignoreSchedule?: boolean | undefined } = {},
+  now = new Date(),
+): Promise<PlanStatus> {
+  // Outside every window a resume is refused, naming the next window's start, unless it drops the schedule.
+  const { rows: found } = await db.query<{ status: PlanStatus; schedule: Schedule | null }>(
+    'SELECT status, schedule FROM alteration_plans WHERE id = $1 AND tenant_id = $2',
+    [planId, tenantKey],
+  );
+  if (found[0]?.status === PLAN_STATUS.Paused && found[0].schedule && !opts.ignoreSchedule) {
+    const state = scheduleState(found[0].schedule, now);
+    if (!state.open) {
+      throw new ConflictError(
+        `Plan ${planId} is outside its maintenance windows: ${
+          state.resumesAt ? `the next one opens at ${state.resumesAt.toISOString()}` : 'no window opens again'
+        }. Resume with {"ignoreSchedule": true} to run it now, its schedule dropped.`,
+      );
+    }
+  }
   const { rows } = await db.query<{ status: PlanStatus }>(
     `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN $4::smallint ELSE $5::smallint END, pause_reason = NULL,
-            steering = steering + 1
+            resumes_at = NULL, schedule = CASE WHEN $6 THEN NULL ELSE schedule END, steering = steering + 1
       WHERE id = $1 AND tenant_id = $2 AND status = $3 RETURNING status`,
-    [planId, tenantKey, PLAN_STATUS.Paused, PLAN_STATUS.Pending, PLAN_STATUS.Running],
+    [planId, tenantKey, PLAN_STATUS.Paused, PLAN_STATUS.Pending, PLAN_STATUS.Running, opts.ignoreSchedule === true],
   );
   if (rows[0]) return rows[0].status;
   const { status } = await planRow(db, tenantKey, planId);

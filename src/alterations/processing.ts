@@ -6,6 +6,7 @@ import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
+import { scheduleState } from './schedule.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -220,152 +221,212 @@ interface BatchArgs {
   redispatch?: boolean;
 }
 
+/** What a batch's transaction did, for what follows its commit. */
+interface BatchOutcome {
+  /** Altered instances left with work to run (their workflows are told through the outbox). */
+  toDispatch: number;
+  processed: number;
+  failed: number;
+  control: PlanControl;
+}
+
+/** The batch's transaction (`processBatch`), then what the workflow is told (`reportBatch`). */
 async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<BatchResult> {
+  const outcome = await withTransaction(deps.pool, (client) => processBatch(deps, client, args));
+  // Counted once committed, before anything that could fail the attempt: the jobs are written whatever follows.
+  if (outcome.processed > 0) deps.planMetrics?.jobsFinished(outcome.processed - outcome.failed, outcome.failed);
+  return reportBatch(deps, args, outcome);
+}
+
+/**
+ * In one transaction: the plan read under a share lock (a pause or cancel waits for the batches in flight),
+ * the range's jobs without a result, their instances locked (id order), altered in memory, written back, and
+ * every job inserted with its result.
+ */
+async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: BatchArgs): Promise<BatchOutcome> {
   const clock = () => nowBy(deps.clock);
-  const outcome = await withTransaction(deps.pool, async (client) => {
-    const started = clock();
-    const { rows } = await client.query<PlanRow>(
-      `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR SHARE`,
-      [args.planId],
-    );
-    const plan = rows[0];
-    if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
-    const control = controlOf(plan);
-    const nothing = { toDispatch: 0, processed: 0, failed: 0, control, tenant: plan.tenant_id };
-    if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
-    // The range's jobs still without a result (none when an earlier attempt committed them).
-    const jobs = await client.query<BatchJob>(
+  const started = clock();
+  const { rows } = await client.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR SHARE`, [
+    args.planId,
+  ]);
+  const plan = rows[0];
+  if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
+  const control = controlOf(plan);
+  const nothing = { toDispatch: 0, processed: 0, failed: 0, control };
+  if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
+  // No batch starts outside the plan's maintenance windows (section 10), however late its activity began:
+  // it reads as a pause by the schedule, and its range runs again once the window opens (the workflow
+  // records the pause and waits for the window).
+  if (plan.schedule && !scheduleState(plan.schedule, started).open) {
+    // Half a step newer than the row it read: a batch that read the row before the window closed (still
+    // running, same steering) does not undo this pause in the workflow; the row's next change outranks it.
+    const paused = { ...control, status: PLAN_STATUS.Paused, pauseReason: 'schedule' as const };
+    return { ...nothing, control: { ...paused, steering: control.steering + 0.5 } };
+  }
+  const jobs = await unwrittenJobs(client, plan, args);
+  if (jobs.length === 0) return nothing;
+  const instances = await lockInstances(
+    client,
+    plan.tenant_id,
+    jobs.map((j) => j.instance_id),
+  );
+  const now = clock();
+  // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
+  // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
+  const slice = new TimeSlice();
+  const outcomes = await alterJobs(deps, client, plan, jobs, instances, now, slice);
+  // The instances' outbox rows name the plan (migration 019): their workflows say "cancelled by plan …".
+  await client.query(`SELECT set_config('wfa.cause', $1, true)`, [`plan ${args.planId}`]);
+  await saveInstances(client, deps.definitions, outcomes, now, instances, slice);
+  const failed = outcomes.filter((o) => !o.ok).length;
+  await writeJobs(deps, client, args, jobs, outcomes, instances, { started, now, failed }, slice);
+  return {
+    toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).length,
+    processed: jobs.length,
+    failed,
+    control,
+  };
+}
+
+/** The range's jobs still without a result (none when an earlier attempt committed them), in ord order. */
+async function unwrittenJobs(client: pg.PoolClient, plan: PlanRow, args: BatchArgs): Promise<BatchJob[]> {
+  const { rows } = await client.query<BatchJob>(
+    plan.revert_of === null
+      ? // One branch runs: the set alone when the range has no job row yet (the usual case), else the set
+        // beside its rows (a retried attempt, or Pending rows written before job sets).
+        `SELECT o.ord, m.instance_id, NULL::text AS pending_id, s.created_at
+           ${setOrdsInRange('$2', '$3')} AND ${NO_JOB_WRITTEN('$2', '$3')}
+         UNION ALL
+         SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at
+           ${jobsInRange('$2', '$3')} AND ${JOB_UNWRITTEN} AND NOT ${NO_JOB_WRITTEN('$2', '$3')}
+         ORDER BY ord`
+      : `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at, r.undo, r.revision AS written,
+                r.completed_at AS written_at
+           ${jobsInRange('$2', '$3', 'LEFT JOIN alteration_jobs r ON r.plan_id = $4 AND r.ord = s.source_ords[m.k::int]')}
+           AND ${JOB_UNWRITTEN} ORDER BY o.ord`,
+    plan.revert_of === null
+      ? [args.planId, args.fromOrd, args.toOrd]
+      : [args.planId, args.fromOrd, args.toOrd, plan.revert_of],
+  );
+  return rows;
+}
+
+/** Each job's outcome: the plan's alterations applied to its instance in memory, or a revert's restore. */
+async function alterJobs(
+  deps: ProcessingDeps,
+  client: pg.PoolClient,
+  plan: PlanRow,
+  jobs: readonly BatchJob[],
+  instances: ReadonlyMap<string, AlterableState>,
+  now: Date,
+  slice: TimeSlice,
+): Promise<ApplyOutcome[]> {
+  const ctx = { db: client, definitions: deps.definitions, now };
+  const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
+  // The definitions every job may need, loaded once; then each job is altered without awaiting.
+  const defs = await resolveDefinitions(plan.revert_of === null ? instances.values() : [], alterations, ctx);
+  const outcomes: ApplyOutcome[] = [];
+  for (const job of jobs) {
+    const instance = instances.get(job.instance_id);
+    outcomes.push(
       plan.revert_of === null
-        ? // One branch runs: the set alone when the range has no job row yet (the usual case), else the set
-          // beside its rows (a retried attempt, or Pending rows written before job sets).
-          `SELECT o.ord, m.instance_id, NULL::text AS pending_id, s.created_at
-             ${setOrdsInRange('$2', '$3')} AND ${NO_JOB_WRITTEN('$2', '$3')}
-           UNION ALL
-           SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at
-             ${jobsInRange('$2', '$3')} AND ${JOB_UNWRITTEN} AND NOT ${NO_JOB_WRITTEN('$2', '$3')}
-           ORDER BY ord`
-        : `SELECT o.ord, m.instance_id, j.id AS pending_id, s.created_at, r.undo, r.revision AS written,
-                  r.completed_at AS written_at
-             ${jobsInRange('$2', '$3', 'LEFT JOIN alteration_jobs r ON r.plan_id = $4 AND r.ord = s.source_ords[m.k::int]')}
-             AND ${JOB_UNWRITTEN} ORDER BY o.ord`,
-      plan.revert_of === null
-        ? [args.planId, args.fromOrd, args.toOrd]
-        : [args.planId, args.fromOrd, args.toOrd, plan.revert_of],
+        ? await applyResolved(instance, job.instance_id, alterations, defs, now, slice)
+        : revertOne(instance, job, plan.revert_of, now),
     );
-    if (jobs.rows.length === 0) return nothing;
-    const instances = await lockInstances(
-      client,
-      plan.tenant_id,
-      jobs.rows.map((j) => j.instance_id),
-    );
-    const now = clock();
-    const ctx = { db: client, definitions: deps.definitions, now };
-    const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
-    // The definitions every job may need, loaded once; then each job is altered without awaiting.
-    const defs = await resolveDefinitions(plan.revert_of === null ? instances.values() : [], alterations, ctx);
-    // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
-    // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
-    const slice = new TimeSlice();
-    const outcomes: ApplyOutcome[] = [];
-    for (const job of jobs.rows) {
-      const instance = instances.get(job.instance_id);
-      outcomes.push(
-        plan.revert_of === null
-          ? await applyResolved(instance, job.instance_id, alterations, defs, now, slice)
-          : revertOne(instance, job, plan.revert_of, now),
-      );
-      await slice.yield();
-    }
-    await saveInstances(client, deps.definitions, outcomes, now, instances, slice);
-    const record = deps.recordUndo !== false;
-    const written = await mapInSlices(
-      outcomes,
-      (o, i) => {
-        if (!record) return null;
-        const before = instances.get(jobs.rows[i]!.instance_id);
-        return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
-      },
-      slice,
-    );
-    // Each job is written once, with its result. Pending rows written before job sets are replaced (same
-    // id). A concurrent attempt at the same range waited for this one's instance locks above; its insert
-    // then violates the primary key and it rolls back, instances included.
-    const legacy = jobs.rows.filter((j) => j.pending_id !== null);
-    if (legacy.length > 0) {
-      await client.query('DELETE FROM alteration_jobs WHERE plan_id = $1 AND ord = ANY($2::int[]) AND status = $3', [
-        args.planId,
-        legacy.map((j) => j.ord),
-        JOB_STATUS.Pending,
-      ]);
-    }
-    const failedHere = outcomes.filter((o) => !o.ok).length;
-    // The jobs and the batch's counts, in one statement (one round trip fewer per batch). The jobs travel
-    // as one JSON document; an absent key is NULL (no pending id, no log, no before-image).
-    const jobRows = jobs.rows.map((j, i) => {
-      const o = outcomes[i]!;
-      const w = written[i];
-      return {
-        ord: j.ord,
-        id: j.pending_id ?? undefined,
-        instance_id: j.instance_id,
-        status: o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed,
-        // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
-        log: o.ok ? undefined : o.log,
-        undo: w ? w.undo : undefined,
-        revision: w ? w.revision : undefined,
-      };
-    });
-    await client.query(
-      `WITH jobs AS (
-         INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
-         SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
-           FROM jsonb_to_recordset($5::jsonb)
-                AS u(ord int, id text, instance_id text, status smallint, log jsonb, undo jsonb, revision int8))
-       INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $6, $7, $8)
-       ON CONFLICT (plan_id, from_ord) DO UPDATE
-         SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
-      [
-        args.planId,
-        jobs.rows[0]!.created_at,
-        started,
-        now,
-        JSON.stringify(jobRows),
-        args.fromOrd,
-        outcomes.length - failedHere,
-        failedHere,
-      ],
-    );
+    await slice.yield();
+  }
+  return outcomes;
+}
+
+/**
+ * Each job written once, with its result and what restores its instance, and the batch's counts, in one
+ * statement (one round trip fewer per batch). Pending rows written before job sets are replaced (same id). A
+ * concurrent attempt at the same range waited for this one's instance locks; its insert then violates the
+ * primary key and it rolls back, instances included.
+ */
+async function writeJobs(
+  deps: ProcessingDeps,
+  client: pg.PoolClient,
+  args: BatchArgs,
+  jobs: readonly BatchJob[],
+  outcomes: readonly ApplyOutcome[],
+  instances: ReadonlyMap<string, AlterableState>,
+  at: { started: Date; now: Date; failed: number },
+  slice: TimeSlice,
+): Promise<void> {
+  const written = deps.recordUndo === false ? [] : await beforeImages(jobs, outcomes, instances, slice);
+  const legacy = jobs.filter((j) => j.pending_id !== null);
+  if (legacy.length > 0) {
+    await client.query('DELETE FROM alteration_jobs WHERE plan_id = $1 AND ord = ANY($2::int[]) AND status = $3', [
+      args.planId,
+      legacy.map((j) => j.ord),
+      JOB_STATUS.Pending,
+    ]);
+  }
+  // The jobs travel as one JSON document; an absent key is NULL (no pending id, no log, no before-image).
+  const jobRows = jobs.map((j, i) => {
+    const o = outcomes[i]!;
+    const w = written[i];
     return {
-      toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).length,
-      processed: jobs.rows.length,
-      failed: failedHere,
-      control,
-      tenant: plan.tenant_id,
+      ord: j.ord,
+      id: j.pending_id ?? undefined,
+      instance_id: j.instance_id,
+      status: o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed,
+      // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
+      log: o.ok ? undefined : o.log,
+      undo: w ? w.undo : undefined,
+      revision: w ? w.revision : undefined,
     };
   });
+  await client.query(
+    `WITH jobs AS (
+       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
+       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
+         FROM jsonb_to_recordset($5::jsonb)
+              AS u(ord int, id text, instance_id text, status smallint, log jsonb, undo jsonb, revision int8))
+     INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $6, $7, $8)
+     ON CONFLICT (plan_id, from_ord) DO UPDATE
+       SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
+    [
+      args.planId,
+      jobs[0]!.created_at,
+      at.started,
+      at.now,
+      JSON.stringify(jobRows),
+      args.fromOrd,
+      outcomes.length - at.failed,
+      at.failed,
+    ],
+  );
+}
+
+/** What restores each job's instance (its before-image) and the revision the job writes; null for a failed job. */
+function beforeImages(
+  jobs: readonly BatchJob[],
+  outcomes: readonly ApplyOutcome[],
+  instances: ReadonlyMap<string, AlterableState>,
+  slice: TimeSlice,
+): Promise<({ undo: UndoImage; revision: number } | null)[]> {
+  return mapInSlices(
+    outcomes,
+    (o, i) => {
+      const before = instances.get(jobs[i]!.instance_id);
+      return o.ok && o.state && before ? { undo: undoImage(before, o.state), revision: before.revision + 1 } : null;
+    },
+    slice,
+  );
+}
+
+const NOTHING_DONE = { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0 };
+
+/**
+ * After the commit: what the workflow is told. A finished plan stops it; a paused one has this range run
+ * again after the resume; otherwise the plan is Running, with the batch's counts.
+ */
+async function reportBatch(deps: ProcessingDeps, args: BatchArgs, outcome: BatchOutcome): Promise<BatchResult> {
   const { toDispatch, processed, failed, control } = outcome;
-  // Counted once committed, before anything that could fail the attempt: the jobs are written whatever follows.
-  if (processed > 0) deps.planMetrics?.jobsFinished(processed - failed, failed);
-  if (isFinished(control.status))
-    return {
-      processed: 0,
-      failed: 0,
-      batch: { completed: 0, failed: 0 },
-      dispatched: 0,
-      stop: true,
-      paused: false,
-      control,
-    };
-  if (control.status === PLAN_STATUS.Paused)
-    return {
-      processed: 0,
-      failed: 0,
-      batch: { completed: 0, failed: 0 },
-      dispatched: 0,
-      stop: false,
-      paused: true,
-      control,
-    };
+  if (isFinished(control.status)) return { ...NOTHING_DONE, stop: true, paused: false, control };
+  if (control.status === PLAN_STATUS.Paused) return { ...NOTHING_DONE, stop: false, paused: true, control };
   if (control.status === PLAN_STATUS.Dispatching) {
     await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
       args.planId,
@@ -373,7 +434,6 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
       PLAN_STATUS.Dispatching,
     ]);
   }
-
   // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed. So
   // does a batch that found its whole range written: a range run again after a resume whose earlier run
   // committed, then failed and was retried into the pause, which reported nothing done. Its jobs are

@@ -9,6 +9,7 @@ import {
   PLAN_STATUS,
   RolloutSchema,
 } from './model.js';
+import { ScheduleSchema } from './schedule.js';
 
 /**
  * What the API shows of plans and jobs, defined once: the routes document these schemas, the read models
@@ -43,6 +44,23 @@ export const JobCountsSchema = z.object({
 });
 export type JobCounts = z.infer<typeof JobCountsSchema>;
 
+const PrincipalRefSchema = z
+  .object({ kind: z.enum(['user', 'apiKey']), id: z.string(), name: z.string() })
+  .openapi('PrincipalRef');
+
+/** A plan's approval (section 10): who asked, what the filter matched then, until when, who decided. */
+export const ApprovalSchema = z
+  .object({
+    state: z.enum(['Pending', 'Approved', 'Rejected', 'Expired', 'Withdrawn']),
+    requestedBy: PrincipalRefSchema,
+    matchedCount: z.number().int().openapi({ description: 'Instances the filter matched at submission' }),
+    expiresAt: z.string(),
+    decidedBy: PrincipalRefSchema.nullable(),
+    decidedAt: z.string().nullable(),
+    comment: z.string().nullable(),
+  })
+  .openapi('PlanApproval');
+
 export const PlanSchema = z
   .object({
     id: z.string(),
@@ -66,7 +84,7 @@ export const PlanSchema = z
     pauseReason: z
       .enum(PAUSE_REASONS)
       .nullable()
-      .openapi({ description: 'Why the plan is Paused (manual, canary or failures); null unless Paused' }),
+      .openapi({ description: 'Why the plan is Paused (manual, canary, failures or schedule); null unless Paused' }),
     revertOf: z.string().nullable().openapi({ description: 'The plan this plan reverts; null for other plans' }),
     outcome: z
       .enum(PLAN_OUTCOMES)
@@ -76,6 +94,15 @@ export const PlanSchema = z
           'How the jobs of a Completed plan ended: allSucceeded, someFailed, allFailed (every job failed; the plan ' +
           'is Completed all the same, as the contract says) or noJobs (the filter matched nothing); null unless Completed',
       }),
+    approval: ApprovalSchema.nullable().openapi({
+      description: 'The approval the plan needed; null when it needed none',
+    }),
+    schedule: ScheduleSchema.nullable().openapi({
+      description: 'When the plan may run, as submitted; null: any time (or dropped by a resume with ignoreSchedule)',
+    }),
+    resumesAt: z.string().nullable().openapi({
+      description: 'When a plan paused by its schedule goes on by itself; null unless pauseReason is schedule',
+    }),
   })
   .openapi('AlterationPlan');
 export type PlanView = z.infer<typeof PlanSchema>;

@@ -15,6 +15,7 @@ import { handleError, problem, zodFieldErrors } from './problem.js';
 import { settleBody } from './request-body.js';
 import { traceRequests } from './tracing.js';
 import { alterationRoutes } from './routes/alterations.js';
+import { governanceRoutes } from './routes/governance.js';
 import { planEventRoutes } from './routes/plan-events.js';
 import { catalogRoutes } from './routes/catalogs.js';
 import { connectionRoutes } from './routes/connections.js';
@@ -172,6 +173,8 @@ export function createApp(given: AppDeps) {
   app.route('/', identityRoutes());
   app.route('/', definitionRoutes());
   app.route('/', instanceRoutes());
+  // Before the plan routes: /alterations/policy is not a plan id.
+  app.route('/', governanceRoutes());
   app.route('/', alterationRoutes());
   const streams = new TenantCounter(deps.config.shares.eventStreamsPerTenant, deps.config.shares.eventStreamsPerNode);
   deps.metrics?.watchEventStreams(() => streams.total);

@@ -1,7 +1,10 @@
+import { countInstances } from '../alterations/filter.js';
+import { approvalNeeded, decidePlan, getPolicy, pendingApproval, principalRef } from '../alterations/governance.js';
 import { PLAN_STATUS, type PlanStatus, type Rollout } from '../alterations/model.js';
 import {
   cancelPlan,
   changeRollout,
+  getPlanView,
   pausePlan,
   resumePlan,
   submitPlan,
@@ -16,21 +19,39 @@ import type { AppDeps } from './context.js';
 /**
  * What each plan command does, defined once for every door it comes through: the API routes
  * (src/api/routes/alterations.ts) and the console's forms (src/console/pages/plan.tsx, new-plan.tsx) call
- * these after the same permission check (src/auth/route-permissions.ts), so a rule added here (an approval
- * before a plan starts, say) holds for both. Each changes the plan row first (the source of truth), then
+ * these after the same permission check (src/auth/route-permissions.ts), so a rule added here (the approval
+ * a plan may need before it starts, say) holds for both. Each changes the plan row first (the source of truth), then
  * tells Temporal.
  */
 type Deps = Pick<AppDeps, 'pool' | 'temporal' | 'planProcessing' | 'logger'>;
 
-/** Stores a plan (status Pending) and starts its workflow `alteration-plan-{planId}`. */
+/**
+ * Stores a plan and starts its workflow `alteration-plan-{planId}`. The plan is Pending, or AwaitingApproval
+ * (contract section 10) when its body asks for a review, or the tenant's policy wants one (always, or above
+ * a count of matched instances at submission); the submitter is recorded, for the four-eyes rule.
+ */
 export async function submitPlanCommand(deps: Deps, principal: Principal, body: SubmitRequest) {
-  const { planId } = await submitPlan(deps.pool, tenantKey(principal.tenantId), body);
+  const { pool } = deps;
+  const tenant = tenantKey(principal.tenantId);
+  const submittedBy = principalRef(principal);
+  // The tenant's policy (or the body) may make it wait for a second principal's approval; the instances
+  // are counted only when the answer depends on it.
+  const policy = await getPolicy(pool, tenant);
+  const counting = policy.approval !== 'never' || body.approval?.required === true;
+  const matched = counting ? await countInstances(pool, body.filter, tenant) : 0;
+  const approval = approvalNeeded(policy, body.approval?.required === true, matched)
+    ? pendingApproval(policy, submittedBy, matched, new Date())
+    : null;
+  const { planId } = await submitPlan(pool, tenant, body, new Date(), { submittedBy, approval });
   // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
   // submit whose first attempt stored the plan but could not start it.
+  const stored = await getPlanView(pool, tenant, planId);
   await startPlanWorkflow(deps.temporal.current(), deps.planProcessing, planId, {
     tenantId: principal.tenantId,
     alterations: body.alterations,
     filter: body.filter,
+    approval: stored.status === PLAN_STATUS.AwaitingApproval ? stored.approval : null,
+    scheduled: stored.schedule !== null,
   });
   return { planId };
 }
@@ -42,9 +63,17 @@ export async function pausePlanCommand(deps: Deps, principal: Principal, planId:
   return { planId, status: PLAN_STATUS.Paused as PlanStatus };
 }
 
-/** Resumes a Paused plan; answers the status it has now. */
-export async function resumePlanCommand(deps: Deps, principal: Principal, planId: string) {
-  const status = await resumePlan(deps.pool, tenantKey(principal.tenantId), planId);
+/**
+ * Resumes a Paused plan; answers the status it has now. Outside its maintenance windows it is a 409 naming
+ * the next one, unless `ignoreSchedule`: then the plan runs now, to its end, its schedule dropped.
+ */
+export async function resumePlanCommand(
+  deps: Deps,
+  principal: Principal,
+  planId: string,
+  opts: { ignoreSchedule?: boolean | undefined } = {},
+) {
+  const status = await resumePlan(deps.pool, tenantKey(principal.tenantId), planId, opts);
   await signalPlanChanged(deps.temporal.current(), planId, deps.logger);
   return { planId, status };
 }
@@ -79,4 +108,30 @@ export async function revertPlanCommand(deps: Deps, principal: Principal, planId
     revertOf: planId,
   });
   return { planId: reverted.planId };
+}
+
+/**
+ * Decides a plan awaiting approval (contract section 10): Approved, it goes on as if just submitted;
+ * Rejected, it is Cancelled with no job. The principal that submitted it (or a key it made) is refused with
+ * a 403 (`SELF_APPROVAL`); a plan not AwaitingApproval is a 409. Answers its status now.
+ */
+export async function decidePlanCommand(
+  deps: Deps,
+  principal: Principal,
+  planId: string,
+  decision: 'approve' | 'reject',
+  comment: string | null,
+) {
+  const by = principalRef(principal);
+  const status = await decidePlan(
+    deps.pool,
+    tenantKey(principal.tenantId),
+    planId,
+    decision === 'approve' ? 'Approved' : 'Rejected',
+    by,
+    comment,
+  );
+  deps.logger.info({ planId, decision, by }, `plan ${decision === 'approve' ? 'approved' : 'rejected'}`);
+  await signalPlanChanged(deps.temporal.current(), planId, deps.logger);
+  return { planId, status };
 }

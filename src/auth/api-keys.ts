@@ -39,12 +39,20 @@ export interface ApiKeyView {
 /** Stores a new key's hash; the key itself is returned once and never stored. */
 export async function createApiKey(
   db: Queryable,
-  input: { name: string; permissions: string[]; tenantKey: string; isBootstrap?: boolean; expiresAt?: Date | null },
+  input: {
+    name: string;
+    permissions: string[];
+    tenantKey: string;
+    isBootstrap?: boolean;
+    expiresAt?: Date | null;
+    /** Who made it: four eyes count a key as its creator's (src/alterations/governance.ts `accountableFor`). */
+    createdBy?: { kind: 'user' | 'apiKey'; id: string } | undefined;
+  },
 ): Promise<CreatedApiKey> {
   const id = newId();
   const key = generateApiKey();
   await db.query(
-    'INSERT INTO api_keys (id, tenant_id, name, key_hash, permissions, is_bootstrap, expires_at) VALUES ($1, $2, $3, $4, $5::text[], $6, $7)',
+    'INSERT INTO api_keys (id, tenant_id, name, key_hash, permissions, is_bootstrap, expires_at, created_by) VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8::jsonb)',
     [
       id,
       input.tenantKey,
@@ -53,6 +61,7 @@ export async function createApiKey(
       input.permissions,
       input.isBootstrap ?? false,
       input.expiresAt ?? null,
+      input.createdBy ? JSON.stringify(input.createdBy) : null,
     ],
   );
   return {

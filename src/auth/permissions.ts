@@ -58,7 +58,9 @@ export const LEGACY_REPLACEMENTS: Readonly<Record<string, string | null>> = {
  * that every route's `x-permission` is in it.
  */
 export const STRUCTURED_PERMISSIONS = [
+  'alterations:approve',
   'alterations:execute',
+  'alterations/policy:update',
   'alterations:view',
   'connections:create',
   'connections:delete',
@@ -100,3 +102,22 @@ export function isKnownGrant(grant: string): boolean {
   if (parts[1] === '*') return RESOURCES.has(parts[0]);
   return false;
 }
+
+/**
+ * For each structured permission, what the legacy model asks for the same operations: the legacy string
+ * it replaced, or `*` where the legacy model has none (identity administration, metrics, deciding plans and
+ * setting the approval policy).
+ */
+export const LEGACY_EQUIVALENTS: Readonly<Record<string, string>> = Object.fromEntries(
+  STRUCTURED_PERMISSIONS.map((p) => [
+    p,
+    (
+      { 'connections:update': 'connections:write', 'connections:delete': 'connections:delete' } as Record<
+        string,
+        string
+      >
+    )[p] ??
+      Object.entries(LEGACY_REPLACEMENTS).find(([, structured]) => structured === p)?.[0] ??
+      '*',
+  ]),
+);

@@ -29,3 +29,15 @@ export const DEFINITIONS_VIEW = {
   structured: 'workflows/definitions:view',
   legacy: 'read:workflow-definitions',
 } as const satisfies PermissionSpec;
+
+/** Deciding plans awaiting approval (section 10). The legacy model has no string for it: `*`. */
+export const ALTERATIONS_APPROVE = {
+  structured: 'alterations:approve',
+  legacy: '*',
+} as const satisfies PermissionSpec;
+
+/** Setting the tenant's approval policy (section 10). The legacy model has no string for it: `*`. */
+export const ALTERATIONS_POLICY_UPDATE = {
+  structured: 'alterations/policy:update',
+  legacy: '*',
+} as const satisfies PermissionSpec;

@@ -108,6 +108,15 @@ export function planOutcome(status: number, counts: JobCounts): string {
   return `${name} — ${counts.total === 1 ? 'its one job failed' : `all ${n(counts.total)} jobs failed`}`;
 }
 
+/**
+ * A tenant as people read it: the default tenant (null in the API and in --json) is `default`, the word the
+ * Temporal UI shows for it (the AlterationTenant search attribute, contract section 7), so that a table of
+ * `wfa` and a Temporal filter name it alike; `*` is the tenant-agnostic one.
+ */
+export function tenantName(tenantId: string | null): string {
+  return tenantId ?? 'default';
+}
+
 /** A word as a POSIX shell reads it back: as it is when it is plain, else in single quotes. */
 export function shellWord(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;

@@ -104,16 +104,12 @@ export async function watchPlan(client: Client, planId: string, io: WatchIo): Pr
   }
 }
 
-async function follow(
-  client: Client,
-  planId: string,
-  io: WatchIo,
-  bar: ReturnType<typeof barLine>,
-  signal: AbortSignal,
-): Promise<number> {
+type Bar = ReturnType<typeof barLine>;
+type Progress = Extract<PlanEvent, { event: 'progress' }>['data'];
+
+async function follow(client: Client, planId: string, io: WatchIo, bar: Bar, signal: AbortSignal): Promise<number> {
+  const progress = progressPrinter(planId, io, bar);
   let final: PlanView | undefined;
-  let lastLine = 0;
-  let lastPause: string | null | undefined;
   let heard = false;
   for (let attempt = 0; !final && attempt <= RECONNECTS; attempt++) {
     // A stream cut short (a restarted API node) is picked up again: the service sends the current state at once.
@@ -129,42 +125,7 @@ async function follow(
           final = e.data;
           break;
         }
-        if (io.json) {
-          io.out(JSON.stringify({ event: 'progress', ...e.data }));
-          continue;
-        }
-        const c = e.data.jobCounts;
-        const finished = c.completed + c.failed + c.cancelled;
-        if (e.data.status === PLAN_STATUS.Paused && e.data.pauseReason !== lastPause) {
-          // Said once per pause, on its own line: the watch goes on until the plan ends.
-          bar.end();
-          io.out(
-            `Paused (${safeCell(e.data.pauseReason ?? 'manual')}) after ${n(finished)} of ${n(c.total)}: wfa plans resume ${safeCell(planId)}`,
-          );
-        }
-        lastPause = e.data.status === PLAN_STATUS.Paused ? e.data.pauseReason : undefined;
-        if (c.total === 0 && e.data.status < PLAN_STATUS.Running) {
-          // Jobs are not generated yet: the matching set is being frozen.
-          if (!io.isTty) io.out(`${planStatusName(e.data.status)}: selecting the matching instances…`);
-          continue;
-        }
-        const eta = e.data.instancesPerSecond > 0 ? duration((c.total - finished) / e.data.instancesPerSecond) : '?';
-        const line =
-          `${stackedBar(
-            [
-              { value: c.completed, char: '█' },
-              { value: c.failed, char: '▓' },
-            ],
-            c.total,
-            30,
-          )} ` +
-          `${n(finished)}/${n(c.total)} ${c.total ? Math.floor((100 * finished) / c.total) : 0}% · ${n(e.data.instancesPerSecond)}/s · ETA ${eta} · ` +
-          `${n(c.failed)} failed · ${planStatusName(e.data.status)}`;
-        if (io.isTty) bar.draw(line);
-        else if (Date.now() - lastLine >= 2_000) {
-          io.out(line);
-          lastLine = Date.now();
-        }
+        progress(e.data);
       }
     } catch (err) {
       // Only a stream that was heard from is reconnected: a first answer that fails says so at once.
@@ -174,16 +135,68 @@ async function follow(
   }
   bar.end();
   if (!final) throw new Error(`The event stream of plan ${planId} ended before the plan did`);
+  printFinal(final, planId, io);
+  return final.status === PLAN_STATUS.Completed && final.jobCounts.failed === 0 ? 0 : 1;
+}
+
+/**
+ * What a watch prints of each progress event: a JSON line with --json; else the bar (redrawn on a terminal,
+ * a line every 2 s otherwise), and a line of its own when the plan pauses.
+ */
+function progressPrinter(planId: string, io: WatchIo, bar: Bar): (p: Progress) => void {
+  let lastLine = 0;
+  let lastPause: string | null | undefined;
+  return (p) => {
+    if (io.json) return io.out(JSON.stringify({ event: 'progress', ...p }));
+    const c = p.jobCounts;
+    if (p.status === PLAN_STATUS.Paused && p.pauseReason !== lastPause) {
+      // Said once per pause, on its own line: the watch goes on until the plan ends.
+      bar.end();
+      io.out(
+        `Paused (${safeCell(p.pauseReason ?? 'manual')}) after ${n(c.completed + c.failed + c.cancelled)} of ${n(c.total)}: wfa plans resume ${safeCell(planId)}`,
+      );
+    }
+    lastPause = p.status === PLAN_STATUS.Paused ? p.pauseReason : undefined;
+    if (c.total === 0 && p.status < PLAN_STATUS.Running) {
+      // Jobs are not generated yet: the matching set is being frozen.
+      if (!io.isTty) io.out(`${planStatusName(p.status)}: selecting the matching instances…`);
+      return;
+    }
+    if (io.isTty) bar.draw(progressLine(p));
+    else if (Date.now() - lastLine >= 2_000) {
+      io.out(progressLine(p));
+      lastLine = Date.now();
+    }
+  };
+}
+
+/** `██░░ 6,000/100,000 6% · 9,960/s · ETA 9s · 0 failed · Running` */
+function progressLine(p: Progress): string {
+  const c = p.jobCounts;
+  const finished = c.completed + c.failed + c.cancelled;
+  const eta = p.instancesPerSecond > 0 ? duration((c.total - finished) / p.instancesPerSecond) : '?';
+  const bar = stackedBar(
+    [
+      { value: c.completed, char: '█' },
+      { value: c.failed, char: '▓' },
+    ],
+    c.total,
+    30,
+  );
+  const percent = c.total ? Math.floor((100 * finished) / c.total) : 0;
+  return (
+    `${bar} ${n(finished)}/${n(c.total)} ${percent}% · ${n(p.instancesPerSecond)}/s · ETA ${eta} · ` +
+    `${n(c.failed)} failed · ${planStatusName(p.status)}`
+  );
+}
+
+/** The plan's end: a JSON line with --json, else its outcome and counts (and where its failed jobs are). */
+function printFinal(final: PlanView, planId: string, io: WatchIo): void {
   const c = final.jobCounts;
-  const ok = final.status === PLAN_STATUS.Completed && c.failed === 0;
-  if (io.json) {
-    io.out(JSON.stringify({ event: 'done', ...final }));
-  } else {
-    io.out(
-      `${planOutcome(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
-        (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
-        (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : ''),
-    );
-  }
-  return ok ? 0 : 1;
+  if (io.json) return io.out(JSON.stringify({ event: 'done', ...final }));
+  io.out(
+    `${planOutcome(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
+      (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
+      (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : ''),
+  );
 }

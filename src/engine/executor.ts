@@ -11,12 +11,13 @@ import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { type Queryable, withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
-import { findActivityType } from './activity-types.js';
-import type { DefinitionCache } from './definitions.js';
-import { findActivity, nodeIdOf } from './flowchart.js';
-import { type CallRequest, findHandler } from './handlers/index.js';
+import { type ActivityType, findActivityType } from './activity-types.js';
+import type { ActivityNode } from './definition-schema.js';
+import type { DefinitionCache, DefinitionVersion } from './definitions.js';
+import { findActivity } from './flowchart.js';
+import type { CallRequest } from './handlers/index.js';
 import { callRequest } from './handlers/send-http-request.js';
-import { evaluateInputs, recordedInputs } from './inputs.js';
+import { evaluateInputs } from './inputs.js';
 import {
   INSTANCE_COLUMNS,
   OUTBOUND_ACTIVITY_TYPE,
@@ -27,6 +28,7 @@ import {
   saveInstance,
 } from './instance-state.js';
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
+import { runHandler, type StartedRecord, startedRecord, takeHead } from './step-core.js';
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
 import { convertValue, isVariableType } from './values.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
@@ -326,164 +328,172 @@ export async function finishOutboundCall(
   return withTransaction(deps.pool, (client) => finishCall(deps, client, details, outcome, { finalAttempt: true }));
 }
 
-/** Part one of a step, in a transaction holding the instance's row lock. */
+/**
+ * Part one of a step, in a transaction holding the instance's row lock: a call an earlier attempt started is
+ * made again (`resumeStartedCall`); otherwise the activity at the head of the schedule runs (`runHead`).
+ */
 async function beginStep(
   deps: EngineDeps,
   client: pg.PoolClient,
   instanceId: string,
   options: StepOptions,
 ): Promise<StepStart> {
-  const clock = () => nowBy(deps.clock);
-  const done = (result: StepResult): StepStart => ({ kind: 'done', result });
-  {
-    const s = await lockInstance(client, instanceId);
-    if (!s || s.status === 'Finished' || s.subStatus === 'Faulted') return done({ hasMoreWork: false });
-    const now = clock();
-    s.updatedAt = now;
-    const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
-    if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
+  const s = await lockInstance(client, instanceId);
+  if (!s || s.status === 'Finished' || s.subStatus === 'Faulted') return done({ hasMoreWork: false });
+  const now = nowBy(deps.clock);
+  s.updatedAt = now;
+  const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
+  if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
+  const resumed = await resumeStartedCall(deps, client, s, def, now);
+  if (resumed) return resumed;
+  const activityId = takeHead(s);
+  if (activityId === undefined) {
+    settle(s, now);
+    await saveInstance(client, s);
+    return done({ hasMoreWork: false });
+  }
+  const activity = findActivity(def.root, activityId);
+  const type = activity ? findActivityType(activity.type) : undefined;
+  if (!activity || !type) {
+    const message = activity
+      ? `Activity type ${activity.type} is not available on this worker`
+      : `Activity ${activityId} does not exist in version ${def.version} of ${def.definitionId}`;
+    recordIncident(s, activityId, activity?.type ?? 'unknown', message, now);
+    await saveInstance(client, s);
+    return done({ hasMoreWork: false, executedActivityId: activityId });
+  }
+  return runHead(deps, client, { s, def, activity, type, now }, options);
+}
 
-    // A call started by an earlier attempt whose outcome was never recorded: call again, same key.
-    const { rows: started } = await client.query<{ id: string; activity_id: string }>(
-      `SELECT id, activity_id FROM activity_records WHERE instance_id = $1 AND status = 'Running' AND activity_type = $2
-        ORDER BY started_at LIMIT 1`,
-      [s.id, OUTBOUND_ACTIVITY_TYPE],
-    );
-    if (started[0]) {
-      const activity = findActivity(def.root, started[0].activity_id);
-      const type = activity ? findActivityType(activity.type) : undefined;
-      if (activity && type) {
-        const inputs = evaluateInputs(type, activity, def, s.variables);
-        const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
-          instanceId: s.id,
-          activityId: activity.id,
-        });
-        if (connection?.configuration && typeof inputs.method === 'string' && typeof inputs.path === 'string') {
-          const call = callRequest(connection.name ?? '', connection.configuration, inputs);
-          const strategy = findResilienceStrategy(activity.resilienceStrategyId);
-          return {
-            ...call,
-            instanceId: s.id,
-            tenantKey: s.tenantKey,
-            recordId: started[0].id,
-            activityId: activity.id,
-            activityType: activity.type,
-            standing: standingOf(s),
-            ...(strategy ? { retry: retryPolicyOf(strategy) } : {}),
-          };
-        }
-      }
-      // It can no longer be called (the definition or connection changed): the record ends Faulted below.
-      await client.query(`UPDATE activity_records SET status = 'Faulted', completed_at = $2 WHERE id = $1`, [
-        started[0].id,
-        now,
-      ]);
-      s.callsInFlight = s.callsInFlight?.filter((id) => id !== started[0]!.activity_id);
-    }
+const done = (result: StepResult): StepStart => ({ kind: 'done', result });
 
-    const activityId = s.scheduled.shift();
-    if (activityId === undefined) {
-      settle(s, now);
-      await saveInstance(client, s);
-      return done({ hasMoreWork: false });
-    }
-    if (s.subStatus === 'Pending') s.subStatus = 'Executing';
+/** The call an outbound step asks for, with where it stands: what part two makes and part three records. */
+function pendingCall(s: InstanceState, activity: ActivityNode, recordId: string, call: CallRequest): PendingCall {
+  const strategy = findResilienceStrategy(activity.resilienceStrategyId);
+  return {
+    ...call,
+    instanceId: s.id,
+    tenantKey: s.tenantKey,
+    recordId,
+    activityId: activity.id,
+    activityType: activity.type,
+    standing: standingOf(s),
+    ...(strategy ? { retry: retryPolicyOf(strategy) } : {}),
+  };
+}
 
-    const activity = findActivity(def.root, activityId);
-    const type = activity ? findActivityType(activity.type) : undefined;
-    if (!activity || !type) {
-      const message = activity
-        ? `Activity type ${activity.type} is not available on this worker`
-        : `Activity ${activityId} does not exist in version ${def.version} of ${def.definitionId}`;
-      recordIncident(s, activityId, activity?.type ?? 'unknown', message, now);
-      await saveInstance(client, s);
-      return done({ hasMoreWork: false, executedActivityId: activityId });
-    }
-
+/**
+ * A call started by an earlier attempt whose outcome was never recorded: made again, same key. One that can
+ * no longer be made (the definition or connection changed) has its record closed Faulted, and the step goes
+ * on with the schedule.
+ */
+async function resumeStartedCall(
+  deps: EngineDeps,
+  client: pg.PoolClient,
+  s: InstanceState,
+  def: DefinitionVersion,
+  now: Date,
+): Promise<PendingCall | undefined> {
+  const { rows: started } = await client.query<{ id: string; activity_id: string }>(
+    `SELECT id, activity_id FROM activity_records WHERE instance_id = $1 AND status = 'Running' AND activity_type = $2
+      ORDER BY started_at LIMIT 1`,
+    [s.id, OUTBOUND_ACTIVITY_TYPE],
+  );
+  const record = started[0];
+  if (!record) return undefined;
+  const activity = findActivity(def.root, record.activity_id);
+  const type = activity ? findActivityType(activity.type) : undefined;
+  if (activity && type) {
     const inputs = evaluateInputs(type, activity, def, s.variables);
     const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
       instanceId: s.id,
       activityId: activity.id,
     });
-    const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
-      [
-        s.id,
-        s.tenantKey,
-        activity.id,
-        nodeIdOf(def.root, activity),
-        activity.type,
-        activity.name ?? null,
-        JSON.stringify(recordedInputs(type, inputs)),
-        now,
-      ],
-    );
-    const recordId = rows[0]!.id;
-    const finishRecord = (status: 'Completed' | 'Faulted') =>
-      client.query('UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1', [recordId, status, now]);
-    const cancelOthers = async () => {
-      await client.query(
-        `UPDATE activity_records SET status = 'Canceled', completed_at = $3
-          WHERE instance_id = $1 AND status = 'Running' AND id <> $2`,
-        [s.id, recordId, now],
-      );
-      s.callsInFlight = [];
-    };
-    const strategy = findResilienceStrategy(activity.resilienceStrategyId);
-    const fault = async (message: string) => {
-      if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
-        throw new RetryableActivityFault(
-          `${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`,
-        );
-      }
-      recordIncident(s, activity.id, activity.type, message, now);
-      await finishRecord('Faulted');
-    };
-    const complete = async (outcome: string) => {
-      await finishRecord('Completed');
-      scheduleSuccessors(s, def, activity.id, outcome);
-    };
+    if (connection?.configuration && typeof inputs.method === 'string' && typeof inputs.path === 'string')
+      return pendingCall(s, activity, record.id, callRequest(connection.name ?? '', connection.configuration, inputs));
+  }
+  await client.query(`UPDATE activity_records SET status = 'Faulted', completed_at = $2 WHERE id = $1`, [
+    record.id,
+    now,
+  ]);
+  s.callsInFlight = s.callsInFlight?.filter((id) => id !== record.activity_id);
+  return undefined;
+}
 
-    const handler = findHandler(activity.type);
-    const call = handler
-      ? await handler.execute({
-          s,
-          def,
-          activity,
-          inputs,
-          connection,
+/**
+ * Runs the activity just taken off the schedule (the step core, src/engine/step-core.ts): its record
+ * inserted Running, its handler run with the record and journal written in this transaction. An activity
+ * that calls out ends part one with its record Running; any other settles the instance.
+ */
+async function runHead(
+  deps: EngineDeps,
+  client: pg.PoolClient,
+  step: { s: InstanceState; def: DefinitionVersion; activity: ActivityNode; type: ActivityType; now: Date },
+  options: StepOptions,
+): Promise<StepStart> {
+  const { s, def, activity, type, now } = step;
+  const inputs = evaluateInputs(type, activity, def, s.variables);
+  const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
+    instanceId: s.id,
+    activityId: activity.id,
+  });
+  const recordId = await insertStartedRecord(client, s, startedRecord(def, activity, type, inputs), now);
+  const call = await runHandler(
+    { s, def, activity, inputs, connection, now },
+    {
+      finishRecord: (status) =>
+        client.query('UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1', [
+          recordId,
+          status,
           now,
-          complete,
-          fault,
-          finishRecord,
-          cancelOthers,
-          writeJournal: (message) =>
-            client.query(
-              'INSERT INTO journal_entries (instance_id, activity_id, message, timestamp) VALUES ($1, $2, $3, $4)',
-              [s.id, activity.id, message, now],
-            ),
-        })
-      : await fault(`Activity type ${activity.type} has no executor`);
-    if (call) {
-      // Part one ends here: the record is Running and the activity left the schedule; commit, then call.
-      await saveInstance(client, s);
-      return {
-        ...call,
-        instanceId: s.id,
-        tenantKey: s.tenantKey,
-        recordId,
-        activityId: activity.id,
-        activityType: activity.type,
-        standing: standingOf(s),
-        ...(strategy ? { retry: retryPolicyOf(strategy) } : {}),
-      };
-    }
-    settle(s, now);
+        ]),
+      cancelOthers: () =>
+        client.query(
+          `UPDATE activity_records SET status = 'Canceled', completed_at = $3
+            WHERE instance_id = $1 AND status = 'Running' AND id <> $2`,
+          [s.id, recordId, now],
+        ),
+      writeJournal: (message) =>
+        client.query(
+          'INSERT INTO journal_entries (instance_id, activity_id, message, timestamp) VALUES ($1, $2, $3, $4)',
+          [s.id, activity.id, message, now],
+        ),
+    },
+    (message) => retryUnderStrategy(activity.resilienceStrategyId, options, message),
+  );
+  if (call) {
+    // Part one ends here: the record is Running and the activity left the schedule; commit, then call.
     await saveInstance(client, s);
-    if ((s.subStatus as string) === 'Faulted')
-      deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
-    return done(await stepResult(deps, client, s, activity.id));
+    return pendingCall(s, activity, recordId, call);
+  }
+  settle(s, now);
+  await saveInstance(client, s);
+  if ((s.subStatus as string) === 'Faulted')
+    deps.logger.warn({ instanceId: s.id, activityId: activity.id }, 'workflow instance faulted');
+  return done(await stepResult(deps, client, s, activity.id));
+}
+
+async function insertStartedRecord(
+  client: pg.PoolClient,
+  s: InstanceState,
+  r: StartedRecord,
+  now: Date,
+): Promise<string> {
+  const { rows } = await client.query<{ id: string }>(
+    `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
+    [s.id, s.tenantKey, r.activityId, r.nodeId, r.activityType, r.name, JSON.stringify(r.inputs), now],
+  );
+  return rows[0]!.id;
+}
+
+/** A fault with attempts left under the activity's resilience strategy: the step is retried, not faulted. */
+function retryUnderStrategy(strategyId: string | undefined, options: StepOptions, message: string): void {
+  const strategy = findResilienceStrategy(strategyId);
+  if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
+    throw new RetryableActivityFault(
+      `${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`,
+    );
   }
 }
 
@@ -536,14 +546,10 @@ async function finishCall(
   const othersOut = s.callsInFlight?.filter((id) => id !== call.activityId);
   const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
   if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
-  const strategy = findResilienceStrategy(findActivity(def.root, call.activityId)?.resilienceStrategyId);
+  const strategyId = findActivity(def.root, call.activityId)?.resilienceStrategyId;
   const fault = async (message: string) => {
-    if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
-      // The record stays Running: the retry calls again with the same Idempotency-Key.
-      throw new RetryableActivityFault(
-        `${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`,
-      );
-    }
+    // With attempts left, the record stays Running: the retry calls again with the same Idempotency-Key.
+    retryUnderStrategy(strategyId, options, message);
     recordIncident(s, call.activityId, call.activityType, message, now);
     await finishRecord('Faulted');
   };

@@ -11,6 +11,15 @@ export interface Bookmark {
   eventName: string;
 }
 
+export interface MovedActivity {
+  from: string;
+  to: string;
+  /** Of `to` in the target version. */
+  nodeId: string;
+  activityType: string;
+  name: string | null;
+}
+
 export interface Incident {
   activityId: string;
   activityType: string;
@@ -42,6 +51,12 @@ export interface AlterableState {
    * elsewhere, and never written: the activity records are the truth.
    */
   callsInFlight?: readonly string[];
+  /**
+   * Activities a change carried to another id (a Migrate's activity mappings): the Running record of `from`
+   * ends Canceled at the change and one of `to` starts Running with its inputs, written with the instance
+   * (`writeRecordChanges`), so a revert reopens the first and closes the second. Never read from the database.
+   */
+  movedActivities?: readonly MovedActivity[];
 }
 
 /** The mutable part of a workflow instance: what execution reads and writes. */

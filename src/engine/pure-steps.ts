@@ -1,11 +1,13 @@
 import type { Queryable } from '../db/pool.js';
-import { findActivityType } from './activity-types.js';
+import { type ActivityType, findActivityType } from './activity-types.js';
+import type { ActivityNode } from './definition-schema.js';
 import type { DefinitionCache, DefinitionVersion } from './definitions.js';
-import { findActivity, nodeIdOf } from './flowchart.js';
+import { findActivity } from './flowchart.js';
 import { findHandler } from './handlers/index.js';
-import { evaluateInputs, recordedInputs } from './inputs.js';
+import { evaluateInputs } from './inputs.js';
 import type { AlterableState } from './instance-state.js';
-import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
+import { runHandler, startedRecord, takeHead } from './step-core.js';
+import { settle } from './transitions.js';
 import { TimeSlice } from '../vocabulary/time-slice.js';
 
 /**
@@ -16,7 +18,7 @@ import { TimeSlice } from '../vocabulary/time-slice.js';
  *
  * The steps run in memory, many instances at once; their activity records and journal lines are written
  * afterwards with one statement each (`writePureSteps`), in execution order, as the step executor would
- * have written them one at a time (src/engine/executor.ts runs the same handlers).
+ * have written them one at a time (both run a step through src/engine/step-core.ts).
  */
 export const PURE_ACTIVITY_TYPES: ReadonlySet<string> = new Set([
   'Elsa.WriteLine',
@@ -73,8 +75,7 @@ function inlineHead(s: AlterableState, def: DefinitionVersion) {
   const activity = findActivity(def.root, head);
   if (!activity || !PURE_ACTIVITY_TYPES.has(activity.type) || activity.resilienceStrategyId) return undefined;
   const type = findActivityType(activity.type);
-  const handler = findHandler(activity.type);
-  return type && handler ? { activity, type, handler } : undefined;
+  return type && findHandler(activity.type) ? { activity, type } : undefined;
 }
 
 /**
@@ -89,7 +90,6 @@ export async function runPureSteps(
   writes: PureWrites = noPureWrites(),
   slice: TimeSlice = new TimeSlice(),
 ): Promise<PureWrites> {
-  const at = now.toISOString();
   for (const s of states) {
     // Between instances, the event loop may turn (src/vocabulary/time-slice.ts).
     await slice.yield();
@@ -100,62 +100,60 @@ export async function runPureSteps(
     for (let n = 0; n < MAX_INLINE_STEPS; n++) {
       const head = inlineHead(s, def);
       if (!head) break;
-      const { activity, type, handler } = head;
-      s.scheduled.shift();
-      if (s.subStatus === 'Pending') s.subStatus = 'Executing';
-      const inputs = evaluateInputs(type, activity, def, s.variables);
-      const record: PureRecord = {
-        instance_id: s.id,
-        tenant_id: s.tenantKey,
-        activity_id: activity.id,
-        node_id: nodeIdOf(def.root, activity),
-        activity_type: activity.type,
-        name: activity.name ?? null,
-        status: 'Running',
-        inputs: recordedInputs(type, inputs),
-        started_at: at,
-        completed_at: null,
-      };
-      writes.records.push(record);
-      writes.steps++;
-      const close = (status: 'Completed' | 'Faulted') => {
-        record.status = status;
-        record.completed_at = at;
-      };
-      await handler.execute({
-        s,
-        def,
-        activity,
-        inputs,
-        connection: undefined,
-        now,
-        complete: async (outcome) => {
-          close('Completed');
-          scheduleSuccessors(s, def, activity.id, outcome);
-        },
-        fault: async (message) => {
-          recordIncident(s, activity.id, activity.type, message, now);
-          close('Faulted');
-        },
-        finishRecord: async (status) => close(status),
-        cancelOthers: async () => {
-          for (const r of writes.records.slice(firstRecord))
-            if (r !== record && r.status === 'Running') {
-              r.status = 'Canceled';
-              r.completed_at = at;
-            }
-          writes.ended.push({ instance_id: s.id, at });
-          s.callsInFlight = [];
-        },
-        writeJournal: async (message) => {
-          writes.journal.push({ instance_id: s.id, activity_id: activity.id, message, timestamp: at });
-        },
-      });
+      takeHead(s);
+      await runPureStep(s, def, head.activity, head.type, now, writes, firstRecord);
       s.updatedAt = now;
       settle(s, now);
     }
   }
   return writes;
+}
+
+/** One pure step, its record and journal lines kept in `writes` (the step core, src/engine/step-core.ts). */
+async function runPureStep(
+  s: AlterableState,
+  def: DefinitionVersion,
+  activity: ActivityNode,
+  type: ActivityType,
+  now: Date,
+  writes: PureWrites,
+  firstRecord: number,
+): Promise<void> {
+  const at = now.toISOString();
+  const inputs = evaluateInputs(type, activity, def, s.variables);
+  const started = startedRecord(def, activity, type, inputs);
+  const record: PureRecord = {
+    instance_id: s.id,
+    tenant_id: s.tenantKey,
+    activity_id: started.activityId,
+    node_id: started.nodeId,
+    activity_type: started.activityType,
+    name: started.name,
+    status: 'Running',
+    inputs: started.inputs,
+    started_at: at,
+    completed_at: null,
+  };
+  writes.records.push(record);
+  writes.steps++;
+  const close = (r: PureRecord, status: PureRecord['status']) => {
+    r.status = status;
+    r.completed_at = at;
+  };
+  await runHandler(
+    { s, def, activity, inputs, connection: undefined, now },
+    {
+      finishRecord: async (status) => close(record, status),
+      cancelOthers: async () => {
+        for (const r of writes.records.slice(firstRecord))
+          if (r !== record && r.status === 'Running') close(r, 'Canceled');
+        writes.ended.push({ instance_id: s.id, at });
+      },
+      writeJournal: async (message) => {
+        writes.journal.push({ instance_id: s.id, activity_id: activity.id, message, timestamp: at });
+      },
+    },
+  );
 }
 
 /**

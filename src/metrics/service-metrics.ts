@@ -30,6 +30,8 @@ export interface ServiceMetrics extends PlanMetrics, CallObserver {
    * relay has not told their workflows yet, and the event resumptions triggers recorded that no worker ran yet.
    */
   watchEngineBacklog(pool: pg.Pool): void;
+  /** Read the plans waiting on governance (an approval, a maintenance window) through this pool at each scrape. */
+  watchGovernedPlans(pool: pg.Pool): void;
   /** The exposition: this registry's metrics, then the Temporal SDK's (read from its exporter on loopback). */
   scrape(): Promise<string>;
 }
@@ -141,6 +143,33 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     }
   };
 
+  const awaitingApproval = new Gauge({
+    name: 'wfa_plans_awaiting_approval',
+    help: 'Plans awaiting approval (status AwaitingApproval), database-wide, counted at scrape time',
+    registers,
+  });
+  const pausedBySchedule = new Gauge({
+    name: 'wfa_plans_paused_by_schedule',
+    help: 'Plans paused until their maintenance window opens (pauseReason "schedule"), database-wide, at scrape time',
+    registers,
+  });
+  let governancePool: pg.Pool | undefined;
+  const readGovernance = async () => {
+    if (!governancePool) return;
+    try {
+      const { rows } = await governancePool.query<{ awaiting: number; scheduled: number }>(
+        `SELECT count(*) FILTER (WHERE status = 8)::float8 AS awaiting,
+                count(*) FILTER (WHERE status = 7 AND pause_reason = 'schedule')::float8 AS scheduled
+           FROM alteration_plans WHERE status >= 7`,
+      );
+      awaitingApproval.set(rows[0]?.awaiting ?? 0);
+      pausedBySchedule.set(rows[0]?.scheduled ?? 0);
+    } catch {
+      awaitingApproval.reset();
+      pausedBySchedule.reset();
+    }
+  };
+
   const calls = new Counter({
     name: 'wfa_outbound_calls_total',
     help: 'Outbound HTTP calls of Send HTTP Request made by this worker, by outcome (success, http_error, refused, timeout, failed)',
@@ -189,8 +218,11 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     watchEngineBacklog(pool) {
       backlogPool = pool;
     },
+    watchGovernedPlans(pool) {
+      governancePool = pool;
+    },
     async scrape() {
-      await readBacklog();
+      await Promise.all([readBacklog(), readGovernance()]);
       const own = await registry.metrics();
       if (!options.temporalMetricsUrl) return own;
       return own + (await scrapeTemporalSdk(options.temporalMetricsUrl));

@@ -31,6 +31,7 @@ export async function startApi(
   const planStatus = new PlanStatusListener(o.postgres, logger);
   await planStatus.start();
   o.stops.add('plan status listener', () => planStatus.close());
+  deps.metrics?.watchGovernedPlans(o.apiPool);
   const shutdown = new AbortController();
   const app = createApp({
     ...deps,
@@ -71,6 +72,7 @@ export async function startProbeListener(
   o.stops.add('probes database pool', () => probePool.end());
   deps.metrics?.watchPool('probes', probePool);
   deps.metrics?.watchEngineBacklog(probePool);
+  deps.metrics?.watchGovernedPlans(probePool);
   const probes = createProbeApp({
     ...deps,
     pool: probePool,

@@ -8,6 +8,7 @@ import {
   PLAN_TENANT_ATTRIBUTE,
 } from '../../workflows/search-attributes.js';
 import type { InstanceTidings } from '../../workflows/instance-execution.js';
+import { clip, type InstanceStory, STORY_LIMITS } from '../../workflows/instance-story.js';
 import { workflowWorkSql } from '../engine/instance-state.js';
 import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
@@ -50,7 +51,7 @@ export interface OutboxRelayOptions {
   eager?: boolean;
 }
 
-/** Where an instance stands, as the relay tells it. */
+/** Where an instance stands, as the relay tells it, and its story (workflows/instance-story.ts). */
 interface Standing {
   definition_id: string | null;
   version: number | null;
@@ -58,7 +59,15 @@ interface Standing {
   sub_status: string | null;
   revision: string | null;
   has_work: boolean | null;
+  /** The first STORY_LIMITS.waitingOn bookmarks; `bookmark_count` counts them all. */
   bookmarks: { activityId: string; eventName: string }[] | null;
+  bookmark_count?: number | null;
+  /** Activity records, counted up to STORY_LIMITS.countedActivities + 1. */
+  activity_count?: string | number | null;
+  /** The last STORY_LIMITS.lastActivities records, oldest first: [activity id, status]. */
+  last_activities?: [string, string][] | null;
+  incident_count?: number | null;
+  last_incident?: { activityId?: string; message?: string } | null;
 }
 
 const absent: Standing = {
@@ -71,6 +80,22 @@ const absent: Standing = {
   bookmarks: null,
 };
 
+/**
+ * The story's columns of the workflow_instances row aliased `i`, read with where it stands: a few bookmarks
+ * and their count, the incidents' count and the last one, and its activity records through their
+ * (instance_id, id) index: the last few, and a count that stops past STORY_LIMITS.countedActivities.
+ */
+const storySql = (i: string) => `
+       (SELECT coalesce(jsonb_agg(b), '[]') FROM (
+          SELECT b FROM jsonb_array_elements(${i}.bookmarks) b LIMIT ${STORY_LIMITS.waitingOn}) f) AS bookmarks,
+       jsonb_array_length(${i}.bookmarks) AS bookmark_count,
+       ${i}.incident_count, ${i}.incidents -> -1 AS last_incident,
+       (SELECT count(*) FROM (SELECT FROM activity_records r WHERE r.instance_id = ${i}.id
+                               LIMIT ${STORY_LIMITS.countedActivities + 1}) c) AS activity_count,
+       ARRAY(SELECT ARRAY[l.activity_id, l.status] FROM (
+               SELECT r.id, r.activity_id, r.status FROM activity_records r WHERE r.instance_id = ${i}.id
+                ORDER BY r.id DESC LIMIT ${STORY_LIMITS.lastActivities}) l ORDER BY l.id) AS last_activities`;
+
 /** An outbox row as a relay claimed it, with where its instance stood. */
 export interface ClaimedRow extends Standing {
   instance_id: string;
@@ -78,6 +103,8 @@ export interface ClaimedRow extends Standing {
   /** The instance has had no workflow yet (migration 012): started with `workflow.start`. */
   created: boolean;
   tenant_id: string;
+  /** What committed the change, when it said so (migration 019's `wfa.cause`): `plan {planId}`. */
+  cause?: string | null;
 }
 
 /**
@@ -208,7 +235,7 @@ export class OutboxRelay {
    */
   private async claim(): Promise<ClaimedRow[]> {
     const { rows: claimed } = await this.o.pool.query<
-      Pick<ClaimedRow, 'instance_id' | 'seq' | 'created' | 'tenant_id'>
+      Pick<ClaimedRow, 'instance_id' | 'seq' | 'created' | 'tenant_id' | 'cause'>
     >(
       `WITH tenants AS (SELECT DISTINCT tenant_id FROM instance_outbox),
             picked AS (
@@ -221,8 +248,8 @@ export class OutboxRelay {
             claimed AS (
               UPDATE instance_outbox o SET claimed_until = now() + make_interval(secs => $2)
                 FROM picked WHERE o.instance_id = picked.instance_id
-              RETURNING o.instance_id, o.seq, o.tenant_id, o.created)
-       SELECT c.instance_id, c.seq, c.created, c.tenant_id,
+              RETURNING o.instance_id, o.seq, o.tenant_id, o.created, o.cause)
+       SELECT c.instance_id, c.seq, c.created, c.tenant_id, c.cause,
               row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.seq) AS turn
          FROM claimed c ORDER BY turn, c.seq`,
       [PASS_SIZE, CLAIM_SECONDS],
@@ -232,11 +259,11 @@ export class OutboxRelay {
     return claimed.map((c) => ({ ...c, ...(standing.get(c.instance_id) ?? absent) }));
   }
 
-  /** Where these instances stand now (an instance deleted since is absent). */
+  /** Where these instances stand now, with their story (an instance deleted since is absent). */
   private async standing(ids: string[]): Promise<Map<string, Standing>> {
     const { rows } = await this.o.pool.query<Standing & { id: string }>(
-      `SELECT i.id, i.definition_id, i.version, i.status, i.sub_status, i.revision, i.bookmarks,
-              ${workflowWorkSql('i')} AS has_work
+      `SELECT i.id, i.definition_id, i.version, i.status, i.sub_status, i.revision,
+              ${workflowWorkSql('i')} AS has_work, ${storySql('i')}
          FROM workflow_instances i WHERE i.id = ANY($1::text[])`,
       [ids],
     );
@@ -369,14 +396,40 @@ export class OutboxRelay {
   }
 }
 
-/** The word a workflow is told: where its instance stands. */
-function tidingsOf(row: Standing): InstanceTidings {
+/** A name as a word carries it (an activity id, an event name, a definition id): at most STORY_LIMITS.name long. */
+const name = (text: string | null | undefined) => clip(text ?? '', STORY_LIMITS.name);
+
+/** The word a workflow is told: where its instance stands, and its story. */
+function tidingsOf(row: Standing & { cause?: string | null }): InstanceTidings {
+  const bookmarks = (row.bookmarks ?? []).slice(0, STORY_LIMITS.waitingOn);
   return {
     revision: Number(row.revision),
     status: row.status ?? '',
     subStatus: row.sub_status ?? '',
     version: row.version ?? 0,
     hasWork: row.has_work === true,
-    waitingOn: (row.bookmarks ?? []).map((b) => `${b.eventName} (${b.activityId})`),
+    waitingOn: bookmarks.map((b) => `${name(b.eventName)} (${name(b.activityId)})`),
+    story: storyOf(row),
+  };
+}
+
+/** The story of a row read with `storySql`: bounded, names only (workflows/instance-story.ts). */
+function storyOf(row: Standing & { cause?: string | null }): InstanceStory {
+  const counted = Number(row.activity_count ?? 0);
+  const incident = row.last_incident;
+  return {
+    definitionId: name(row.definition_id),
+    activities: Math.min(counted, STORY_LIMITS.countedActivities),
+    ...(counted > STORY_LIMITS.countedActivities ? { moreActivities: true } : {}),
+    lastActivities: (row.last_activities ?? []).map(([id, status]) => ({
+      id: name(id),
+      ...(status !== 'Completed' ? { status } : {}),
+    })),
+    bookmarks: row.bookmark_count ?? row.bookmarks?.length ?? 0,
+    incidents: row.incident_count ?? 0,
+    ...(incident
+      ? { lastIncident: clip(`${name(incident.activityId)}: ${incident.message ?? ''}`, STORY_LIMITS.incident) }
+      : {}),
+    ...(row.cause ? { cause: clip(row.cause, STORY_LIMITS.cause) } : {}),
   };
 }

@@ -7,6 +7,7 @@ import {
 import type pg from 'pg';
 import type { Alteration, Filter } from '../alterations/model.js';
 import { pendingPlanIds } from '../alterations/plans.js';
+import { specOf } from '../alterations/types/index.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
 import { alterationPlan, planChangedSignal } from '../../workflows/index.js';
@@ -35,6 +36,10 @@ export interface PlanMetadata {
   filter: Filter;
   /** A revert plan: the plan it reverts. */
   revertOf?: string | null;
+  /** The plan awaits approval (section 10): who asked, and when it expires (ISO). */
+  approval?: { requestedBy: { kind: string; name: string }; expiresAt: string } | null;
+  /** The plan has a schedule: it runs only in its maintenance windows (section 10). */
+  scheduled?: boolean;
 }
 
 /**
@@ -63,6 +68,10 @@ export async function startPlanWorkflow(
           window: processing.window,
           batchesPerRun: processing.batchesPerRun,
           searchAttributes,
+          ...(plan?.approval
+            ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
+            : {}),
+          ...(plan?.scheduled ? { scheduled: true } : {}),
         },
       ],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
@@ -82,7 +91,7 @@ export async function startPlanWorkflow(
       ...(plan && searchAttributes
         ? {
             typedSearchAttributes: [
-              { key: PLAN_STATUS_ATTRIBUTE, value: 'Pending' },
+              { key: PLAN_STATUS_ATTRIBUTE, value: plan.approval ? 'AwaitingApproval' : 'Pending' },
               { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
               {
                 key: PLAN_TYPES_ATTRIBUTE,
@@ -114,23 +123,16 @@ export async function signalPlanChanged(client: Client | undefined, planId: stri
   }
 }
 
-/** One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"). */
-export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter' | 'revertOf'>): string {
+/**
+ * One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"):
+ * each alteration in its type's own words (`AlterationTypeSpec.summary`).
+ */
+export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter' | 'revertOf' | 'approval'>): string {
   if (plan.revertOf) return `Revert plan ${plan.revertOf}: restore the instances it changed`;
-  const what = plan.alterations
-    .map((a) => {
-      switch (a.type) {
-        case 'ModifyVariable':
-          return `ModifyVariable ${a.variableId}`;
-        case 'Migrate':
-          return `Migrate to version ${a.targetVersion}`;
-        case 'ScheduleActivity':
-          return `ScheduleActivity ${a.activityId}`;
-        case 'Cancel':
-          return 'Cancel';
-      }
-    })
-    .join(', ');
+  const what = plan.alterations.map((a) => specOf(a).summary(a)).join(', ');
+  const gated = plan.approval
+    ? ` · needs approval by someone other than ${plan.approval.requestedBy.name} (alterations:approve)`
+    : '';
   const f = plan.filter;
   const list = (values: readonly string[], max = 3) =>
     values.slice(0, max).join(', ') + (values.length > max ? ` and ${values.length - max} more` : '');
@@ -139,7 +141,7 @@ export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter' | 
     : f.definitionIds?.length
       ? `instances of ${list(f.definitionIds)}`
       : 'the instances the filter matches';
-  return `${what} on ${on}`;
+  return `${what} on ${on}${gated}`;
 }
 
 /** Markdown shown under the summary: the plan id, tenant, alterations and filter as submitted. */
@@ -191,9 +193,23 @@ async function storedPlanMetadata(pool: pg.Pool, planId: string): Promise<PlanMe
     alterations: Alteration[];
     filter: Filter;
     revert_of: string | null;
-  }>('SELECT tenant_id, alterations, filter, revert_of FROM alteration_plans WHERE id = $1', [planId]);
+    status: number;
+    approval: PlanMetadata['approval'] & { state: string };
+    scheduled: boolean;
+  }>(
+    `SELECT tenant_id, alterations, filter, revert_of, status, approval, schedule IS NOT NULL AS scheduled
+       FROM alteration_plans WHERE id = $1`,
+    [planId],
+  );
   const row = rows[0];
   return row
-    ? { tenantId: tenantOut(row.tenant_id), alterations: row.alterations, filter: row.filter, revertOf: row.revert_of }
+    ? {
+        tenantId: tenantOut(row.tenant_id),
+        alterations: row.alterations,
+        filter: row.filter,
+        revertOf: row.revert_of,
+        approval: row.status === 8 && row.approval?.state === 'Pending' ? row.approval : null,
+        scheduled: row.scheduled,
+      }
     : undefined;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -359,4 +359,124 @@ describe('wfa, spawned against a running service', () => {
     expect(shown.status).toBe(3);
     expect((await wfa(['plans', 'cancel', planId])).code).toBe(0);
   }, 60_000);
+});
+
+/** What a newcomer's first run tripped on (shared/reports/newcomer-2026-11-25.md, "Error messages"). */
+describe('wfa, where a newcomer stumbled', () => {
+  const definitionId = `cli-newcomer-${run}`;
+  const alterations = [{ type: 'ModifyVariable', variableId: 'amount', value: 3 }];
+  let ids: string[];
+
+  beforeAll(async () => {
+    expect(
+      (await wfa(['definitions', 'publish', await file('newcomer.json', approvalWithNote(definitionId))])).code,
+    ).toBe(0);
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM workflow_definitions WHERE definition_id = $1', [
+      definitionId,
+    ]);
+    ids = await seedInstances(pool, { definitionVersionId: rows[0]!.id, count: 5, variables: { amount: 3 } });
+  });
+
+  it('dry-runs the file it submits (its filter), a bare filter alike, and names a plan file without a filter', async () => {
+    const filter = { definitionIds: [definitionId] };
+    const plan = await wfa(['plans', 'dry-run', await file('newcomer-plan.json', { alterations, filter })]);
+    expect(plan.err).toBe('');
+    expect(plan.out.trim().split('\n')).toEqual(['5 instances match', ...ids]);
+    const bare = await wfa(['plans', 'dry-run', await file('newcomer-filter.json', filter)]);
+    expect(bare.out).toBe(plan.out);
+
+    const noFilter = await wfa(['plans', 'dry-run', await file('newcomer-no-filter.json', { alterations })]);
+    expect(noFilter.code).toBe(2);
+    expect(noFilter.err).toMatch(/^error: \S+newcomer-no-filter\.json is a plan without a filter: add "filter"/);
+    expect(noFilter.err).not.toContain('Unknown property');
+  });
+
+  it('says why an empty filter matches nothing, naming emptyFilterSelectsAll, in dry-run, preview and submit', async () => {
+    const why =
+      'the filter has no constraint, and a filter without one selects nothing unless it sets "emptyFilterSelectsAll": true';
+    for (const body of [{}, { alterations, filter: {} }, { definitionIds: [], searchTerm: '', hasIncidents: null }]) {
+      const r = await wfa(['plans', 'dry-run', await file('newcomer-empty.json', body)]);
+      expect(r.code).toBe(0);
+      expect(r.out.trim()).toBe(`0 instances match: ${why} (so that a mistake never selects every instance)`);
+    }
+    // A filter that has a constraint and matches nothing says nothing more; --json stays the API's answer.
+    const none = await wfa(['plans', 'dry-run', await file('newcomer-none.json', { definitionIds: ['nope'] })]);
+    expect(none.out.trim()).toBe('0 instances match');
+    const json = await wfa(['--json', 'plans', 'dry-run', await file('newcomer-empty.json', {})]);
+    expect(JSON.parse(json.out)).toEqual({ workflowInstanceIds: [] });
+
+    const empty = await file('newcomer-empty-plan.json', { alterations, filter: {} });
+    const preview = await wfa(['plans', 'preview', empty]);
+    expect(preview.out.trim()).toBe(`0 instances match: ${why} (so that a mistake never selects every instance)`);
+    const submitted = await wfa(['plans', 'submit', empty, '--id', `cli-empty-${run}`, '--watch']);
+    expect(submitted.code).toBe(0);
+    expect(submitted.err).toContain(`note: the plan will alter no instance: ${why}`);
+    expect(submitted.out.trim().split('\n').at(-1)).toBe('Completed: 0 completed, 0 failed, 0 cancelled of 0');
+  });
+
+  it('says "no change" for a previewed instance that the alterations would leave as it is', async () => {
+    const filter = { definitionIds: [definitionId] };
+    const same = await wfa(['plans', 'preview', await file('newcomer-same.json', { alterations, filter })]);
+    expect(same.err).toBe('');
+    expect(same.out.trim().split('\n')).toEqual([
+      '5 instances match; the first 5:',
+      ...ids.map((id) => `  ${id}  ok: no change`),
+    ]);
+    const changed = await wfa([
+      'plans',
+      'preview',
+      await file('newcomer-change.json', { alterations: [{ ...alterations[0], value: 4 }], filter }),
+      '--limit',
+      '1',
+    ]);
+    expect(changed.out.trim().split('\n')).toEqual([
+      '5 instances match; the first 1:',
+      `  ${ids[0]}  ok`,
+      '    /variables/amount: 3 → 4',
+    ]);
+  });
+
+  it('prints its version with --version and -V', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['--version', '-V']) {
+      const r = await runWfa([flag], work);
+      expect(r).toMatchObject({ code: 0, out: `${version}\n`, err: '' });
+    }
+  });
+
+  it('names the default tenant `default` in its tables, as the Temporal UI does, and keeps null in --json', async () => {
+    const keyIn = async (tenantId: string) => {
+      const res = await fetch(`${url}/identity/api-keys`, {
+        method: 'POST',
+        headers: { authorization: `ApiKey ${adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `cli-${tenantId}-${run}`, permissions: ['*'], tenantId }),
+      });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { key: string }).key;
+    };
+    const connection = (name: string) =>
+      file(`${name}.json`, {
+        name: `${name}-${run}`,
+        connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+        connectionConfiguration: { baseUrl: 'http://x.example/' },
+      });
+    const keys = { '*': await keyIn('*'), acme: await keyIn(`acme-${run}`) };
+    expect((await wfa(['connections', 'create', await connection('own')])).code).toBe(0);
+    expect((await wfa(['connections', 'create', await connection('shared')], { WFA_API_KEY: keys['*'] })).code).toBe(0);
+    expect((await wfa(['connections', 'create', await connection('acme')], { WFA_API_KEY: keys.acme })).code).toBe(0);
+
+    const row = (out: string, name: string) => out.split('\n').find((l) => l.includes(`${name}-${run}`));
+    const mine = await wfa(['connections', 'list']);
+    expect(row(mine.out, 'own')).toMatch(/ default$/);
+    expect(row(mine.out, 'shared')).toMatch(/ \*$/);
+    expect(row(mine.out, 'acme')).toBeUndefined();
+    const theirs = await wfa(['connections', 'list'], { WFA_API_KEY: keys.acme });
+    expect(row(theirs.out, 'acme')).toMatch(new RegExp(` acme-${run}$`));
+    const json = JSON.parse((await wfa(['--json', 'connections', 'list'])).out) as {
+      items: { name: string; tenantId: string | null }[];
+    };
+    expect(json.items.find((c) => c.name === `own-${run}`)?.tenantId).toBeNull();
+  });
 });

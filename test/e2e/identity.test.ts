@@ -288,6 +288,15 @@ describe('users, roles and secrets', () => {
     const short = await h.request('POST', '/identity/users', { body: { name: 'r2', password: 'short' } });
     expect(short.status).toBe(400);
     expect(short.body.errors[0].path).toBe('/password');
+    // "default" is how the default tenant reads in the Temporal UI and in wfa: no tenant may be named so.
+    for (const [path, body] of [
+      ['/identity/users', { name: 'r5', password: 'pass-word-123', tenantId: 'Default' }],
+      ['/identity/api-keys', { name: 'k5', permissions: ['alterations:view'], tenantId: 'default' }],
+    ] as const) {
+      const named = await h.request('POST', path, { body });
+      expect(named.status).toBe(400);
+      expect(named.body.errors[0].path).toBe('/tenantId');
+    }
     const tenantAdmin = await h.keyWith(['identity/users:create', 'alterations:view'], 'tenant-x');
     const elsewhere = await h.request('POST', '/identity/users', {
       key: tenantAdmin,

@@ -177,6 +177,40 @@ describe('npm start in embedded mode', () => {
     });
   }
 
+  it('names every taken port in one message, a line each with its setting, instead of one per attempt', async () => {
+    const dataDir = await freshDataDir();
+    const ports = await freePorts();
+    const ui = await freePort();
+    const blockers = [ports.api, ports.postgres, ports.temporal, ui].map(() => net.createServer());
+    await Promise.all(
+      [ports.api, ports.postgres, ports.temporal, ui].map(
+        (port, i) => new Promise<void>((resolve) => blockers[i]!.listen(port, '127.0.0.1', resolve)),
+      ),
+    );
+    try {
+      const service = spawnService(dataDir, ports, { TEMPORAL_UI_PORT: String(ui) });
+      const code = await exitWithin(service, 60_000).then((e) => (e === 'hung' ? e : e.code));
+      expect(code).toBe(1);
+      expect(service.out()).toBe('');
+      const taken = (port: number, variable: string, alternative = '') =>
+        `  Port ${port} (${variable}) is already in use. Stop what uses it, or set ${variable} to a free port${alternative}.`;
+      expect(service.err()).toBe(
+        [
+          'Startup failed: 4 ports cannot be used:',
+          taken(ports.api, 'PORT'),
+          taken(ports.postgres, 'EMBEDDED_POSTGRES_PORT', ', or DATABASE_URL to a Postgres of your own'),
+          taken(ports.temporal, 'TEMPORAL_DEV_SERVER_PORT', ', or TEMPORAL_ADDRESS to a running Temporal'),
+          taken(ui, 'TEMPORAL_UI_PORT', ', or 0 for no Web UI'),
+          '',
+        ].join('\n'),
+      );
+      expect(readdirSync(dataDir)).toEqual([]);
+      expect(await noneLeft([service.child.pid!], dataDir)).toEqual([]);
+    } finally {
+      await Promise.all(blockers.map((b) => new Promise((r) => b.close(r))));
+    }
+  });
+
   it('stops what it started when a later step fails (here the Temporal dev server), exit 1, nothing left', async () => {
     const dataDir = await freshDataDir();
     const service = spawnService(dataDir, await freePorts(), {

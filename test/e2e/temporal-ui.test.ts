@@ -139,6 +139,34 @@ describe.skipIf(!available)('the Temporal UI, in Chromium', () => {
     await page.close();
   });
 
+  it("shows on a finished instance's page what ran, though every step ran inside Postgres", async () => {
+    const id = (await call('POST', '/workflow-instances', { definitionId })).body.workflowInstanceId as string;
+    expect((await call('POST', '/events/approve/trigger', { workflowInstanceId: id })).status).toBe(200);
+    const connection = await Connection.connect({ address: temporalAddress });
+    const handle = new Client({ connection }).workflow.getHandle(`workflow-instance-${id}`);
+    const deadline = Date.now() + 90_000;
+    while ((await handle.describe().catch(() => undefined))?.status.name !== 'COMPLETED') {
+      if (Date.now() > deadline) throw new Error(`workflow-instance-${id} did not complete within 90 s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const { runId } = await handle.describe();
+    await connection.close();
+    const summary = `finished · ${definitionId} v1 · ran start, wait, done`;
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    // The History tab, where the page opens: its Result panel.
+    await page.goto(`${ui}/namespaces/default/workflows/workflow-instance-${id}/${runId}/history`);
+    const history = await eventuallyText(page, [summary, '"executedActivityIds"']);
+    await page.screenshot({ path: path.join(shots, 'instance-finished.png'), fullPage: true });
+    expect(history).toContain(summary);
+    expect(history).toMatch(/"executedActivityIds":\s*\[\s*"start",\s*"wait",\s*"done"\s*\]/);
+    // The User Metadata tab: the same, as its current details.
+    await page.getByText('User Metadata', { exact: true }).first().click();
+    const metadata = await eventuallyText(page, [`Finished/Finished`, 'ran start, wait, done']);
+    await page.screenshot({ path: path.join(shots, 'instance-finished-metadata.png'), fullPage: true });
+    expect(metadata).toContain(summary);
+    await page.close();
+  }, 180_000);
+
   it('shows a suspended instance as Running and a cancelled one as Canceled', async () => {
     const start = async () =>
       (await call('POST', '/workflow-instances', { definitionId })).body.workflowInstanceId as string;

@@ -101,7 +101,9 @@ describe('an instance in Temporal', () => {
       const m = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       return m.currentDetails ? m : undefined;
     }, 'its details');
-    expect(metadata.currentDetails).toBe('**Running/Suspended** · suspended, waiting on approve (wait)');
+    expect(metadata.currentDetails).toBe(
+      `**Running/Suspended** · suspended, waiting on approve (wait) · ${definitionId} v1 · ran start, wait (Running)`,
+    );
     await eventually(async () => {
       const ids = await listed(
         `WorkflowInstanceStatus = "Running/Suspended" AND WorkflowDefinitionId = "${definitionId}" AND AlterationTenant = "default" AND ExecutionStatus = "Running"`,
@@ -114,8 +116,13 @@ describe('an instance in Temporal', () => {
     expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
     expect(await handle.result()).toEqual({
       instance: 'Finished/Finished',
-      summary: 'finished',
-      executedActivityIds: [],
+      summary: `finished · ${definitionId} v1 · ran start, wait, done`,
+      executedActivityIds: ['start', 'wait', 'done'],
+      definitionId,
+      version: 1,
+      activityCount: 3,
+      waitingOn: [],
+      incidentCount: 0,
     });
     expect((await handle.describe()).runId).toBe(description.runId);
     expect(await listed(`WorkflowId = "${workflowId}"`)).toEqual([workflowId]);
@@ -269,7 +276,12 @@ describe('an instance in Temporal', () => {
       .workflowInstanceId as string;
     const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
     await eventually(() => handle.describe().then(() => true), 'its workflow');
-    expect(await handle.result()).toMatchObject({ instance: 'Finished/Finished' });
+    // `start` ran inside Postgres with the POST; `call` and `end` in this workflow, which ended without a word after.
+    expect(await handle.result()).toMatchObject({
+      instance: 'Finished/Finished',
+      executedActivityIds: ['start', 'call', 'end'],
+      activityCount: 3,
+    });
     expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
     const { events } = await handle.fetchHistory();
     const activities = events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
@@ -563,4 +575,138 @@ describe('an instance in Temporal', () => {
     const migrated = await h.client.workflow.getHandle(instanceWorkflowId(suspended[7]!)).describe();
     expect(migrated.memo).toMatchObject({ version: 2 });
   }, 180_000);
+});
+
+/** The workflow's current details (User Metadata in the UI), once they contain `wanted`; else fails saying what they were. */
+async function detailsOf(id: string, wanted: string): Promise<string> {
+  const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+  let last = '';
+  try {
+    return await eventually(async () => {
+      const m = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      last = m.currentDetails ?? '';
+      return last.includes(wanted) ? last : undefined;
+    }, `the details to say "${wanted}"`);
+  } catch (err) {
+    throw new Error(`The details of ${id} say "${last}", not "${wanted}"`, { cause: err });
+  }
+}
+
+describe("an instance's page tells its story, as Postgres holds it", () => {
+  const story = `story-${run}`;
+  beforeAll(async () => {
+    const body = chain(
+      story,
+      [
+        writeLine('start', 'started'),
+        event('wait', 'approve'),
+        event('ship', 'shipped'),
+        setVariable('set', 'note', 'note-value-7', 'String'),
+      ],
+      { variables: [{ id: 'note', name: 'Note', typeName: 'String' }] },
+    );
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+  });
+  const start = async (def: string, version?: number) =>
+    (await h.request('POST', '/workflow-instances', { body: { definitionId: def, ...(version ? { version } : {}) } }))
+      .body.workflowInstanceId as string;
+
+  it('names the bookmark it waits on, also when a trigger moved it to the next one without changing its status', async () => {
+    const id = await start(story);
+    const first = await detailsOf(id, 'waiting on approve (wait)');
+    // Resumed, it runs on to its next event inside the trigger's transaction: Running/Suspended before and after.
+    await h.request('POST', '/events/approve/trigger', { body: { workflowInstanceId: id } });
+    expect(await instance(id)).toMatchObject({
+      status: 'Running',
+      subStatus: 'Suspended',
+      bookmarks: [{ activityId: 'ship', eventName: 'shipped' }],
+    });
+    const then = await detailsOf(id, 'waiting on shipped (ship)');
+    expect([first, then]).toEqual([
+      `**Running/Suspended** · suspended, waiting on approve (wait) · ${story} v1 · ran start, wait (Running)`,
+      `**Running/Suspended** · suspended, waiting on shipped (ship) · ${story} v1 · ran start, wait, ship (Running)`,
+    ]);
+  });
+
+  it('reports in its result the steps that ran inside Postgres: start → wait → set, by the start and the triggers', async () => {
+    const id = await start(story);
+    await h.request('POST', '/events/approve/trigger', { body: { workflowInstanceId: id } });
+    await h.request('POST', '/events/shipped/trigger', { body: { workflowInstanceId: id } });
+    expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    await eventually(() => handle.describe().then(() => true), 'its workflow');
+    // Not one of them ran in this workflow: each ran in the transaction of the start or of a trigger.
+    expect(await handle.result()).toEqual({
+      instance: 'Finished/Finished',
+      summary: `finished · ${story} v1 · ran start, wait, ship, set`,
+      executedActivityIds: ['start', 'wait', 'ship', 'set'],
+      definitionId: story,
+      version: 1,
+      activityCount: 4,
+      waitingOn: [],
+      incidentCount: 0,
+    });
+  });
+
+  it('shows the version a plan migrated it to', async () => {
+    const def = `story-migrate-${run}`;
+    expect((await h.request('POST', '/workflow-definitions', { body: approvalWithNote(def) })).status).toBe(201);
+    expect((await h.request('POST', '/workflow-definitions', { body: approvalWithNote(def, 'v2') })).status).toBe(201);
+    const id = await start(def, 1);
+    await detailsOf(id, `${def} v1`);
+    const r = await h.request('POST', '/alterations/submit', {
+      body: { alterations: [{ type: 'Migrate', targetVersion: 2 }], filter: { workflowInstanceIds: [id] } },
+    });
+    expect(r.status).toBe(202);
+    expect(await detailsOf(id, `${def} v2`)).toBe(
+      `**Running/Suspended** · suspended, waiting on approve (wait) · ${def} v2 · ran start, wait (Running)`,
+    );
+    expect(await instance(id)).toMatchObject({ version: 2 });
+  });
+
+  it("says why it faulted: its incident's message", async () => {
+    const def = `story-fault-${run}`;
+    const body = chain(def, [writeLine('start', 'started'), fault('charge', 'card declined')]);
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+    const id = await start(def);
+    expect(await instance(id)).toMatchObject({ status: 'Running', subStatus: 'Faulted' });
+    expect(await detailsOf(id, 'card declined')).toBe(
+      `**Running/Faulted** · faulted: charge: card declined · ${def} v1 · ran start, charge (Faulted)`,
+    );
+    // Retried, it faults again inside the retry's transaction: its status unchanged, its new incident told.
+    const retried = await h.request('POST', '/alterations/workflows/retry', { body: { workflowInstanceIds: [id] } });
+    expect(retried.status).toBe(200);
+    expect(await detailsOf(id, 'charge (Faulted), charge (Faulted)')).toBe(
+      `**Running/Faulted** · faulted: charge: card declined · ${def} v1 · ran start, charge (Faulted), charge (Faulted)`,
+    );
+  });
+
+  it('says it was cancelled, and by which plan', async () => {
+    const id = await start(story);
+    const planId = `story-cancel-${run}`;
+    const r = await h.request('POST', '/alterations/submit', {
+      body: { id: planId, alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: [id] } },
+    });
+    expect(r.status).toBe(202);
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    await eventually(
+      async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined),
+      'the workflow to end Canceled',
+    );
+    expect(await detailsOf(id, 'cancelled')).toBe(
+      `**Finished/Cancelled** · cancelled by plan ${planId} · ${story} v1 · ran start, wait (Canceled)`,
+    );
+  });
+
+  it('keeps its details small: counts and the last few names, never a variable value', async () => {
+    const id = await start(story);
+    await h.request('POST', '/events/approve/trigger', { body: { workflowInstanceId: id } });
+    await h.request('POST', '/events/shipped/trigger', { body: { workflowInstanceId: id } });
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    await eventually(() => handle.describe().then(() => true), 'its workflow');
+    const result = await handle.result();
+    // The SetVariable wrote "note-value-7" into `note`: its value is nowhere in what Temporal shows.
+    expect(JSON.stringify(result)).not.toContain('note-value-7');
+    expect(JSON.stringify(result).length).toBeLessThan(1024);
+  });
 });

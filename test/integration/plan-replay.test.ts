@@ -1,7 +1,10 @@
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
-import { describe, expect, inject, it } from 'vitest';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../../src/temporal/bundle.js';
+import type { RecordedCommand } from '../support/command-recorder.js';
 import { payloadJson } from '../support/plans.js';
 
 // Plans started by earlier releases replay on today's workflow code without a determinism error: plans in
@@ -13,6 +16,64 @@ const fixture = async (name: string) =>
 
 const replay = (history: proto.temporal.api.history.v1.IHistory) =>
   Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history);
+
+// The workflows bundled again with test/support/command-recorder.ts beside the service's interceptors.
+let recordingBundle: string;
+beforeAll(async () => {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: [
+      WORKFLOW_INTERCEPTORS_PATH,
+      fileURLToPath(new URL('../support/command-recorder.ts', import.meta.url)),
+    ],
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} },
+  });
+  recordingBundle = code;
+}, 120_000);
+
+/** Replays a history and answers the commands today's code asked for on the way, with what they carry. */
+async function replayRecorded(history: proto.temporal.api.history.v1.IHistory): Promise<RecordedCommand[]> {
+  const commands: RecordedCommand[] = [];
+  await Worker.runReplayHistory(
+    {
+      workflowBundle: { code: recordingBundle },
+      sinks: {
+        commands: { record: { fn: (_info, c: RecordedCommand) => void commands.push(c), callDuringReplay: true } },
+      },
+    },
+    history,
+  );
+  return commands;
+}
+
+/** The same commands as the history recorded them (local activities by type: their markers keep no input). */
+function recordedIn(history: proto.temporal.api.history.v1.IHistory): RecordedCommand[] {
+  const out: RecordedCommand[] = [];
+  for (const e of history.events ?? []) {
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a) {
+      const summary = payloadJson(e.userMetadata?.summary);
+      const weight = a.priority?.fairnessWeight;
+      out.push({
+        kind: 'activity',
+        type: a.activityType!.name!,
+        args: (a.input?.payloads ?? []).map((p) => payloadJson(p)),
+        ...(summary === undefined ? {} : { summary }),
+        ...(weight ? { fairnessWeight: weight } : {}),
+      });
+    }
+    const t = e.timerStartedEventAttributes?.startToFireTimeout;
+    if (t) out.push({ kind: 'timer', ms: Number(t.seconds ?? 0) * 1000 + Math.round((t.nanos ?? 0) / 1e6) });
+    const m = e.markerRecordedEventAttributes;
+    if (m?.markerName === 'core_local_activity')
+      out.push({ kind: 'localActivity', type: payloadJson(m.details?.data?.payloads?.[0])?.activity_type, args: [] });
+    const n = e.workflowExecutionContinuedAsNewEventAttributes;
+    if (n) out.push({ kind: 'continueAsNew', args: (n.input?.payloads ?? []).map((p) => payloadJson(p)) });
+  }
+  return out;
+}
+const withoutLocalArgs = (commands: RecordedCommand[]) =>
+  commands.map((c) => (c.kind === 'localActivity' ? { ...c, args: [] } : c));
 
 describe('the plan workflow', () => {
   // A 250-job plan run by commit a2d648b, before `plan-local-steps`.
@@ -51,6 +112,33 @@ describe('the plan workflow', () => {
     );
     expect(scheduled).toHaveLength(batches);
     await expect(replay(history)).resolves.toBeUndefined();
+  });
+  // Recorded by commit 70d7ad9, the last with the batch scheduling written inline in `alterationPlan` (since
+  // then the plain class PlanScheduler in workflows/plan-scheduler.ts, which must give the same commands):
+  // every patch taken; batches of 50, window 2, 4 batches per run (window 8 for the slow rate). A plain plan
+  // across continue-as-new; a throttled canary paused, resumed and continued as new three times; a plan
+  // paused for failures (400 of 600 instances finished) then cancelled; a throttled plan paused by hand,
+  // its rate raised and resumed; a revert; 12 jobs at 2 a second whose batches due more than 2 s ahead
+  // wait on durable timers.
+  it.each([
+    ['plain', 2, 8],
+    ['rate-canary', 4, 13],
+    ['failures', 1, 4],
+    ['paused-resumed', 2, 5],
+    ['revert', 2, 8],
+    ['slow-rate', 1, 12],
+  ])('replays the %s plan recorded before the scheduling class (%i runs, %i batches)', async (name, runs, batches) => {
+    let scheduled = 0;
+    for (let run = 1; run <= runs; run++) {
+      const history = await fixture(`plan-history-scheduler-${name}-run${run}.bin`);
+      scheduled += (history.events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runJobBatch',
+      ).length;
+      // The same commands carrying the same values: each batch's range, notBefore, summary and weight, each
+      // timer's duration, the progress carried to the next run.
+      expect(withoutLocalArgs(await replayRecorded(history))).toEqual(recordedIn(history));
+    }
+    expect(scheduled).toBe(batches);
   });
 });
 
@@ -105,6 +193,63 @@ describe('the instance workflow', () => {
     expect(kinds).toContain('executeInstanceStep');
     expect(kinds).toContain('callOutbound');
     expect(events.some((e) => e.workflowExecutionCompletedEventAttributes)).toBe(ended);
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
+  // Recorded by commit 70d7ad9 (test/integration/record-instance-histories.test.ts), the lifelong shape with its
+  // steps as local activities, before its details and result told the instance's story from Postgres
+  // (patch `instance-story`): a suspended instance migrated to version 2 (its memo upserted) then triggered to
+  // its end; one cancelled by a plan (ended Canceled); one faulted by its step inside Postgres (left open); one
+  // whose workflow made its outbound call, ran the step after it, waited, and was triggered to its end.
+  it.each([
+    ['instance-history-local-migrated-finished.bin', 'COMPLETED'],
+    ['instance-history-local-cancelled.bin', 'CANCELED'],
+    ['instance-history-local-faulted.bin', undefined],
+    ['instance-history-local-call-suspended-finished.bin', 'COMPLETED'],
+  ])('replays %s, a lifelong run with local steps recorded before its story', async (name, ended) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).toContain('core_patch');
+    const closed = events.find(
+      (e) => e.workflowExecutionCompletedEventAttributes || e.workflowExecutionCanceledEventAttributes,
+    );
+    expect(
+      closed &&
+        (closed.workflowExecutionCompletedEventAttributes
+          ? 'COMPLETED'
+          : closed.workflowExecutionCanceledEventAttributes
+            ? 'CANCELED'
+            : ''),
+    ).toBe(ended);
+    if (name.includes('call')) expect(markers).toContain('core_local_activity');
+    if (name.includes('migrated')) expect(events.some((e) => e.workflowPropertiesModifiedEventAttributes)).toBe(true);
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
+  // Recorded by commit 9ec2909's workflow code, the same four lives with the story (patch `instance-story`): the
+  // words carry what Postgres holds, and the details and the result tell it. Each has the patch's marker; the
+  // finished ones' results name what ran wherever it ran (inside Postgres with the start and the triggers, or in
+  // the workflow). Replayed on code that does not ask patched('instance-story'), they fail as nondeterministic.
+  it.each([
+    ['instance-history-story-migrated-finished.bin', ['start', 'wait', 'done'], 2],
+    ['instance-history-story-cancelled.bin', undefined, 1],
+    ['instance-history-story-faulted.bin', undefined, 1],
+    ['instance-history-story-call-suspended-finished.bin', ['start', 'call', 'wait', 'set'], 1],
+  ])('replays %s, a lifelong run that tells its story', async (name, ran, version) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const patches = events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0])?.id);
+    expect(patches).toContain('instance-story');
+    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
+    if (ran) {
+      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
+      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
+    } else {
+      expect(completed).toBeUndefined();
+    }
     await expect(replay(history)).resolves.toBeUndefined();
   });
 

@@ -19,6 +19,7 @@ import {
   PreviewItemSchema,
   RunResultSchema,
 } from '../../alterations/views.js';
+import { ScheduleSchema } from '../../alterations/schedule.js';
 import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import {
@@ -44,7 +45,7 @@ const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openap
 export const Alterations = z.array(AlterationSchema).min(1).max(100);
 const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
 /** Words that are routes under /alterations: a plan named so could not be reached by its id. */
-const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows'];
+const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows', 'policy'];
 export const PlanId = z
   .string()
   .regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"')
@@ -60,6 +61,16 @@ export const SubmitSchema = z
     filter: FilterSchema,
     rollout: RolloutSchema.optional().openapi({
       description: 'Optional rollout controls (contract section 7): rate, canary, stopOnFailureRatio',
+    }),
+    approval: z
+      .strictObject({ required: z.literal(true) })
+      .nullish()
+      .openapi({
+        description:
+          "Ask for a second principal's approval whatever the tenant's policy says (a submitter cannot opt out of the policy)",
+      }),
+    schedule: ScheduleSchema.nullish().openapi({
+      description: 'When the plan may run: not before a moment, and only inside weekly windows in a time zone',
     }),
   })
   .openapi('SubmitAlterationPlanRequest');
@@ -213,11 +224,24 @@ const resume = secureRoute(EXECUTE, {
   method: 'post',
   path: '/alterations/{planId}/resume',
   tags: TAGS,
-  summary: 'Resume a Paused plan where it stopped',
-  request: PlanParams,
+  summary:
+    'Resume a Paused plan where it stopped; outside its maintenance windows a 409 names the next one, unless ignoreSchedule',
+  request: {
+    ...PlanParams,
+    ...jsonBody(
+      z
+        .strictObject({
+          ignoreSchedule: z.boolean().optional().openapi({
+            description: 'true: run now, outside the windows too, to its end (its schedule is dropped)',
+          }),
+        })
+        .openapi('ResumeAlterationPlanRequest'),
+    ),
+  },
   responses: {
     202: jsonContent(StatusAnswer, 'Resumed: the status it has now'),
-    ...problems(401, 403, 404, 409),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(404, 409),
   },
 });
 
@@ -312,7 +336,8 @@ export function alterationRoutes() {
   });
 
   app.openapi(resume, async (c) => {
-    return c.json(await resumePlanCommand(c.get('deps'), c.get('principal'), c.req.valid('param').planId), 202);
+    const { planId } = c.req.valid('param');
+    return c.json(await resumePlanCommand(c.get('deps'), c.get('principal'), planId, c.req.valid('json')), 202);
   });
 
   app.openapi(rollout, async (c) => {

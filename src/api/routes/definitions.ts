@@ -2,6 +2,7 @@ import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { DEFINITIONS_VIEW } from '../../auth/route-permissions.js';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
 import { findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
+import { migrationDraft } from '../../engine/migration-draft.js';
 import {
   DefinitionSchema,
   DefinitionSummarySchema,
@@ -79,6 +80,35 @@ const list = secureRoute(VIEW, {
   },
 });
 
+const MigrationDraftSchema = z
+  .object({
+    definitionId: z.string(),
+    from: z.number().int(),
+    to: z.number().int(),
+    mappings: z.array(
+      z.object({
+        source: z.string(),
+        target: z.string(),
+        reason: z.enum(['sameId', 'sameTypeAndName']),
+      }),
+    ),
+    unmapped: z.array(z.object({ activityId: z.string(), type: z.string(), name: z.string().nullable() })),
+  })
+  .openapi('MigrationDraft');
+
+const draft = secureRoute(VIEW, {
+  method: 'get',
+  path: '/workflow-definitions/{definitionId}/migration-draft',
+  tags: ['Workflow definitions'],
+  summary:
+    "A first draft of a Migrate's activityMappings from one version to another: equal ids, then the one activity with the same type and name; the rest unmapped",
+  request: {
+    params: z.object({ definitionId: z.string() }),
+    query: z.strictObject({ from: QueryInt32.min(1), to: QueryInt32.min(1) }),
+  },
+  responses: { 200: jsonContent(MigrationDraftSchema, 'The draft'), ...problems(400, 401, 403, 404) },
+});
+
 export function definitionRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(publish, async (c) => {
@@ -98,6 +128,23 @@ export function definitionRoutes() {
       );
     }
     return c.json(definitionView(def), 200);
+  });
+  app.openapi(draft, async (c) => {
+    const { pool } = c.get('deps');
+    const { definitionId } = c.req.valid('param');
+    const { from, to } = c.req.valid('query');
+    const tenant = callerTenant(c);
+    const [source, target] = await Promise.all([
+      findDefinition(pool, tenant, definitionId, from),
+      findDefinition(pool, tenant, definitionId, to),
+    ]);
+    for (const [def, version] of [
+      [source, from],
+      [target, to],
+    ] as const) {
+      if (!def) throw new NotFoundError(`Workflow definition ${definitionId} version ${version} not found`);
+    }
+    return c.json(migrationDraft(source!, target!), 200);
   });
   app.openapi(list, async (c) => {
     const { pool, tokens } = c.get('deps');

@@ -8,7 +8,7 @@ import {
   placementTenant,
   roleGrants,
 } from '../../auth/delegation.js';
-import { LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
+import { LEGACY_EQUIVALENTS, LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
 import { createRole, createUser, deleteUser, hashSecret, userGrants } from '../../auth/users.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
@@ -19,11 +19,22 @@ import { secureRoute } from '../secure-route.js';
 
 const PermissionList = z.array(z.string().trim().min(1).max(200)).max(200);
 
+/**
+ * A tenant a key or user is placed in. Not `default`: that is how the default tenant (null in the API) reads
+ * in the Temporal UI (`AlterationTenant`) and in wfa's tables, so a tenant of that name would look like it.
+ */
+const PlacedTenant = z
+  .string()
+  .max(200)
+  .refine((t) => t.trim().toLowerCase() !== 'default', {
+    message: '"default" names the default tenant where it is shown; use null (or leave it out) for it, or another name',
+  });
+
 const CreateApiKeySchema = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     permissions: PermissionList,
-    tenantId: z.string().max(200).nullable().optional().openapi({
+    tenantId: PlacedTenant.nullable().optional().openapi({
       description:
         'Place the key in a tenant (default: the caller\'s; another tenant is for the operator only: a default-tenant principal with "*")',
     }),
@@ -118,6 +129,10 @@ const permissionsRoute = secureRoute(
           structured: z.array(z.string()),
           legacy: z.array(z.string()),
           wildcards: z.array(z.string()),
+          legacyEquivalents: z.record(z.string(), z.string()).openapi({
+            description:
+              'For each structured permission, what the legacy model asks for the same operations ("*" where it has no string of its own)',
+          }),
         }),
         'Grantable permissions; wildcards are `*`, `*:{verb}` and `{resource}:*` of the structured names',
       ),
@@ -135,7 +150,7 @@ const TokenPairSchema = z
     expiresIn: z.number().int(),
   })
   .openapi('TokenPair');
-const TenantField = z.string().max(200).nullable().optional();
+const TenantField = PlacedTenant.nullable().optional();
 
 const loginRoute = secureRoute('public', {
   method: 'post',
@@ -275,6 +290,7 @@ export function identityRoutes() {
       permissions: body.permissions,
       tenantKey: tenant,
       expiresAt,
+      createdBy: { kind: caller.kind === 'user' ? 'user' : 'apiKey', id: caller.id },
     });
     c.get('logger').info({ apiKeyId: created.id, tenant }, 'api key created');
     c.header('cache-control', 'no-store');
@@ -297,6 +313,7 @@ export function identityRoutes() {
         structured: [...STRUCTURED_PERMISSIONS],
         legacy: [...LEGACY_PERMISSIONS],
         wildcards: ['*', '*:{verb}', '{resource}:*'],
+        legacyEquivalents: LEGACY_EQUIVALENTS,
       },
       200,
     ),

@@ -1,0 +1,270 @@
+import type pg from 'pg';
+import type { Principal } from '../auth/principal.js';
+import type { Queryable } from '../db/pool.js';
+import { withTransaction } from '../db/pool.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { PLAN_STATUS, type PlanStatus } from './model.js';
+import { type Schedule, scheduleState } from './schedule.js';
+
+/**
+ * Plan governance (four-eyes approval and maintenance windows): the tenant's approval policy, who submitted
+ * a plan and who decided it, and whether its schedule lets it run now. The plan row holds all of it; the
+ * plan workflow waits on durable timers for an approval's expiry and a window's opening, and reads the row.
+ */
+
+/** A principal as a plan names it (`requestedBy`, `decidedBy`): what a person reads, never a secret. */
+export interface PrincipalRef {
+  kind: 'user' | 'apiKey';
+  id: string;
+  name: string;
+}
+
+export const principalRef = (p: Principal): PrincipalRef => ({
+  kind: p.kind === 'user' ? 'user' : 'apiKey',
+  id: p.id,
+  name: p.name,
+});
+
+export type ApprovalState = 'Pending' | 'Approved' | 'Rejected' | 'Expired' | 'Withdrawn';
+
+/** A plan's approval, as stored in `alteration_plans.approval` and shown in the plan view. */
+export interface Approval {
+  state: ApprovalState;
+  requestedBy: PrincipalRef;
+  /** Instances the filter matched at submission (the dry-run's count). */
+  matchedCount: number;
+  expiresAt: string;
+  decidedBy: PrincipalRef | null;
+  decidedAt: string | null;
+  comment: string | null;
+}
+
+export interface ApprovalPolicy {
+  approval: 'never' | 'always' | 'above';
+  approvalThreshold: number | null;
+  approvalTtlSeconds: number;
+}
+
+export const DEFAULT_POLICY: ApprovalPolicy = {
+  approval: 'never',
+  approvalThreshold: null,
+  approvalTtlSeconds: 604_800,
+};
+
+/** The tenant's approval policy (the default when it set none). */
+export async function getPolicy(db: Queryable, tenantKey: string): Promise<ApprovalPolicy> {
+  const { rows } = await db.query<{ approval: ApprovalPolicy['approval']; threshold: number | null; ttl: number }>(
+    `SELECT approval, approval_threshold AS threshold, approval_ttl_seconds AS ttl
+       FROM alteration_policies WHERE tenant_id = $1`,
+    [tenantKey],
+  );
+  const r = rows[0];
+  return r ? { approval: r.approval, approvalThreshold: r.threshold, approvalTtlSeconds: r.ttl } : DEFAULT_POLICY;
+}
+
+/** Sets the tenant's approval policy (validated by the route's schema); answers it. */
+export async function putPolicy(
+  db: Queryable,
+  tenantKey: string,
+  policy: ApprovalPolicy,
+  by: PrincipalRef,
+  now = new Date(),
+): Promise<ApprovalPolicy> {
+  await db.query(
+    `INSERT INTO alteration_policies (tenant_id, approval, approval_threshold, approval_ttl_seconds, updated_at, updated_by)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+     ON CONFLICT (tenant_id) DO UPDATE SET approval = EXCLUDED.approval, approval_threshold = EXCLUDED.approval_threshold,
+       approval_ttl_seconds = EXCLUDED.approval_ttl_seconds, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`,
+    [tenantKey, policy.approval, policy.approvalThreshold, policy.approvalTtlSeconds, now, JSON.stringify(by)],
+  );
+  return policy;
+}
+
+/**
+ * Whether a plan needs approval: its body asks for it, or the policy says always, or above a threshold
+ * the filter's matches exceed. A submitter cannot opt out of the policy.
+ */
+export function approvalNeeded(policy: ApprovalPolicy, asked: boolean, matchedCount: number): boolean {
+  if (asked || policy.approval === 'always') return true;
+  return policy.approval === 'above' && policy.approvalThreshold !== null && matchedCount > policy.approvalThreshold;
+}
+
+/** A pending approval of a plan submitted by `by` now. */
+export function pendingApproval(policy: ApprovalPolicy, by: PrincipalRef, matchedCount: number, now: Date): Approval {
+  return {
+    state: 'Pending',
+    requestedBy: by,
+    matchedCount,
+    expiresAt: new Date(now.getTime() + policy.approvalTtlSeconds * 1000).toISOString(),
+    decidedBy: null,
+    decidedAt: null,
+    comment: null,
+  };
+}
+
+/** What four eyes refuse (the contract's words). */
+export const SELF_APPROVAL = 'A plan cannot be approved by the principal that submitted it';
+
+/**
+ * Who stands behind a principal for four eyes: a user is themselves; an API key is whoever created it,
+ * followed through keys that created keys (a user cannot approve their own plan with a key they made for
+ * themselves, nor the other way round). A key nobody recorded as its creator (the bootstrap key, keys made
+ * before this release) stands for itself; so does ADMIN_API_KEY, and so do the keys it creates, its own.
+ */
+export async function accountableFor(db: Queryable, p: PrincipalRef): Promise<string> {
+  let current = p;
+  for (let hops = 0; hops < 16 && current.kind === 'apiKey'; hops++) {
+    const { rows } = await db.query<{ created_by: { kind: PrincipalRef['kind']; id: string } | null }>(
+      'SELECT created_by FROM api_keys WHERE id = $1',
+      [current.id],
+    );
+    const creator = rows[0]?.created_by;
+    if (!creator) break;
+    current = { ...creator, name: '' };
+  }
+  return `${current.kind}:${current.id}`;
+}
+
+interface GovernedRow {
+  status: PlanStatus;
+  approval: Approval | null;
+  submitted_by: PrincipalRef | null;
+}
+
+async function governedRow(db: Queryable, tenantKey: string, planId: string, lock = false): Promise<GovernedRow> {
+  const { rows } = await db.query<GovernedRow>(
+    `SELECT status, approval, submitted_by FROM alteration_plans WHERE id = $1 AND tenant_id = $2${lock ? ' FOR UPDATE' : ''}`,
+    [planId, tenantKey],
+  );
+  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
+  return rows[0];
+}
+
+/**
+ * Decides a plan awaiting approval. Approved: the plan goes on as if just submitted (Pending; its rollout and
+ * schedule apply from here). Rejected: Cancelled, no job. The submitter's own principal (or a key of its) is
+ * refused (403), and anything but a plan AwaitingApproval is a 409. Answers the plan's status now.
+ */
+export async function decidePlan(
+  pool: pg.Pool,
+  tenantKey: string,
+  planId: string,
+  decision: 'Approved' | 'Rejected',
+  by: PrincipalRef,
+  comment: string | null,
+  now = new Date(),
+): Promise<PlanStatus> {
+  const current = await governedRow(pool, tenantKey, planId);
+  if (current.status !== PLAN_STATUS.AwaitingApproval || !current.approval) {
+    throw new ConflictError(`Plan ${planId} is not awaiting approval`);
+  }
+  const submitter = current.approval.requestedBy ?? current.submitted_by;
+  if (submitter && (await accountableFor(pool, submitter)) === (await accountableFor(pool, by))) {
+    throw new ForbiddenError(SELF_APPROVAL);
+  }
+  return withTransaction(pool, async (client) => {
+    const row = await governedRow(client, tenantKey, planId, true);
+    if (row.status !== PLAN_STATUS.AwaitingApproval || !row.approval) {
+      throw new ConflictError(`Plan ${planId} is not awaiting approval`);
+    }
+    const approval: Approval = {
+      ...row.approval,
+      state: decision,
+      decidedBy: by,
+      decidedAt: now.toISOString(),
+      comment,
+    };
+    const status = decision === 'Approved' ? PLAN_STATUS.Pending : PLAN_STATUS.Cancelled;
+    await client.query(
+      `UPDATE alteration_plans SET status = $2, approval = $3::jsonb, steering = steering + 1,
+              completed_at = CASE WHEN $2 = ${PLAN_STATUS.Cancelled} THEN $4::timestamptz ELSE completed_at END,
+              job_total = CASE WHEN $2 = ${PLAN_STATUS.Cancelled} THEN 0 ELSE job_total END
+        WHERE id = $1`,
+      [planId, status, JSON.stringify(approval), now],
+    );
+    return status;
+  });
+}
+
+/**
+ * An undecided plan past its `expiresAt` becomes Cancelled with approval state Expired (the plan workflow's
+ * durable timer calls this). Answers whether it expired; a decided plan, or one not yet due, is left alone.
+ */
+export async function expireApproval(db: Queryable, planId: string, now = new Date()): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE alteration_plans
+        SET status = ${PLAN_STATUS.Cancelled}, completed_at = $2, job_total = 0, steering = steering + 1,
+            approval = approval || jsonb_build_object('state', 'Expired', 'decidedAt', to_jsonb($3::text))
+      WHERE id = $1 AND status = ${PLAN_STATUS.AwaitingApproval}
+        AND (approval ->> 'expiresAt')::timestamptz <= $2`,
+    [planId, now, now.toISOString()],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** When a plan's approval expires (ms since the epoch), while it awaits approval; else null. */
+export async function approvalExpiry(db: Queryable, planId: string): Promise<number | null> {
+  const { rows } = await db.query<{ status: number; expires: string | null }>(
+    `SELECT status, approval ->> 'expiresAt' AS expires FROM alteration_plans WHERE id = $1`,
+    [planId],
+  );
+  const r = rows[0];
+  return r && r.status === PLAN_STATUS.AwaitingApproval && r.expires ? Date.parse(r.expires) : null;
+}
+
+/** What the plan workflow's schedule check answers: may batches start now, and when that changes. */
+export interface ScheduleGate {
+  open: boolean;
+  /** Closed: when the next window opens (ms since the epoch); null: never (no window ahead) or open. */
+  resumesAt: number | null;
+  /** Open: when the current window closes (ms since the epoch); null: it never closes. */
+  closesAt: number | null;
+  /** The plan ended meanwhile: nothing more to do. */
+  finished: boolean;
+}
+
+/**
+ * Checks a plan's schedule now and records what it means in the row: outside every window (or before
+ * notBefore) a plan that is running is Paused with pauseReason "schedule" and `resumes_at`; inside one, a
+ * plan paused by its schedule runs again. A plan paused for another reason (by hand, its canary, its
+ * failures) stays paused, whatever the windows say. A plan without a schedule is always open.
+ */
+export async function checkSchedule(pool: pg.Pool, planId: string, now = new Date()): Promise<ScheduleGate> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{
+      status: PlanStatus;
+      pause_reason: string | null;
+      schedule: Schedule | null;
+      job_total: number | null;
+    }>('SELECT status, pause_reason, schedule, job_total FROM alteration_plans WHERE id = $1 FOR UPDATE', [planId]);
+    const row = rows[0];
+    if (!row) throw new NotFoundError(`Plan ${planId} not found`);
+    const finished =
+      row.status === PLAN_STATUS.Completed || row.status === PLAN_STATUS.Failed || row.status === PLAN_STATUS.Cancelled;
+    const state = scheduleState(row.schedule, now);
+    const gate: ScheduleGate = {
+      open: state.open,
+      resumesAt: state.resumesAt?.getTime() ?? null,
+      closesAt: state.closesAt?.getTime() ?? null,
+      finished,
+    };
+    if (finished || row.status === PLAN_STATUS.AwaitingApproval) return gate;
+    const pausedBySchedule = row.status === PLAN_STATUS.Paused && row.pause_reason === 'schedule';
+    if (!state.open && row.status !== PLAN_STATUS.Paused) {
+      await client.query(
+        `UPDATE alteration_plans SET status = ${PLAN_STATUS.Paused}, pause_reason = 'schedule', resumes_at = $2,
+                steering = steering + 1 WHERE id = $1`,
+        [planId, state.resumesAt],
+      );
+    } else if (!state.open && pausedBySchedule) {
+      await client.query('UPDATE alteration_plans SET resumes_at = $2 WHERE id = $1', [planId, state.resumesAt]);
+    } else if (state.open && pausedBySchedule) {
+      await client.query(
+        `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN ${PLAN_STATUS.Pending} ELSE ${PLAN_STATUS.Running} END,
+                pause_reason = NULL, resumes_at = NULL, steering = steering + 1 WHERE id = $1`,
+        [planId],
+      );
+    }
+    return gate;
+  });
+}

@@ -1,0 +1,141 @@
+import type { Command } from 'commander';
+import type { Client } from '../../client/index.js';
+import type { Cli } from '../context.js';
+import { EMPTY_FILTER_SELECTS_NOTHING, filterOfFile, hasNoConstraint } from '../filters.js';
+import { jobStatusName, safeCell } from '../format.js';
+import { readJson } from '../input.js';
+import { count, positive, ratio } from '../options.js';
+import { type PagingOptions, printPages } from '../paging.js';
+import { dryRunText, planRow, previewText, showPlan } from '../plan-text.js';
+import { addPlanSteering } from './plan-steering.js';
+
+type PlanFile = Parameters<Client['plans']['submit']>[0];
+
+/** `wfa plans …`: try a plan out, submit it, follow it, read it, and steer it. */
+export function registerPlans(program: Command, cli: Cli): void {
+  const plans = program.command('plans').description('alteration plans');
+  addTrials(plans, cli);
+  addSubmit(plans, cli);
+  addReads(plans, cli);
+  addPlanSteering(plans, cli);
+}
+
+/** dry-run and preview: what a plan would select and do, writing nothing. */
+function addTrials(plans: Command, cli: Cli): void {
+  plans
+    .command('dry-run <file>')
+    .description('the instances the filter of FILE ({alterations, filter} or a filter) matches')
+    .action(async (file: string) => {
+      const filter = filterOfFile(await readJson(file), file);
+      const r = await (await cli.client()).plans.dryRun(filter);
+      cli.print(() => dryRunText(r, hasNoConstraint(filter)), r);
+    });
+  plans
+    .command('preview <file>')
+    .description('what the plan in FILE would do to the first instances it matches; nothing is written')
+    .option('--limit <n>', 'instances to preview (1 to 100)', count, 10)
+    .action(async (file: string, o: { limit: number }) => {
+      const body = await readJson<PlanFile>(file);
+      const c = await cli.client();
+      const r = await c.plans.preview({ alterations: body.alterations, filter: body.filter, limit: o.limit });
+      cli.print(() => previewText(r, hasNoConstraint(body.filter)), r);
+    });
+}
+
+interface SubmitOptions {
+  id?: string;
+  watch?: boolean;
+  rate?: number;
+  canary?: number;
+  stopOnFailureRatio?: number;
+}
+
+function addSubmit(plans: Command, cli: Cli): void {
+  plans
+    .command('submit <file>')
+    .description('submit the plan in FILE ({alterations, filter}); --watch follows it to the end')
+    .option('--id <id>', 'plan id (resubmitting the same id and body is idempotent)')
+    .option('--watch', 'draw its progress until it ends; the exit code says how it ended')
+    .option('--rate <n>', 'at most N instances per second', positive)
+    .option('--canary <n>', 'process N instances first, then pause until resumed', positive)
+    .option('--stop-on-failure-ratio <r>', 'pause when failed ÷ finished exceeds R (0 to 1)', ratio)
+    .action(async (file: string, o: SubmitOptions) => {
+      const body = await readJson<PlanFile>(file);
+      const c = await cli.client();
+      // The options win over the file's rollout, control by control.
+      const rollout = {
+        ...body.rollout,
+        ...(o.rate !== undefined ? { rate: o.rate } : {}),
+        ...(o.canary !== undefined ? { canary: o.canary } : {}),
+        ...(o.stopOnFailureRatio !== undefined ? { stopOnFailureRatio: o.stopOnFailureRatio } : {}),
+      };
+      const { planId } = await c.plans.submit({
+        ...body,
+        ...(o.id ? { id: o.id } : {}),
+        ...(Object.keys(rollout).length ? { rollout } : {}),
+      });
+      // Said beside the answer, not instead of it: the plan is stored and ends Completed with no jobs.
+      if (hasNoConstraint(body.filter) && !cli.options.json)
+        cli.io.err(`note: the plan will alter no instance: ${EMPTY_FILTER_SELECTS_NOTHING}`);
+      if (!o.watch) return cli.print(() => `Submitted plan ${planId}`, { planId });
+      if (!cli.options.json) cli.io.out(`Submitted plan ${safeCell(planId)}`);
+      cli.exitCode = await cli.watch(c, planId);
+    });
+}
+
+/** watch, list, show and jobs: a plan as it runs and after. */
+function addReads(plans: Command, cli: Cli): void {
+  plans
+    .command('watch <planId>')
+    .description('draw the progress of a plan until it ends; exit 1 when it Failed or has failed jobs')
+    .action(async (planId: string) => {
+      cli.exitCode = await cli.watch(await cli.client(), planId);
+    });
+  plans
+    .command('list')
+    .description("the tenant's plans, newest first")
+    .option('--status <status>', 'a status name or number')
+    .option('--limit <n>', 'page size (1 to 100)', count, 20)
+    .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
+    .option('--all', 'every page to the end, printed as they arrive')
+    .action(async (o: { status?: string; limit: number } & PagingOptions) => {
+      const c = await cli.client();
+      const query = { ...(o.status ? { status: o.status } : {}), limit: o.limit };
+      await printPages((after) => c.plans.list({ ...query, ...(after ? { after } : {}) }), o, cli.paging(), {
+        columns: ['id', 'status', 'alterations', 'done', 'failed', 'total', 'created'],
+        row: planRow,
+        more: cli.more,
+      });
+    });
+  plans
+    .command('show <planId>')
+    .description('a plan with a bar of its jobs by status')
+    .action(async (planId: string) => {
+      const r = await (await cli.client()).plans.get(planId);
+      cli.print(() => showPlan(r.plan), r.plan);
+    });
+  addJobs(plans, cli);
+}
+
+function addJobs(plans: Command, cli: Cli): void {
+  plans
+    .command('jobs <planId>')
+    .description("a page of a plan's jobs")
+    .option('--failed', 'only failed jobs, with their log')
+    .option('--limit <n>', 'page size (1 to 1000)', count, 100)
+    .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
+    .option('--all', 'every page to the end, printed as they arrive')
+    .action(async (planId: string, o: { failed?: boolean; limit: number } & PagingOptions) => {
+      const c = await cli.client();
+      const query = { ...(o.failed ? { status: 'Failed' } : {}), limit: o.limit };
+      await printPages((after) => c.plans.jobs(planId, { ...query, ...(after ? { after } : {}) }), o, cli.paging(), {
+        columns: o.failed ? ['instance', 'status', 'log'] : ['instance', 'status'],
+        row: (j) => ({
+          instance: j.workflowInstanceId,
+          status: jobStatusName(j.status),
+          log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined,
+        }),
+        more: cli.more,
+      });
+    });
+}

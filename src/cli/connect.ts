@@ -1,0 +1,38 @@
+import { type Client, type ClientOptions, createClient } from '../client/index.js';
+import { type CliEnvironment, type Credentials, saveCredentials } from './credentials.js';
+import { CliFailure } from './failure.js';
+import { type Target, targetProblem } from './target.js';
+
+/** What the CLI accepts of a server: a time limit per request, a size limit per answer, an idle limit per stream. */
+export type Bounds = Pick<ClientOptions, 'timeoutMs' | 'maxResponseBytes' | 'streamIdleTimeoutMs'>;
+
+/** The target, or a usage failure (exit 2) that says what is wrong with its URL. */
+export function usable(t: Target): Target {
+  const problem = targetProblem(t);
+  if (problem) throw new CliFailure(problem, 2, 'bad-url');
+  return t;
+}
+
+/** A client with WFA_API_KEY, else the stored key or token (refreshed when it expired). */
+export async function connect(
+  env: CliEnvironment,
+  stored: Credentials | undefined,
+  baseUrl: string,
+  bounds: Bounds,
+): Promise<Client> {
+  if (env.apiKey) return createClient({ ...bounds, baseUrl, apiKey: env.apiKey });
+  if (stored?.apiKey) return createClient({ ...bounds, baseUrl, apiKey: stored.apiKey });
+  if (stored?.accessToken) {
+    if ((stored.accessTokenExpiresAt ?? 0) - 30_000 > Date.now() || !stored.refreshToken)
+      return createClient({ ...bounds, baseUrl, accessToken: stored.accessToken });
+    const tokens = await createClient({ ...bounds, baseUrl }).identity.refresh(stored.refreshToken);
+    await saveCredentials(env.configDir, {
+      url: stored.url,
+      accessToken: tokens.accessToken,
+      refreshToken: tokens.refreshToken,
+      accessTokenExpiresAt: Date.now() + tokens.expiresIn * 1000,
+    });
+    return createClient({ ...bounds, baseUrl, accessToken: tokens.accessToken });
+  }
+  throw new CliFailure('Not signed in: run `wfa login` (or set WFA_API_KEY)', 2, 'not-signed-in');
+}

@@ -1,0 +1,87 @@
+import type { Client, PlanSummaryView, PlanView } from '../client/index.js';
+import { EMPTY_FILTER_SELECTS_NOTHING } from './filters.js';
+import { n, planOutcome, safeCell, stackedBar } from './format.js';
+
+/** How `wfa` shows plans, their dry-runs and previews to people (--json prints the API's answer instead). */
+
+type DryRun = Awaited<ReturnType<Client['plans']['dryRun']>>;
+type Preview = Awaited<ReturnType<Client['plans']['preview']>>;
+
+/** How many instances match (and why none, when the filter is empty), and the first 20 of them. */
+export function dryRunText(r: DryRun, emptyFilter: boolean): string {
+  const count = r.workflowInstanceIds.length;
+  return [
+    `${n(count)} instances match${count === 0 && emptyFilter ? `: ${EMPTY_FILTER_SELECTS_NOTHING}` : ''}`,
+    ...r.workflowInstanceIds.slice(0, 20),
+    ...(r.workflowInstanceIds.length > 20 ? ['…'] : []),
+  ].join('\n');
+}
+
+/**
+ * How many instances match (and why none, when the filter is empty), and for each previewed one its
+ * outcome and the changes it would get: `ok: no change` when it would succeed and change nothing.
+ */
+export function previewText(r: Preview, emptyFilter: boolean): string {
+  if (r.matchedCount === 0 && emptyFilter) return `0 instances match: ${EMPTY_FILTER_SELECTS_NOTHING}`;
+  return [
+    `${n(r.matchedCount)} instances match; the first ${r.items.length}:`,
+    ...r.items.flatMap((i) => [
+      `  ${safeCell(i.workflowInstanceId)}  ${outcome(i)}`,
+      ...i.changes.map(
+        (ch) =>
+          `    ${safeCell(ch.path)}: ${safeCell(JSON.stringify(ch.before))} → ${safeCell(JSON.stringify(ch.after))}`,
+      ),
+    ]),
+  ].join('\n');
+}
+
+function outcome(i: Preview['items'][number]): string {
+  if (!i.isSuccessful) return `fails: ${safeCell(i.log.map((l) => l.message).join('; '))}`;
+  return i.changes.length ? 'ok' : 'ok: no change';
+}
+
+/** A plan's row in `plans list`. */
+export function planRow(p: PlanSummaryView) {
+  const c = p.jobCounts;
+  return {
+    id: p.id,
+    status: planOutcome(p.status, c),
+    // The summary names its alterations' types, not the alterations (`plans show` reads the plan).
+    alterations: p.revertOf ? `reverts ${p.revertOf}` : `${n(p.alterationCount)}: ${p.alterationTypes.join(', ')}`,
+    done: n(c.completed),
+    failed: n(c.failed),
+    total: n(c.total),
+    created: p.createdAt,
+  };
+}
+
+/** A plan: its status, what it does, its rollout, a bar of its jobs by status, and when it ran. */
+export function showPlan(p: PlanView): string {
+  const c = p.jobCounts;
+  const bar = stackedBar(
+    [
+      { value: c.completed, char: '█' },
+      { value: c.failed, char: '▓' },
+      { value: c.cancelled, char: '▒' },
+    ],
+    c.total,
+  );
+  const rollout = rolloutWords(p.rollout);
+  return [
+    `${safeCell(p.id)}  ${planOutcome(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
+    `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(a.type)).join(', ')}`,
+    ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
+    `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
+    `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
+    `  created ${p.createdAt}${p.completedAt ? `, finished ${p.completedAt}` : ''}`,
+  ].join('\n');
+}
+
+function rolloutWords(r: PlanView['rollout']): string[] {
+  if (!r) return [];
+  return [
+    r.rate != null ? `rate ${n(r.rate)}/s` : '',
+    r.canary != null ? `canary ${n(r.canary)}` : '',
+    r.stopOnFailureRatio != null ? `stop on failures above ${r.stopOnFailureRatio}` : '',
+  ].filter(Boolean);
+}
