@@ -1,15 +1,9 @@
 import { JOB_STATUS, LOG_LEVEL, PLAN_STATUS } from '../alterations/model.js';
 
-/**
- * Plan status 8 of contract section 10 (plan governance), not yet in PLAN_STATUS: the console names it
- * and lists it (the Approvals page) already. Governance: replace with PLAN_STATUS.AwaitingApproval.
- */
-export const AWAITING_APPROVAL = 8;
-
 /** A plan's status by the name people read (contract section 11): `Awaiting approval`, `Running`, … */
 export const PLAN_STATUS_LABELS: Record<number, string> = {
   ...Object.fromEntries(Object.entries(PLAN_STATUS).map(([name, n]) => [n, name])),
-  [AWAITING_APPROVAL]: 'Awaiting approval',
+  [PLAN_STATUS.AwaitingApproval]: 'Awaiting approval',
 };
 
 export const planStatusLabel = (status: number) => PLAN_STATUS_LABELS[status] ?? `Status ${status}`;
@@ -26,7 +20,12 @@ export const LOG_LEVEL_LABELS: Record<number, string> = Object.fromEntries(
   Object.entries(LOG_LEVEL).map(([name, n]) => [n, name]),
 );
 
-/** Statuses in which each plan action is possible (what the domain accepts; a 409 otherwise). */
+/**
+ * Statuses in which each plan action is possible (what the domain accepts; a 409 otherwise). A plan
+ * awaiting approval can be cancelled (withdrawn), re-rated, approved or rejected, not paused or resumed. (A
+ * plan Paused by its schedule can be paused too, by hand, so that it holds across windows: the plan page
+ * shows Pause for it by its pause reason, `PAUSE_ALSO_WHEN`.)
+ */
 export const ACTION_STATUSES = {
   pause: [PLAN_STATUS.Pending, PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running],
   resume: [PLAN_STATUS.Paused],
@@ -36,6 +35,7 @@ export const ACTION_STATUSES = {
     PLAN_STATUS.Dispatching,
     PLAN_STATUS.Running,
     PLAN_STATUS.Paused,
+    PLAN_STATUS.AwaitingApproval,
   ],
   rollout: [
     PLAN_STATUS.Pending,
@@ -43,9 +43,14 @@ export const ACTION_STATUSES = {
     PLAN_STATUS.Dispatching,
     PLAN_STATUS.Running,
     PLAN_STATUS.Paused,
+    PLAN_STATUS.AwaitingApproval,
   ],
   revert: [PLAN_STATUS.Completed, PLAN_STATUS.Failed, PLAN_STATUS.Cancelled],
+  decide: [PLAN_STATUS.AwaitingApproval],
 } satisfies Record<string, number[]>;
+
+/** Pause is offered to a Paused plan too when it paused for this reason (a manual pause holds across windows). */
+export const PAUSE_ALSO_WHEN = 'schedule';
 
 /** `2026-11-22T04:30:00.000Z` as `2026-11-22 04:30:00 UTC`. */
 export function shortTime(iso: string | null | undefined): string {

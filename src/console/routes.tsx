@@ -110,7 +110,11 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   app.route('/', newPlanRoutes(shell));
   app.get('/plans/:planId/events', (c) => {
     requirePermission(c, ALTERATIONS_VIEW);
-    return planEventStream(c, c.req.param('planId'), streams, shutdown);
+    // The page also shows when a plan paused by its schedule goes on, and its approval's state, live.
+    return planEventStream(c, c.req.param('planId'), streams, shutdown, (plan) => ({
+      resumesAt: plan.resumesAt,
+      approvalState: plan.approval?.state ?? null,
+    }));
   });
   app.route('/', planRoutes(shell));
   app.route('/', instancesRoutes(shell));

@@ -38,7 +38,8 @@ const PolicySchema = z
   .openapi('ApprovalPolicy');
 
 const PlanParams = { params: z.object({ planId: z.string() }) };
-const Decision = z
+/** The body of approve and reject (the console's decision form validates with it too). */
+export const DecisionSchema = z
   .strictObject({ comment: z.string().max(2000).nullish().openapi({ description: 'Why, for the record' }) })
   .openapi('PlanDecisionRequest');
 const StatusAnswer = z.object({ planId: z.string(), status: z.number().int() });
@@ -69,7 +70,7 @@ const decideRoute = (decision: 'approve' | 'reject') =>
       decision === 'approve'
         ? 'Approve a plan awaiting approval: it goes on as if just submitted (not by the principal that submitted it)'
         : 'Reject a plan awaiting approval: it is Cancelled, no job runs',
-    request: { ...PlanParams, ...jsonBody(Decision) },
+    request: { ...PlanParams, ...jsonBody(DecisionSchema) },
     responses: {
       202: jsonContent(StatusAnswer, decision === 'approve' ? 'Approved: the status it has now' : 'Rejected'),
       ...BODY_ROUTE_PROBLEMS,

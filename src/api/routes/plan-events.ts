@@ -75,13 +75,15 @@ export function planEventRoutes(streams: TenantCounter, shutdown?: AbortSignal) 
  * The event stream of one plan for the request's principal (already authorized to view plans): the API's
  * route above and the console's plan page (src/console/routes.ts, with its session's principal) both
  * answer with it, so both count against the same per-tenant share (`streams`) and both end within 10 s of
- * a revocation (RECHECK_MS).
+ * a revocation (RECHECK_MS). `more` adds fields to each `progress` event for the console's page (the API's
+ * events carry exactly the contract's four).
  */
 export async function planEventStream(
   c: Context<AppEnv>,
   planId: string,
   streams: TenantCounter,
   shutdown?: AbortSignal,
+  more?: (plan: PlanView) => Record<string, unknown>,
 ): Promise<Response> {
   const { pool, planStatus, planEventPollMs } = c.get('deps');
   const principal = c.get('principal');
@@ -157,6 +159,7 @@ export async function planEventStream(
           jobCounts: plan.jobCounts,
           instancesPerSecond: rate,
           pauseReason: plan.pauseReason,
+          ...more?.(plan),
         });
         if (progress !== last) {
           // At most one progress event per interval: a change heard sooner (a status change wakes the

@@ -3,7 +3,7 @@
  * works without it; it only keeps them current and saves round trips:
  * - a plan's page follows the plan's event stream (status, counts, speed, which actions apply), and ends
  *   the stream when the session has (a sign-out, a deleted user);
- * - a plan's actions post without leaving the page;
+ * - a plan's actions (and the decisions on Approvals) post without leaving the page;
  * - the Plans list polls a small summary every 2 s;
  * - New plan keeps Plan JSON in step with the form while nobody edits it.
  * It writes text only (`textContent`), never HTML.
@@ -17,23 +17,38 @@ function setText(selector, text, root = document) {
   if (el && el.textContent !== text) el.textContent = text;
 }
 
-function say(id, text, kind) {
-  const el = document.getElementById(id);
+function say(id, text, kind, scope) {
+  // A message about one plan of a list (Approvals) goes next to it; else to the page's own place.
+  const el = (scope && scope.querySelector(`[data-say="${id}"]`)) || document.getElementById(id);
   if (!el) return;
   el.textContent = text || '';
   el.hidden = !text;
   if (kind) el.dataset.kind = kind;
 }
 
+const when = (iso) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : '—');
+
+/** The plan as the page last heard of it: an action's answer may carry the status alone. */
+const known = { status: undefined, pauseReason: null };
+
 /** Shows the plan's state as the stream (or an action) reports it. */
 function showPlan(state, labels) {
+  if ('pauseReason' in state) known.pauseReason = state.pauseReason;
   if (state.status !== undefined) {
+    known.status = state.status;
     setText('[data-field="statusLabel"]', labels[state.status] || `Status ${state.status}`);
     for (const form of document.querySelectorAll('form[data-statuses]')) {
-      form.hidden = !form.dataset.statuses.split(' ').includes(String(state.status));
+      // Pause is offered to a plan Paused by its schedule too (a manual pause holds across windows).
+      const pausedFor = form.dataset.pausedFor;
+      form.hidden = !(
+        form.dataset.statuses.split(' ').includes(String(state.status)) ||
+        (pausedFor && state.status === 7 && known.pauseReason === pausedFor)
+      );
     }
   }
   if ('pauseReason' in state) setText('[data-field="pauseReason"]', state.pauseReason || '—');
+  if ('resumesAt' in state) setText('[data-field="resumesAt"]', when(state.resumesAt));
+  if (state.approvalState) setText('[data-field="approvalState"]', state.approvalState);
   const c = state.jobCounts;
   if (c) {
     const done = c.completed + c.failed + c.cancelled;
@@ -88,8 +103,8 @@ function followPlan() {
     source.addEventListener('done', (e) => {
       const plan = JSON.parse(e.data);
       showPlan({ ...plan, instancesPerSecond: 0 }, labels);
-      if (plan.completedAt)
-        setText('[data-field="completedAt"]', `${plan.completedAt.slice(0, 10)} ${plan.completedAt.slice(11, 19)} UTC`);
+      if (plan.completedAt) setText('[data-field="completedAt"]', when(plan.completedAt));
+      if (plan.approval) showPlan({ approvalState: plan.approval.state }, labels);
       stop('The plan has finished.');
     });
     source.addEventListener('error', () => {
@@ -103,12 +118,16 @@ function followPlan() {
 function enhancePlanActions() {
   const labels = JSON.parse(main.dataset.statusLabels || '{}');
   for (const form of document.querySelectorAll('form[data-enhance="plan-action"]')) {
+    const scope = form.closest('[data-scope]');
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
+      // The button pressed says where the form goes (Reject's formaction beside Approve's action).
+      const button = event.submitter;
+      const action = button && button.hasAttribute('formaction') ? button.formAction : form.action;
       const buttons = form.querySelectorAll('button');
       for (const b of buttons) b.disabled = true;
       try {
-        const response = await fetch(form.action, {
+        const response = await fetch(action, {
           method: 'POST',
           body: new URLSearchParams(new FormData(form)),
           headers: { accept: 'application/json' },
@@ -120,19 +139,27 @@ function enhancePlanActions() {
         }
         if (!response.ok) {
           say('notice', '');
-          say('problem', `${answer.title || 'Error'} (${response.status}): ${answer.detail || 'the action failed'}`);
+          const errors = (answer.errors || []).map((e) => ` ${e.path || '(form)'}: ${e.message}`).join(';');
+          const text = `${answer.title || 'Error'} (${response.status}): ${answer.detail || 'the action failed'}`;
+          say('problem', text + errors, undefined, scope);
           return;
         }
         if (answer.location) {
           location.assign(answer.location);
           return;
         }
-        say('problem', '');
+        say('problem', '', undefined, scope);
         say('notice', answer.notice);
-        if (answer.status !== undefined) showPlan({ status: answer.status }, labels);
+        // The answer carries what the action changed: the status, and the pause reason where it knows it.
+        if (answer.status !== undefined) showPlan(answer, labels);
         for (const [k, v] of Object.entries(answer.fields || {})) setText(`[data-field="${k}"]`, v);
       } catch {
-        say('problem', 'The service could not be reached; the action may not have been done. Reload the page to see.');
+        say(
+          'problem',
+          'The service could not be reached; the action may not have been done. Reload the page to see.',
+          undefined,
+          scope,
+        );
       } finally {
         for (const b of buttons) b.disabled = false;
       }

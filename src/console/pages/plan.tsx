@@ -1,8 +1,10 @@
 import { type Context, Hono } from 'hono';
-import { isFinished, JOB_STATUS, type JobStatus, RolloutPatchSchema } from '../../alterations/model.js';
+import type { Child } from 'hono/jsx';
+import { isFinished, JOB_STATUS, type JobStatus, PLAN_STATUS, RolloutPatchSchema } from '../../alterations/model.js';
 import { getPlanView, listJobs } from '../../alterations/plans.js';
+import { previewPlan } from '../../alterations/preview.js';
 import { revertingPlanId } from '../../alterations/reverts.js';
-import type { JobView, PlanView } from '../../alterations/views.js';
+import type { JobView, PlanView, PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { openCursor, sealCursor } from '../../api/cursor.js';
 import {
@@ -12,7 +14,7 @@ import {
   revertPlanCommand,
   rolloutPlanCommand,
 } from '../../api/plan-commands.js';
-import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
+import { ALTERATIONS_APPROVE, ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError, zodFieldErrors } from '../../errors.js';
 import { planSummary } from '../../temporal/plans.js';
 import { NotAllowed, Notice, Scroll, Time } from '../components.js';
@@ -22,11 +24,21 @@ import {
   count,
   JOB_STATUS_LABELS,
   LOG_LEVEL_LABELS,
+  PAUSE_ALSO_WHEN,
   PLAN_STATUS_LABELS,
   planStatusLabel,
   plural,
 } from '../format.js';
+import {
+  ApprovalFacts,
+  DecisionForm,
+  isSubmitter,
+  PreviewResult,
+  ScheduleFacts,
+  SubmitterNote,
+} from '../governance.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
+import { DECISION_NOTICES } from './approvals.js';
 import { may, permissionName, requirePermission, type ShellOf } from '../shell.js';
 
 const JOBS_PAGE = 50;
@@ -44,7 +56,10 @@ const JOB_FILTERS: Record<string, { label: string; status?: JobStatus }> = {
 const NOTICES: Record<string, string> = {
   paused: 'Paused: the batches in flight have finished; none starts until the plan is resumed.',
   resumed: 'Resumed: the plan carries on where it stopped.',
+  'resumed-now': 'Resumed now, its schedule dropped: the plan runs to its end, outside its windows too.',
   cancelled: 'Cancelled: its pending jobs are cancelled.',
+  withdrawn: 'Withdrawn: the plan awaited approval and is cancelled now; no job ran.',
+  ...DECISION_NOTICES,
   rollout: 'Rollout changed: it applies from the next batch.',
   reverted: 'This plan reverts the plan it names: each instance that plan changed, unless something changed it since.',
   submitted: 'Submitted: the plan runs in the background; this page follows it live.',
@@ -63,21 +78,28 @@ const planPath = (id: string) => `/console/plans/${encodeURIComponent(id)}`;
 const done = (p: PlanView) => p.jobCounts.completed + p.jobCounts.failed + p.jobCounts.cancelled;
 
 function StatusForm(props: {
-  planId: string;
-  action: keyof typeof ACTION_STATUSES;
-  status: number;
+  plan: PlanView;
+  action: 'pause' | 'resume' | 'cancel' | 'revert';
   label: string;
-  extra?: boolean;
+  /** Shown for a Paused plan too when it paused for this reason (Pause of a plan paused by its schedule). */
+  pausedFor?: string;
+  children?: Child;
 }) {
+  const { plan } = props;
   const statuses = ACTION_STATUSES[props.action] as readonly number[];
+  const shown =
+    statuses.includes(plan.status) ||
+    (props.pausedFor !== undefined && plan.status === PLAN_STATUS.Paused && plan.pauseReason === props.pausedFor);
   return (
     <form
       method="post"
-      action={`${planPath(props.planId)}/${props.action}`}
+      action={`${planPath(plan.id)}/${props.action}`}
       data-enhance="plan-action"
       data-statuses={statuses.join(' ')}
-      hidden={!statuses.includes(props.status)}
+      data-paused-for={props.pausedFor}
+      hidden={!shown}
     >
+      {props.children}
       <button type="submit" class={props.action === 'cancel' ? 'secondary' : undefined}>
         {props.label}
       </button>
@@ -92,10 +114,23 @@ function Actions(props: { plan: PlanView; revertedBy: string | null }) {
   return (
     <>
       <div class="actions">
-        <StatusForm planId={plan.id} action="pause" status={plan.status} label="Pause" />
-        <StatusForm planId={plan.id} action="resume" status={plan.status} label="Resume" />
-        <StatusForm planId={plan.id} action="cancel" status={plan.status} label="Cancel plan" />
-        {props.revertedBy ? null : <StatusForm planId={plan.id} action="revert" status={plan.status} label="Revert" />}
+        <StatusForm plan={plan} action="pause" label="Pause" pausedFor={PAUSE_ALSO_WHEN} />
+        <StatusForm plan={plan} action="resume" label="Resume">
+          {plan.schedule ? (
+            <label>
+              <input type="checkbox" name="ignoreSchedule" value="true" aria-describedby="ignore-schedule-hint" />{' '}
+              Resume ignoring the schedule
+            </label>
+          ) : null}
+          {plan.schedule ? (
+            <small id="ignore-schedule-hint">
+              Runs now, outside the maintenance windows too, to its end: the schedule is dropped. Without it, a resume
+              outside every window is refused, naming the next one.
+            </small>
+          ) : null}
+        </StatusForm>
+        <StatusForm plan={plan} action="cancel" label="Cancel plan" />
+        {props.revertedBy ? null : <StatusForm plan={plan} action="revert" label="Revert" />}
       </div>
       <form
         method="post"
@@ -248,6 +283,40 @@ function Jobs(props: {
   );
 }
 
+/** What the plan's Approval section needs besides the plan: the preview, and what the user may do. */
+interface ApprovalView {
+  mayDecide: boolean;
+  approvePermission: string;
+  submitter: boolean;
+  /** What the plan would do now (only while it awaits approval). */
+  preview: { matchedCount: number; items: PreviewItem[] } | undefined;
+}
+
+/** The plan's approval (section 10): its state and who, when and why; while it waits, the decision. */
+function ApprovalSection(props: { plan: PlanView; view: ApprovalView }) {
+  const { plan, view } = props;
+  const waiting = plan.status === PLAN_STATUS.AwaitingApproval;
+  return (
+    <section aria-labelledby="approval-heading">
+      <h2 id="approval-heading">Approval</h2>
+      <dl class="facts">
+        <ApprovalFacts approval={plan.approval!} />
+      </dl>
+      {waiting && view.preview ? (
+        <PreviewResult preview={view.preview} id="approval-preview" heading="What it would do now" level={3} />
+      ) : null}
+      {!waiting ? null : !view.mayDecide ? (
+        <NotAllowed what="approve or reject plans" permission={view.approvePermission} />
+      ) : (
+        <>
+          {view.submitter ? <SubmitterNote /> : null}
+          <DecisionForm planId={plan.id} status={plan.status} slot="plan" back="plan" />
+        </>
+      )}
+    </section>
+  );
+}
+
 function PlanPage(props: {
   shell: Shell;
   plan: PlanView;
@@ -255,6 +324,7 @@ function PlanPage(props: {
   temporalUrl: string | undefined;
   canExecute: boolean;
   executePermission: string;
+  approval: ApprovalView;
   notice: string | undefined;
   jobs: { view: string; after: string | undefined; items: JobView[]; nextCursor: string | null };
 }) {
@@ -289,6 +359,10 @@ function PlanPage(props: {
           </dd>
           <dt>Pause reason</dt>
           <dd data-field="pauseReason">{plan.pauseReason ?? '—'}</dd>
+          <dt>Resumes at</dt>
+          <dd data-field="resumesAt">
+            <Time iso={plan.resumesAt} />
+          </dd>
           <dt>Jobs done</dt>
           <dd>
             <progress
@@ -328,6 +402,7 @@ function PlanPage(props: {
           {finished ? 'The plan has finished.' : 'Reload the page for the latest progress.'}
         </p>
       </section>
+      {plan.approval ? <ApprovalSection plan={plan} view={props.approval} /> : null}
       <section aria-labelledby="steer-heading">
         <h2 id="steer-heading">Steer</h2>
         {props.canExecute ? (
@@ -381,8 +456,7 @@ function PlanPage(props: {
           <dd data-field="completedAt">
             <Time iso={plan.completedAt} />
           </dd>
-          {/* Governance (contract section 10): the approval (state, requested by, decided by and when, comment),
-              the schedule and `resumesAt` go here, as rows of this list. */}
+          <ScheduleFacts schedule={plan.schedule} />
           <dt>Temporal</dt>
           <dd>
             {props.temporalUrl ? (
@@ -467,6 +541,20 @@ export function planRoutes(shell: ShellOf) {
       limit: JOBS_PAGE,
     });
     const revertedBy = isFinished(plan.status) ? await revertingPlanId(pool, tenant, planId) : null;
+    const waiting = plan.status === PLAN_STATUS.AwaitingApproval;
+    const approval: ApprovalView = {
+      mayDecide: may(c, ALTERATIONS_APPROVE),
+      approvePermission: permissionName(c, ALTERATIONS_APPROVE),
+      submitter: waiting && plan.approval ? await isSubmitter(pool, c.get('principal'), plan.approval) : false,
+      preview: waiting
+        ? await previewPlan(
+            { pool, definitions: c.get('deps').definitions },
+            tenant,
+            { alterations: plan.alterations, filter: plan.workflowInstanceFilter, limit: 10 },
+            c.req.raw.signal,
+          )
+        : undefined,
+    };
     const notice = NOTICES[c.req.query('notice') ?? ''];
     return renderPage(
       c,
@@ -477,6 +565,7 @@ export function planRoutes(shell: ShellOf) {
         temporalUrl={temporalLink(c, planId)}
         canExecute={may(c, ALTERATIONS_EXECUTE)}
         executePermission={permissionName(c, ALTERATIONS_EXECUTE)}
+        approval={approval}
         notice={notice}
         jobs={{ view, after, items: jobs.items, nextCursor: sealCursor(tokens.key, jobs.nextCursor) }}
       />,
@@ -486,22 +575,36 @@ export function planRoutes(shell: ShellOf) {
   app.post('/plans/:planId/pause', async (c) => {
     requirePermission(c, ALTERATIONS_EXECUTE);
     const result = await pausePlanCommand(c.get('deps'), c.get('principal'), c.req.param('planId'));
-    return answered(c, result.planId, 'paused', { status: result.status, statusLabel: planStatusLabel(result.status) });
+    return answered(c, result.planId, 'paused', {
+      status: result.status,
+      statusLabel: planStatusLabel(result.status),
+      pauseReason: 'manual',
+      resumesAt: null,
+    });
   });
   app.post('/plans/:planId/resume', async (c) => {
     requirePermission(c, ALTERATIONS_EXECUTE);
-    const result = await resumePlanCommand(c.get('deps'), c.get('principal'), c.req.param('planId'));
-    return answered(c, result.planId, 'resumed', {
+    const ignoreSchedule = field(await readForm(c), 'ignoreSchedule') === 'true';
+    const result = await resumePlanCommand(c.get('deps'), c.get('principal'), c.req.param('planId'), {
+      ignoreSchedule,
+    });
+    return answered(c, result.planId, ignoreSchedule ? 'resumed-now' : 'resumed', {
       status: result.status,
       statusLabel: planStatusLabel(result.status),
+      pauseReason: null,
+      resumesAt: null,
     });
   });
   app.post('/plans/:planId/cancel', async (c) => {
     requirePermission(c, ALTERATIONS_EXECUTE);
     const result = await cancelPlanCommand(c.get('deps'), c.get('principal'), c.req.param('planId'));
-    return answered(c, result.planId, 'cancelled', {
+    // A plan that awaited approval is withdrawn by its cancel (section 10): the page says so.
+    const after = await getPlanView(c.get('deps').pool, callerTenant(c), result.planId);
+    const withdrawn = after.approval?.state === 'Withdrawn';
+    return answered(c, result.planId, withdrawn ? 'withdrawn' : 'cancelled', {
       status: result.status,
       statusLabel: planStatusLabel(result.status),
+      ...(withdrawn ? { fields: { approvalState: 'Withdrawn' } } : {}),
     });
   });
   app.post('/plans/:planId/rollout', async (c) => {

@@ -1,0 +1,217 @@
+import type { Approval, PrincipalRef } from '../alterations/governance.js';
+import { accountableFor, principalRef } from '../alterations/governance.js';
+import type { Schedule } from '../alterations/schedule.js';
+import type { PreviewItem } from '../alterations/views.js';
+import type { Principal } from '../auth/principal.js';
+import type { Queryable } from '../db/pool.js';
+import { Scroll, Time } from './components.js';
+import { ACTION_STATUSES, jsonText, LOG_LEVEL_LABELS, plural } from './format.js';
+
+/**
+ * What the console shows of plan governance (contract section 10) on a plan's page and on Approvals: the
+ * approval (who asked, what matched, until when, who decided, when and why), the schedule, the form that
+ * approves or rejects with a comment, and a preview of what the plan would do.
+ */
+
+const who = (p: PrincipalRef | null) => (p ? `${p.name} (${p.kind === 'user' ? 'user' : 'API key'})` : '—');
+
+/** The approval as rows of a description list (the plan page's "About", an Approvals entry). */
+export function ApprovalFacts(props: { approval: Approval }) {
+  const a = props.approval;
+  return (
+    <>
+      <dt>Approval</dt>
+      <dd data-field="approvalState">{a.state}</dd>
+      <dt>Requested by</dt>
+      <dd>{who(a.requestedBy)}</dd>
+      <dt>Matched at submission</dt>
+      <dd>{plural(a.matchedCount, 'instance')}</dd>
+      <dt>{a.state === 'Pending' ? 'Expires' : 'Would have expired'}</dt>
+      <dd>
+        <Time iso={a.expiresAt} />
+      </dd>
+      {a.decidedBy || a.decidedAt ? (
+        <>
+          <dt>Decided by</dt>
+          <dd>{a.decidedBy ? who(a.decidedBy) : a.state === 'Withdrawn' ? 'withdrawn by a cancel' : '—'}</dd>
+          <dt>Decided</dt>
+          <dd>
+            <Time iso={a.decidedAt} />
+          </dd>
+        </>
+      ) : null}
+      {a.comment ? (
+        <>
+          <dt>Comment</dt>
+          <dd class="wrap">{a.comment}</dd>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+/** A window as people read it: `Mon, Tue 22:00–02:00 Europe/Berlin`. */
+const windowText = (w: NonNullable<Schedule['windows']>[number]) =>
+  `${w.days.join(', ')} ${w.from}–${w.to}${w.to <= w.from ? ' (past midnight)' : ''} ${w.timeZone}`;
+
+/** The schedule as rows of a description list: not before, the windows. */
+export function ScheduleFacts(props: { schedule: Schedule | null }) {
+  const s = props.schedule;
+  if (!s || (!s.notBefore && !s.windows?.length)) {
+    return (
+      <>
+        <dt>Schedule</dt>
+        <dd>none: it may run at any time</dd>
+      </>
+    );
+  }
+  return (
+    <>
+      {s.notBefore ? (
+        <>
+          <dt>Not before</dt>
+          <dd>
+            <Time iso={s.notBefore} />
+          </dd>
+        </>
+      ) : null}
+      {s.windows?.length ? (
+        <>
+          <dt>Maintenance windows</dt>
+          <dd>
+            <ul>
+              {s.windows.map((w) => (
+                <li>{windowText(w)}</li>
+              ))}
+            </ul>
+          </dd>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+/**
+ * Whether the signed-in user stands behind the principal that asked for the approval (the same user, or
+ * a key they made): four eyes refuse them the decision. Only to say so before they try; the API decides.
+ */
+export async function isSubmitter(db: Queryable, principal: Principal, approval: Approval): Promise<boolean> {
+  return (await accountableFor(db, approval.requestedBy)) === (await accountableFor(db, principalRef(principal)));
+}
+
+/** What the submitter reads where the decision would be. */
+export function SubmitterNote() {
+  return (
+    <p class="muted">
+      You submitted this plan, and a plan cannot be approved by the principal that submitted it: another user with the
+      permission to approve must approve or reject it. You may withdraw it with Cancel plan.
+    </p>
+  );
+}
+
+/**
+ * Approve or reject with a comment: one form, two buttons (`Approve`, `Reject`), posted to the plan's
+ * approve or reject action (`formaction`). `slot` keeps the ids apart when a page lists several plans;
+ * `back` is where the answer leads (the plan's page, or Approvals).
+ */
+export function DecisionForm(props: { planId: string; status: number; slot: string; back: 'plan' | 'approvals' }) {
+  const base = `/console/plans/${encodeURIComponent(props.planId)}`;
+  const commentId = `comment-${props.slot}`;
+  return (
+    <form
+      method="post"
+      action={`${base}/approve`}
+      data-enhance="plan-action"
+      data-statuses={ACTION_STATUSES.decide.join(' ')}
+      hidden={!(ACTION_STATUSES.decide as readonly number[]).includes(props.status)}
+    >
+      <input type="hidden" name="back" value={props.back} />
+      <label for={commentId}>Comment</label>
+      <textarea id={commentId} name="comment" rows={2} maxlength={2000} aria-describedby={`${commentId}-hint`}>
+        {''}
+      </textarea>
+      <small id={`${commentId}-hint`}>Optional: why, for the record (kept with the decision).</small>
+      <div class="actions">
+        <button type="submit">Approve</button>
+        <button type="submit" formaction={`${base}/reject`} class="secondary">
+          Reject
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/**
+ * What a plan would do to the first instances it matches (New plan's Preview, a stored plan's preview on
+ * Approvals): each instance's outcome, its log and every change, before and after. `id` names the section
+ * (its heading's id is `{id}-heading`) so that a page can hold several.
+ */
+export function PreviewResult(props: {
+  preview: { matchedCount: number; items: PreviewItem[] };
+  id?: string;
+  heading?: string;
+  level?: 2 | 3;
+}) {
+  const { preview } = props;
+  const id = props.id ?? 'preview-result';
+  const headingId = props.id ? `${props.id}-heading` : 'preview-heading';
+  const heading = props.heading ?? 'Preview';
+  return (
+    <section aria-labelledby={headingId} id={id} tabindex={-1}>
+      {props.level === 3 ? <h3 id={headingId}>{heading}</h3> : <h2 id={headingId}>{heading}</h2>}
+      <p role="status">
+        {`${plural(preview.matchedCount, 'instance')} match. `}
+        {preview.items.length
+          ? `What the plan would do to the first ${preview.items.length}, computed as it runs, nothing written:`
+          : ''}
+      </p>
+      {preview.items.map((item) => (
+        <article>
+          <header>
+            <a href={`/console/instances/${encodeURIComponent(item.workflowInstanceId)}`}>{item.workflowInstanceId}</a>
+            {' · '}
+            <strong>{item.isSuccessful ? 'would succeed' : 'would fail'}</strong>
+          </header>
+          <ul>
+            {item.log.map((e) => (
+              <li class="wrap">
+                {`${LOG_LEVEL_LABELS[e.logLevel] ?? e.logLevel}: `}
+                {e.message}
+              </li>
+            ))}
+          </ul>
+          {item.changes.length ? (
+            <Scroll label={`Changes to ${item.workflowInstanceId}`}>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Where</th>
+                    <th scope="col">Before</th>
+                    <th scope="col">After</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {item.changes.map((ch) => (
+                    <tr>
+                      <th scope="row">
+                        <code>{ch.path}</code>
+                      </th>
+                      <td>
+                        <code>{jsonText(ch.before)}</code>
+                      </td>
+                      <td>
+                        <code>{jsonText(ch.after)}</code>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </Scroll>
+          ) : (
+            <p class="muted">No change.</p>
+          )}
+        </article>
+      ))}
+    </section>
+  );
+}
