@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AlterationType } from '../alterations/model.js';
+import { MAX_WINDOWS, WEEKDAYS } from '../alterations/schedule.js';
 import type { FieldError } from '../errors.js';
 
 /**
@@ -46,7 +47,23 @@ export interface AlterationRow {
   value: string;
   targetVersion: string;
   activityId: string;
+  /** A Migrate's activityMappings, one `source -> target` a line. */
+  activityMappings: string;
+  /** A Migrate's version to draft the mappings from (the form's only: not in the body). */
+  draftFrom: string;
 }
+
+/** A maintenance window as the form holds it. */
+export interface WindowRow {
+  days: string[];
+  from: string;
+  to: string;
+  timeZone: string;
+}
+
+export { MAX_WINDOWS, WEEKDAYS };
+/** A new window row's time zone: people change it where they are not on UTC. */
+export const DEFAULT_TIME_ZONE = 'UTC';
 
 export interface PlanForm {
   id: string;
@@ -63,6 +80,9 @@ export interface PlanForm {
   rate: string;
   canary: string;
   stopOnFailureRatio: string;
+  notBefore: string;
+  windows: WindowRow[];
+  approvalRequired: boolean;
   previewLimit: string;
 }
 
@@ -81,6 +101,9 @@ export const emptyForm = (): PlanForm => ({
   rate: '',
   canary: '',
   stopOnFailureRatio: '',
+  notBefore: '',
+  windows: [],
+  approvalRequired: false,
   previewLimit: '10',
 });
 
@@ -90,6 +113,8 @@ export const emptyAlteration = (type: AlterationType): AlterationRow => ({
   value: '',
   targetVersion: '',
   activityId: '',
+  activityMappings: '',
+  draftFrom: '',
 });
 
 const tri = (v: string): '' | 'true' | 'false' => (v === 'true' || v === 'false' ? v : '');
@@ -132,11 +157,25 @@ export function formFromFields(f: URLSearchParams): PlanForm {
       value: get(`a-${i}-value`),
       targetVersion: get(`a-${i}-targetVersion`),
       activityId: get(`a-${i}-activityId`),
+      activityMappings: get(`a-${i}-activityMappings`),
+      draftFrom: get(`a-${i}-draftFrom`),
     });
   }
   form.rate = get('r-rate').trim();
   form.canary = get('r-canary').trim();
   form.stopOnFailureRatio = get('r-stopOnFailureRatio').trim();
+  form.notBefore = get('s-notBefore').trim();
+  for (let i = 0; i < MAX_WINDOWS; i++) {
+    const row = {
+      days: f.getAll(`w-${i}-days`),
+      from: get(`w-${i}-from`).trim(),
+      to: get(`w-${i}-to`).trim(),
+      timeZone: get(`w-${i}-timeZone`).trim(),
+    };
+    // A row counts once it has a day or a time (a new row comes with its time zone filled in).
+    if (row.days.length || row.from || row.to) form.windows.push(row);
+  }
+  form.approvalRequired = get('approval-required') === 'true';
   form.previewLimit = get('preview-limit').trim() || '10';
   return form;
 }
@@ -190,6 +229,12 @@ export function formFromBody(body: unknown): PlanForm {
         value: a.value === undefined ? '' : JSON.stringify(a.value),
         targetVersion: text(a.targetVersion),
         activityId: text(a.activityId),
+        activityMappings: Array.isArray(a.activityMappings)
+          ? a.activityMappings
+              .map((m: Record<string, unknown>) => `${text(m?.source)} -> ${text(m?.target)}`)
+              .join('\n')
+          : '',
+        draftFrom: '',
       });
     }
   }
@@ -197,6 +242,18 @@ export function formFromBody(body: unknown): PlanForm {
   form.rate = text(rollout.rate);
   form.canary = text(rollout.canary);
   form.stopOnFailureRatio = text(rollout.stopOnFailureRatio);
+  const schedule = (b.schedule && typeof b.schedule === 'object' ? b.schedule : {}) as Record<string, unknown>;
+  form.notBefore = text(schedule.notBefore);
+  if (Array.isArray(schedule.windows)) {
+    form.windows = schedule.windows.slice(0, MAX_WINDOWS).map((w: Record<string, unknown>) => ({
+      days: strings(w?.days),
+      from: text(w?.from),
+      to: text(w?.to),
+      timeZone: text(w?.timeZone),
+    }));
+  }
+  const approval = (b.approval && typeof b.approval === 'object' ? b.approval : {}) as Record<string, unknown>;
+  form.approvalRequired = approval.required === true;
   return form;
 }
 
@@ -260,9 +317,14 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
     switch (a.type) {
       case 'ModifyVariable':
         return { type: a.type, variableId: a.variableId.trim(), value: valueOf(a.value) };
-      case 'Migrate':
-        // Governance (contract section 10): `activityMappings` from the migration draft join here.
-        return { type: a.type, targetVersion: numberOf(a.targetVersion) };
+      case 'Migrate': {
+        const mappings = splitLines(a.activityMappings).map(mappingOf);
+        return {
+          type: a.type,
+          targetVersion: numberOf(a.targetVersion),
+          ...(mappings.length ? { activityMappings: mappings } : {}),
+        };
+      }
       case 'ScheduleActivity':
       case 'CancelActivity':
         return { type: a.type, activityId: a.activityId.trim() };
@@ -284,9 +346,30 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
     ).filter(([, v]) => v !== undefined),
   );
   if (Object.keys(rollout).length) body.rollout = rollout;
-  // Governance (contract section 10): `schedule` and `approval` from their fieldsets join the body here.
+  if (form.notBefore || form.windows.length) {
+    body.schedule = {
+      ...(form.notBefore ? { notBefore: form.notBefore } : {}),
+      ...(form.windows.length
+        ? { windows: form.windows.map((w) => ({ days: w.days, from: w.from, to: w.to, timeZone: w.timeZone })) }
+        : {}),
+    };
+  }
+  if (form.approvalRequired) body.approval = { required: true };
   return body;
 }
+
+/**
+ * One line of a Migrate's mappings, `source -> target` (or `→`): a line without an arrow is a source with an
+ * empty target, which the schema then names.
+ */
+function mappingOf(line: string): { source: string; target: string } {
+  const m = /^(.*?)\s*(?:->|→)\s*(.*)$/.exec(line);
+  return m ? { source: m[1]!.trim(), target: m[2]!.trim() } : { source: line, target: '' };
+}
+
+/** A draft's mappings as the Migrate row's field shows them. */
+export const mappingLines = (mappings: readonly { source: string; target: string }[]) =>
+  mappings.map((m) => `${m.source} -> ${m.target}`).join('\n');
 
 /** Plan JSON as the page shows it, and the fingerprint that tells later whether someone edited it. */
 export const planJsonText = (body: unknown) => JSON.stringify(body, null, 2);
@@ -303,6 +386,15 @@ export function fieldIdOf(path: string): string | undefined {
   if (top === 'id') return 'plan-id';
   if (top === 'limit') return 'preview-limit';
   if (top === 'rollout' && key) return `r-${key}`;
+  if (top === 'approval') return 'approval-required';
+  if (top === 'schedule') {
+    if (key === 'notBefore') return 's-notBefore';
+    if (key === 'windows') {
+      if (index === undefined) return 'windows';
+      return `w-${index}-${sub && ['from', 'to', 'timeZone'].includes(sub) ? sub : 'days'}`;
+    }
+    return 'schedule';
+  }
   if (top === 'alterations') {
     if (key === undefined) return 'alterations';
     return index ? `a-${key}-${index}` : `a-${key}`;

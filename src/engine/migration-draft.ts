@@ -1,5 +1,7 @@
+import type { Queryable } from '../db/pool.js';
+import { NotFoundError } from '../errors.js';
 import type { ActivityNode } from './definition-schema.js';
-import type { DefinitionVersion } from './definitions.js';
+import { type DefinitionVersion, findDefinition } from './definitions.js';
 
 export interface DraftMapping {
   source: string;
@@ -56,4 +58,24 @@ export function migrationDraft(from: DefinitionVersion, to: DefinitionVersion): 
     }
   }
   return { definitionId: from.definitionId, from: from.version, to: to.version, mappings, unmapped };
+}
+
+/**
+ * The draft for a definition of the tenant between two of its versions (`GET
+ * /workflow-definitions/{definitionId}/migration-draft`, and the console's Migrate row): 404 for an unknown
+ * definition or version.
+ */
+export async function loadMigrationDraft(
+  db: Queryable,
+  tenantKey: string,
+  definitionId: string,
+  from: number,
+  to: number,
+): Promise<MigrationDraft> {
+  // One after the other: a request holds at most one connection at a time (its tenant's share).
+  const source = await findDefinition(db, tenantKey, definitionId, from);
+  if (!source) throw new NotFoundError(`Workflow definition ${definitionId} version ${from} not found`);
+  const target = await findDefinition(db, tenantKey, definitionId, to);
+  if (!target) throw new NotFoundError(`Workflow definition ${definitionId} version ${to} not found`);
+  return migrationDraft(source, target);
 }

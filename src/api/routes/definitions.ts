@@ -2,7 +2,7 @@ import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { DEFINITIONS_VIEW } from '../../auth/route-permissions.js';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
 import { findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
-import { migrationDraft } from '../../engine/migration-draft.js';
+import { loadMigrationDraft } from '../../engine/migration-draft.js';
 import {
   DefinitionSchema,
   DefinitionSummarySchema,
@@ -130,21 +130,9 @@ export function definitionRoutes() {
     return c.json(definitionView(def), 200);
   });
   app.openapi(draft, async (c) => {
-    const { pool } = c.get('deps');
     const { definitionId } = c.req.valid('param');
     const { from, to } = c.req.valid('query');
-    const tenant = callerTenant(c);
-    const [source, target] = await Promise.all([
-      findDefinition(pool, tenant, definitionId, from),
-      findDefinition(pool, tenant, definitionId, to),
-    ]);
-    for (const [def, version] of [
-      [source, from],
-      [target, to],
-    ] as const) {
-      if (!def) throw new NotFoundError(`Workflow definition ${definitionId} version ${version} not found`);
-    }
-    return c.json(migrationDraft(source!, target!), 200);
+    return c.json(await loadMigrationDraft(c.get('deps').pool, callerTenant(c), definitionId, from, to), 200);
   });
   app.openapi(list, async (c) => {
     const { pool, tokens } = c.get('deps');

@@ -1,6 +1,7 @@
 import { type Context, Hono } from 'hono';
 import type { z } from '@hono/zod-openapi';
 import { countInstances } from '../../alterations/filter.js';
+import { type ApprovalPolicy, getPolicy } from '../../alterations/governance.js';
 import { FilterSchema } from '../../alterations/model.js';
 import { previewPlan } from '../../alterations/preview.js';
 import type { PreviewItem } from '../../alterations/views.js';
@@ -9,18 +10,21 @@ import { submitPlanCommand } from '../../api/plan-commands.js';
 import type { Problem } from '../../api/problem.js';
 import { PreviewSchema, SubmitSchema } from '../../api/routes/alterations.js';
 import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../../engine/instance-state.js';
-import { ALTERATIONS_EXECUTE } from '../../auth/route-permissions.js';
+import { ALTERATIONS_EXECUTE, DEFINITIONS_VIEW } from '../../auth/route-permissions.js';
+import { loadMigrationDraft } from '../../engine/migration-draft.js';
 import { DomainError, type FieldError, zodFieldErrors } from '../../errors.js';
 import { inputViolations } from '../../vocabulary/input.js';
-import { FieldError as FieldErrorText, invalid, NotAllowed, ProblemBox, problemOf, Scroll } from '../components.js';
+import { FieldError as FieldErrorText, invalid, NotAllowed, ProblemBox, problemOf } from '../components.js';
 import { field, readForm } from '../form.js';
-import { jsonText, LOG_LEVEL_LABELS, plural } from '../format.js';
+import { plural } from '../format.js';
+import { PreviewResult } from '../governance.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
 import {
   ACTIVITY_STATUSES,
   ALTERATION_TYPES,
   type AlterationRow,
   bodyFromForm,
+  DEFAULT_TIME_ZONE,
   emptyAlteration,
   emptyForm,
   errorsByField,
@@ -28,13 +32,16 @@ import {
   formFromBody,
   formFromFields,
   LIST_FIELDS,
+  mappingLines,
   MAX_ACTIVITY_FILTERS,
   MAX_ALTERATIONS,
   MAX_TIMESTAMP_FILTERS,
+  MAX_WINDOWS,
   type PlanForm,
   planJsonText,
   TIMESTAMP_COLUMNS,
   TIMESTAMP_OPERATORS,
+  WEEKDAYS,
 } from '../plan-form.js';
 import { may, permissionName, requirePermission, type ShellOf } from '../shell.js';
 
@@ -48,6 +55,8 @@ interface Outcome {
   errors: Map<string, string>;
   /** Said at Plan JSON: it was used, or it could not be. */
   jsonNote?: string | undefined;
+  /** Said under a Migrate row whose mappings were drafted: what was mapped, what is left unmapped. */
+  drafts?: Map<number, string>;
 }
 
 interface View {
@@ -56,6 +65,8 @@ interface View {
   /** Plan JSON as shown: what the form builds, or what was typed when it could not be used. */
   json: string;
   outcome: Outcome;
+  /** The tenant's approval policy, said beside "Ask for approval". */
+  policy: ApprovalPolicy;
 }
 
 const HINT_LIST = 'One per line.';
@@ -316,6 +327,7 @@ function AlterationFields(props: {
   index: number;
   errors: Map<string, string>;
   focus?: string | undefined;
+  draft?: string | undefined;
 }) {
   const { row, index: i, errors } = props;
   const id = (k: string) => `a-${i}-${k}`;
@@ -345,7 +357,6 @@ function AlterationFields(props: {
           </>
         ) : null}
         {row.type === 'Migrate' ? (
-          // Governance (contract section 10): the migration draft's activity mappings, editable, go in this row.
           <TextField
             id={id('targetVersion')}
             label="Target version"
@@ -354,6 +365,17 @@ function AlterationFields(props: {
             value={row.targetVersion}
             errors={errors}
             focus={props.focus}
+          />
+        ) : null}
+        {row.type === 'Migrate' ? (
+          <TextField
+            id={id('draftFrom')}
+            label="Draft from version"
+            type="number"
+            inputmode="numeric"
+            value={row.draftFrom}
+            errors={errors}
+            hint="The version the instances run now: Draft mappings proposes where each of its activities goes."
           />
         ) : null}
         {row.type === 'ScheduleActivity' || row.type === 'CancelActivity' ? (
@@ -367,6 +389,19 @@ function AlterationFields(props: {
         ) : null}
         {row.type === 'Cancel' ? <p>Cancels the instance: its bookmarks and scheduled work are removed.</p> : null}
       </div>
+      {row.type === 'Migrate' ? (
+        <>
+          <MappingsField id={id('activityMappings')} value={row.activityMappings} errors={errors} focus={props.focus} />
+          {props.draft ? (
+            <p class="wrap" role="status" id={`${id('activityMappings')}-draft`}>
+              {props.draft}
+            </p>
+          ) : null}
+          <button type="submit" name="action" value={`draft:${i}`} class="secondary outline">
+            {`Draft mappings for alteration ${i + 1}`}
+          </button>
+        </>
+      ) : null}
       <button type="submit" name="action" value={`remove:${i}`} class="secondary" formnovalidate>
         {`Remove alteration ${i + 1}`}
       </button>
@@ -374,65 +409,125 @@ function AlterationFields(props: {
   );
 }
 
-function PreviewResult(props: { preview: NonNullable<Outcome['preview']> }) {
-  const { preview } = props;
+/** A Migrate's activity mappings, one a line, as the migration draft proposes them and people edit them. */
+function MappingsField(props: { id: string; value: string; errors: Map<string, string>; focus?: string | undefined }) {
+  const error = props.errors.get(props.id);
   return (
-    <section aria-labelledby="preview-heading" id="preview-result" tabindex={-1}>
-      <h2 id="preview-heading">Preview</h2>
-      <p role="status">
-        {`${plural(preview.matchedCount, 'instance')} match. `}
-        {preview.items.length
-          ? `What the plan would do to the first ${preview.items.length}, computed as it runs, nothing written:`
-          : ''}
-      </p>
-      {preview.items.map((item) => (
-        <article>
-          <header>
-            <a href={`/console/instances/${encodeURIComponent(item.workflowInstanceId)}`}>{item.workflowInstanceId}</a>
-            {' · '}
-            <strong>{item.isSuccessful ? 'would succeed' : 'would fail'}</strong>
-          </header>
-          <ul>
-            {item.log.map((e) => (
-              <li class="wrap">
-                {`${LOG_LEVEL_LABELS[e.logLevel] ?? e.logLevel}: `}
-                {e.message}
-              </li>
-            ))}
-          </ul>
-          {item.changes.length ? (
-            <Scroll label={`Changes to ${item.workflowInstanceId}`}>
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Where</th>
-                    <th scope="col">Before</th>
-                    <th scope="col">After</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {item.changes.map((ch) => (
-                    <tr>
-                      <th scope="row">
-                        <code>{ch.path}</code>
-                      </th>
-                      <td>
-                        <code>{jsonText(ch.before)}</code>
-                      </td>
-                      <td>
-                        <code>{jsonText(ch.after)}</code>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </Scroll>
-          ) : (
-            <p class="muted">No change.</p>
-          )}
-        </article>
-      ))}
-    </section>
+    <div>
+      <label for={props.id}>Activity mappings</label>
+      <textarea
+        id={props.id}
+        name={props.id}
+        rows={3}
+        spellcheck={false}
+        autofocus={props.focus === props.id}
+        {...invalid(props.id, error)}
+        aria-describedby={[error ? `${props.id}-error` : '', `${props.id}-hint`].filter(Boolean).join(' ')}
+      >
+        {props.value}
+      </textarea>
+      <FieldErrorText id={props.id} message={error} />
+      <small id={`${props.id}-hint`}>
+        One per line, <code>source -&gt; target</code> (activity ids): where each activity an instance waits in, has
+        scheduled or runs goes in the target version. An activity not named keeps its id.
+      </small>
+    </div>
+  );
+}
+
+/** When the plan may run (section 10): not before an instant, and only inside weekly windows. */
+function ScheduleFields(props: { form: PlanForm; errors: Map<string, string> }) {
+  const { form, errors } = props;
+  const rows = [...form.windows, { days: [], from: '', to: '', timeZone: DEFAULT_TIME_ZONE }].slice(0, MAX_WINDOWS);
+  return (
+    <fieldset id="schedule">
+      <legend>
+        <strong>Schedule</strong> (optional: when the plan may run)
+      </legend>
+      <FieldErrorText id="schedule" message={errors.get('schedule')} />
+      <TextField
+        id="s-notBefore"
+        label="Not before"
+        value={form.notBefore}
+        errors={errors}
+        hint="ISO 8601 with offset, e.g. 2026-12-01T22:00:00Z: nothing runs before it. Empty: from now."
+      />
+      <details open={form.windows.length > 0}>
+        <summary>Maintenance windows</summary>
+        <p class="muted">
+          No batch starts outside every window; a batch that started inside one finishes. Outside them the plan is
+          Paused (pause reason schedule) and goes on by itself when the next one opens. A window whose end is not after
+          its start runs past midnight.
+        </p>
+        <FieldErrorText id="windows" message={errors.get('windows')} />
+        {rows.map((row, i) => (
+          <fieldset class="row">
+            <legend>{`Maintenance window ${i + 1}`}</legend>
+            <Checkboxes
+              id={`w-${i}-days`}
+              legend="Days"
+              name={`w-${i}-days`}
+              choices={WEEKDAYS}
+              checked={row.days}
+              errors={errors}
+            />
+            <div class="inline-fields">
+              <TextField id={`w-${i}-from`} label="From" value={row.from} errors={errors} hint="HH:MM, e.g. 22:00" />
+              <TextField id={`w-${i}-to`} label="To" value={row.to} errors={errors} hint="HH:MM, e.g. 04:00" />
+              <TextField
+                id={`w-${i}-timeZone`}
+                label="Time zone"
+                value={row.timeZone}
+                errors={errors}
+                hint="IANA name, e.g. Europe/Berlin"
+              />
+            </div>
+          </fieldset>
+        ))}
+      </details>
+    </fieldset>
+  );
+}
+
+/** Seconds as people say them: `7 days`, `12 hours`, `30 minutes`. */
+function duration(seconds: number): string {
+  if (seconds >= 2 * 86_400) return plural(Math.round(seconds / 86_400), 'day');
+  if (seconds >= 2 * 3_600) return plural(Math.round(seconds / 3_600), 'hour');
+  return plural(Math.max(1, Math.round(seconds / 60)), 'minute');
+}
+
+const POLICY_TEXT: Record<ApprovalPolicy['approval'], (p: ApprovalPolicy) => string> = {
+  never: () => "This tenant's policy asks for no approval.",
+  always: () => "This tenant's policy asks for approval of every plan.",
+  above: (p) =>
+    `This tenant's policy asks for approval when the filter matches more than ${plural(p.approvalThreshold ?? 0, 'instance')}.`,
+};
+
+/** Ask for a second person's approval (section 10); the tenant's policy may ask for it anyway. */
+function ApprovalFields(props: { form: PlanForm; errors: Map<string, string>; policy: ApprovalPolicy }) {
+  const error = props.errors.get('approval-required');
+  return (
+    <fieldset id="approval">
+      <legend>
+        <strong>Approval</strong>
+      </legend>
+      <label>
+        <input
+          type="checkbox"
+          id="approval-required"
+          name="approval-required"
+          value="true"
+          checked={props.form.approvalRequired}
+          aria-describedby="approval-required-hint"
+          {...invalid('approval-required', error)}
+        />{' '}
+        Ask for approval by someone else
+      </label>
+      <FieldErrorText id="approval-required" message={error} />
+      <small id="approval-required-hint">
+        {`${POLICY_TEXT[props.policy.approval](props.policy)} A plan that needs approval waits, doing nothing, until a user with the permission to approve (not its submitter) approves or rejects it on Approvals; it expires after ${duration(props.policy.approvalTtlSeconds)} undecided.`}
+      </small>
+    </fieldset>
   );
 }
 
@@ -463,7 +558,13 @@ function NewPlanPage(props: View) {
           <FieldErrorText id="alterations" message={errors.get('alterations')} />
           {form.alterations.length === 0 ? <p class="muted">No alteration yet: add one.</p> : null}
           {form.alterations.map((row, i) => (
-            <AlterationFields row={row} index={i} errors={errors} focus={outcome.focus} />
+            <AlterationFields
+              row={row}
+              index={i}
+              errors={errors}
+              focus={outcome.focus}
+              draft={outcome.drafts?.get(i)}
+            />
           ))}
           {form.alterations.length < MAX_ALTERATIONS ? (
             <fieldset class="row">
@@ -509,8 +610,8 @@ function NewPlanPage(props: View) {
             />
           </div>
         </fieldset>
-        {/* Governance (contract section 10): the Schedule fieldset (notBefore, maintenance windows) and the
-            Approval fieldset (ask for review) go here, before the plan id. */}
+        <ScheduleFields form={form} errors={errors} />
+        <ApprovalFields form={form} errors={errors} policy={props.policy} />
         <div class="inline-fields">
           <TextField
             id="plan-id"
@@ -629,7 +730,7 @@ export function newPlanRoutes(shell: ShellOf) {
       403,
     );
 
-  app.get('/new-plan', (c) => {
+  app.get('/new-plan', async (c) => {
     if (!may(c, ALTERATIONS_EXECUTE)) return notAllowed(c);
     const form = formFromQuery(c.req.queries());
     return renderPage(
@@ -639,6 +740,7 @@ export function newPlanRoutes(shell: ShellOf) {
         form={form}
         json={planJsonText(bodyFromForm(form))}
         outcome={{ errors: new Map() }}
+        policy={await getPolicy(c.get('deps').pool, callerTenant(c))}
       />,
     );
   });
@@ -681,6 +783,18 @@ export function newPlanRoutes(shell: ShellOf) {
         }
       } else if (action.startsWith('remove:')) {
         form.alterations.splice(Number(action.slice(7)), 1);
+      } else if (action.startsWith('draft:')) {
+        const i = Number(action.slice(6));
+        const row = form.alterations[i];
+        if (row?.type === 'Migrate') {
+          const drafted = await draftMappings(c, body, row, i);
+          if ('error' in drafted) fail([drafted.error]);
+          else {
+            row.activityMappings = mappingLines(drafted.mappings);
+            (outcome.drafts ??= new Map()).set(i, drafted.note);
+            outcome.focus = `a-${i}-activityMappings`;
+          }
+        }
       } else if (action === 'dry-run') {
         const checked = validate(FilterSchema, body?.filter ?? {}, ['filter']);
         if (!checked.ok) fail(checked.errors);
@@ -714,8 +828,9 @@ export function newPlanRoutes(shell: ShellOf) {
           }
         }
       }
-      // Add and Remove change the form: Plan JSON follows it. Otherwise it shows the body that was used.
-      json = planJsonText(action.startsWith('add:') || action.startsWith('remove:') ? bodyFromForm(form) : body);
+      // Add, Remove and a draft change the form: Plan JSON follows it. Otherwise it shows the body that was used.
+      const changed = ['add:', 'remove:', 'draft:'].some((a) => action.startsWith(a));
+      json = planJsonText(changed ? bodyFromForm(form) : body);
     }
     const status = outcome.problem ? outcome.problem.status : outcome.errors.size ? 400 : 200;
     if (outcome.errors.size && !outcome.problem) {
@@ -729,7 +844,13 @@ export function newPlanRoutes(shell: ShellOf) {
     }
     return renderPage(
       c,
-      <NewPlanPage shell={shell(c)} form={form} json={json ?? ''} outcome={outcome} />,
+      <NewPlanPage
+        shell={shell(c)}
+        form={form}
+        json={json ?? ''}
+        outcome={outcome}
+        policy={await getPolicy(c.get('deps').pool, callerTenant(c))}
+      />,
       status as 200 | 400,
     );
   });
@@ -742,6 +863,46 @@ export function newPlanRoutes(shell: ShellOf) {
     return c.json({ json, fingerprint: fingerprint(json) }, 200);
   });
   return app;
+}
+
+/**
+ * A first draft of a Migrate row's mappings (`GET /workflow-definitions/{definitionId}/migration-draft`'s
+ * code and permission): from the row's "Draft from version" to its target version, for the one definition
+ * the filter names. Answers the mappings and what to tell the user, or the error to show at the row.
+ */
+async function draftMappings(
+  c: Context<AppEnv>,
+  body: Record<string, unknown> | undefined,
+  row: AlterationRow,
+  i: number,
+): Promise<{ mappings: { source: string; target: string }[]; note: string } | { error: FieldError }> {
+  const at = (field: string, message: string) => ({ error: { path: `/alterations/${i}/${field}`, message } });
+  if (!may(c, DEFINITIONS_VIEW))
+    return at('draftFrom', `Drafting mappings requires the permission "${permissionName(c, DEFINITIONS_VIEW)}"`);
+  const filter = (body?.filter ?? {}) as { definitionIds?: unknown };
+  const ids = Array.isArray(filter.definitionIds) ? filter.definitionIds : [];
+  if (ids.length !== 1 || typeof ids[0] !== 'string')
+    return at('draftFrom', 'Drafting mappings needs exactly one definition id in the filter (Definition ids)');
+  const from = Number(row.draftFrom);
+  const to = Number(row.targetVersion);
+  if (!Number.isInteger(from) || from < 1)
+    return at('draftFrom', 'The version to draft from: a whole number, 1 or more');
+  if (!Number.isInteger(to) || to < 1) return at('targetVersion', 'The target version: a whole number, 1 or more');
+  try {
+    const draft = await loadMigrationDraft(c.get('deps').pool, callerTenant(c), ids[0], from, to);
+    const unmapped = draft.unmapped.map((u) => `${u.activityId} (${u.type}${u.name ? ` "${u.name}"` : ''})`);
+    const note =
+      `Drafted from version ${from} to ${to}: ${plural(draft.mappings.length, 'activity', 'activities')} mapped ` +
+      `(${draft.mappings.filter((m) => m.reason === 'sameId').length} by the same id, ` +
+      `${draft.mappings.filter((m) => m.reason === 'sameTypeAndName').length} by the same type and name). ` +
+      (unmapped.length
+        ? `Unmapped, to map by hand (an instance waiting in one fails the migration): ${unmapped.join(', ')}.`
+        : 'Nothing is left unmapped.');
+    return { mappings: draft.mappings, note };
+  } catch (err) {
+    if (err instanceof DomainError && err.status === 404) return at('draftFrom', err.message);
+    throw err;
+  }
 }
 
 /**
