@@ -151,7 +151,7 @@ describe('wfa and change management', () => {
     });
     expect(await wfa(['plans', 'submit', plan, '--id', planId, '--require-approval'])).toMatchObject({ code: 0 });
     expect((await planStatus(planId)).status).toBe(8);
-    const rejected = await asReviewer(['plans', 'reject', planId, '--comment', 'not this week']);
+    const rejected = await asReviewer(['reject', planId, '--comment', 'not this week']);
     expect(rejected).toMatchObject({ code: 0, err: '' });
     expect(rejected.out).toBe(`Rejected plan ${planId}: Cancelled\n`);
     const shown = JSON.parse((await wfa(['--json', 'plans', 'show', planId])).out);
@@ -229,7 +229,7 @@ describe('wfa and change management', () => {
       ],
       unmapped: [{ activityId: 'old-only', type: 'Elsa.WriteLine', name: 'Gone in v2' }],
     });
-    const human = await wfa(['definitions', 'migration-draft', definitionId, '--from', '1', '--to', '2']);
+    const human = await wfa(['draft', definitionId, '--from', '1', '--to', '2']);
     expect(human.out).toContain('1 activities keep their id, 1 mapped by type and name, 1 unmapped');
     expect(human.out).toContain(
       '{"type":"Migrate","targetVersion":2,"activityMappings":[{"source":"wait","target":"await-approval"}]}',

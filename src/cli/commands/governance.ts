@@ -20,11 +20,16 @@ export function addApprovals(plans: Command, cli: Cli): void {
       const r = await (await cli.client()).plans.previewStored(planId, o.limit);
       cli.print(() => previewText(r, false), r);
     });
+  addDecisions(plans, cli);
+}
+
+/** approve and reject, under `wfa plans` and at the top (`wfa approve <planId>`). */
+export function addDecisions(parent: Command, cli: Cli): void {
   for (const [verb, description] of [
     ['approve', 'approve a plan awaiting approval (not your own): it goes on as if just submitted'],
     ['reject', 'reject a plan awaiting approval: it ends Cancelled with no job'],
   ] as const) {
-    plans
+    parent
       .command(`${verb} <planId>`)
       .description(description)
       .option('--comment <text>', 'why, kept with the decision')
@@ -46,7 +51,10 @@ function threshold(value: string): number {
   return v;
 }
 
+/** `wfa policy`, and the change-management verbs at the top: `wfa approve|reject <planId>`, `wfa draft`. */
 export function registerPolicy(program: Command, cli: Cli): void {
+  addDecisions(program, cli);
+  addMigrationDraft(program, cli, 'draft');
   const policy = program.command('policy').description("the tenant's approval policy for plans");
   policy
     .command('show')
@@ -89,9 +97,10 @@ function policyText(p: ApprovalPolicy): string {
   return `${when}\na request for approval stands ${p.approvalTtlSeconds} s, then the plan is cancelled (Expired)`;
 }
 
-export function addMigrationDraft(definitions: Command, cli: Cli): void {
-  definitions
-    .command('migration-draft <definitionId>')
+/** Under `wfa definitions` as migration-draft, and at the top as `wfa draft`. */
+export function addMigrationDraft(parent: Command, cli: Cli, name = 'migration-draft'): void {
+  parent
+    .command(`${name} <definitionId>`)
     .description("a first draft of a Migrate's activityMappings from one version to another, to edit")
     .requiredOption('--from <version>', 'the version the instances run', threshold)
     .requiredOption('--to <version>', 'the version to migrate them to', threshold)

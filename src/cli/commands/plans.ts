@@ -52,6 +52,7 @@ interface SubmitOptions {
   stopOnFailureRatio?: number;
   requireApproval?: boolean;
   notBefore?: string;
+  schedule?: string;
 }
 
 function addSubmit(plans: Command, cli: Cli): void {
@@ -64,6 +65,7 @@ function addSubmit(plans: Command, cli: Cli): void {
     .option('--canary <n>', 'process N instances first, then pause until resumed', positive)
     .option('--stop-on-failure-ratio <r>', 'pause when failed ÷ finished exceeds R (0 to 1)', ratio)
     .option('--require-approval', "ask for a second principal's approval, whatever the tenant's policy says")
+    .option('--schedule <file>', "a schedule in FILE ({notBefore?, windows?}) instead of the plan file's")
     .option('--not-before <time>', 'start no earlier than this date-time with offset (2026-12-01T22:00:00+01:00)')
     .action(async (file: string, o: SubmitOptions) => {
       const body = await readJson<PlanFile>(file);
@@ -76,7 +78,8 @@ function addSubmit(plans: Command, cli: Cli): void {
         ...(o.stopOnFailureRatio !== undefined ? { stopOnFailureRatio: o.stopOnFailureRatio } : {}),
       };
       // The file may carry a schedule (maintenance windows); --not-before sets or replaces its notBefore.
-      const schedule = o.notBefore !== undefined ? { ...body.schedule, notBefore: o.notBefore } : body.schedule;
+      const base = o.schedule !== undefined ? await readJson<PlanFile['schedule']>(o.schedule) : body.schedule;
+      const schedule = o.notBefore !== undefined ? { ...base, notBefore: o.notBefore } : base;
       const { planId } = await c.plans.submit({
         ...body,
         ...(o.id ? { id: o.id } : {}),
