@@ -21,7 +21,7 @@ const SCRATCH_JSON = '{"alterations":[ {"type":"Cancel"}],\n"filter":{ }}\n';
 
 async function lint(): Promise<{ code: number; output: string }> {
   try {
-    const { stdout, stderr } = await run('bash', ['.ci/lint-tracked'], { cwd: work, timeout: 90_000 });
+    const { stdout, stderr } = await run('bash', ['.ci/lint-tracked'], { cwd: work, timeout: 180_000 });
     return { code: 0, output: stdout + stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -57,12 +57,12 @@ describe('npm run lint', () => {
     expect(result.output).not.toContain('scratch.ts');
     expect(result.output).not.toContain('approve-suspended.json');
     expect(result.code, result.output).toBe(0);
-  }, 90_000);
+  }, 180_000);
 
   it('fails on the same file once git tracks it, naming it', async () => {
     await run('git', ['add', 'src/scratch.ts'], { cwd: work });
     const result = await lint();
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('src/scratch.ts');
-  }, 90_000);
+  }, 180_000);
 });
