@@ -27,6 +27,18 @@ const ROUTES: { method: string; path: string; structured: string; legacy: string
   { method: 'GET', path: '/alterations/p1/jobs', structured: 'alterations:view', legacy: 'read:alterations' },
   { method: 'GET', path: '/alterations/p1/events', structured: 'alterations:view', legacy: 'read:alterations' },
   { method: 'GET', path: '/alterations', structured: 'alterations:view', legacy: 'read:alterations' },
+  // Plan governance (section 10): the legacy model has no strings for deciding plans or setting the policy.
+  { method: 'GET', path: '/alterations/p1/preview', structured: 'alterations:view', legacy: 'read:alterations' },
+  { method: 'POST', path: '/alterations/p1/approve', structured: 'alterations:approve', legacy: '*' },
+  { method: 'POST', path: '/alterations/p1/reject', structured: 'alterations:approve', legacy: '*' },
+  { method: 'GET', path: '/alterations/policy', structured: 'alterations:view', legacy: 'read:alterations' },
+  { method: 'PUT', path: '/alterations/policy', structured: 'alterations/policy:update', legacy: '*' },
+  {
+    method: 'GET',
+    path: '/workflow-definitions/d1/migration-draft',
+    structured: 'workflows/definitions:view',
+    legacy: 'read:workflow-definitions',
+  },
   { method: 'GET', path: '/connection-configuration', structured: 'connections:view', legacy: 'connections:read' },
   { method: 'GET', path: '/connection-configuration/c1', structured: 'connections:view', legacy: 'connections:read' },
   { method: 'POST', path: '/connection-configuration', structured: 'connections:create', legacy: 'connections:write' },
