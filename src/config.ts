@@ -176,7 +176,7 @@ export interface Config {
   metrics: { public: boolean; port: number | undefined };
 }
 
-/** TLS to a Temporal of one's own, its files read and checked at start (README "Secured Temporal and Postgres"). */
+/** TLS to a Temporal of one's own, its files read and checked at start (docs/operations.md, "Secured Temporal and Postgres"). */
 export interface TemporalTls {
   /** TEMPORAL_TLS_CA: the CA(s) the server's certificate must chain to; the system's CAs when absent. */
   ca: { file: string; pem: Buffer } | undefined;
@@ -186,7 +186,7 @@ export interface TemporalTls {
   serverName: string | undefined;
 }
 
-/** What one tenant may hold at once of a resource every tenant shares (README "Tenants and shares"). */
+/** What one tenant may hold at once of a resource every tenant shares (docs/tenancy.md, "Shares"). */
 export interface TenantShares {
   /** Open event streams per tenant on one API node (EVENT_STREAMS_PER_TENANT); past it, 429. */
   eventStreamsPerTenant: number;

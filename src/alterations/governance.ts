@@ -176,9 +176,9 @@ export async function decidePlan(
     };
     const status = decision === 'Approved' ? PLAN_STATUS.Pending : PLAN_STATUS.Cancelled;
     await client.query(
-      `UPDATE alteration_plans SET status = $2, approval = $3::jsonb, steering = steering + 1,
-              completed_at = CASE WHEN $2 = ${PLAN_STATUS.Cancelled} THEN $4::timestamptz ELSE completed_at END,
-              job_total = CASE WHEN $2 = ${PLAN_STATUS.Cancelled} THEN 0 ELSE job_total END
+      `UPDATE alteration_plans SET status = $2::smallint, approval = $3::jsonb, steering = steering + 1,
+              completed_at = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN $4::timestamptz ELSE completed_at END,
+              job_total = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN 0 ELSE job_total END
         WHERE id = $1`,
       [planId, status, JSON.stringify(approval), now],
     );

@@ -44,9 +44,9 @@ export const JobCountsSchema = z.object({
 });
 export type JobCounts = z.infer<typeof JobCountsSchema>;
 
-const PrincipalRefSchema = z
-  .object({ kind: z.enum(['user', 'apiKey']), id: z.string(), name: z.string() })
-  .openapi('PrincipalRef');
+// Not a named component: `decidedBy` is nullable, and OpenAPI 3.0 ignores `nullable` beside a `$ref` (a
+// validator then refuses the null an undecided plan carries).
+const PrincipalRefSchema = z.object({ kind: z.enum(['user', 'apiKey']), id: z.string(), name: z.string() });
 
 /** A plan's approval (section 10): who asked, what the filter matched then, until when, who decided. */
 export const ApprovalSchema = z

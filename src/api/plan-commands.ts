@@ -34,15 +34,17 @@ export async function submitPlanCommand(deps: Deps, principal: Principal, body: 
   const { pool } = deps;
   const tenant = tenantKey(principal.tenantId);
   const submittedBy = principalRef(principal);
+  // One instant for the submission: the plan's createdAt, and its approval's expiresAt = createdAt + TTL.
+  const now = new Date();
   // The tenant's policy (or the body) may make it wait for a second principal's approval; the instances
   // are counted only when the answer depends on it.
   const policy = await getPolicy(pool, tenant);
   const counting = policy.approval !== 'never' || body.approval?.required === true;
   const matched = counting ? await countInstances(pool, body.filter, tenant) : 0;
   const approval = approvalNeeded(policy, body.approval?.required === true, matched)
-    ? pendingApproval(policy, submittedBy, matched, new Date())
+    ? pendingApproval(policy, submittedBy, matched, now)
     : null;
-  const { planId } = await submitPlan(pool, tenant, body, new Date(), { submittedBy, approval });
+  const { planId } = await submitPlan(pool, tenant, body, now, { submittedBy, approval });
   // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
   // submit whose first attempt stored the plan but could not start it.
   const stored = await getPlanView(pool, tenant, planId);

@@ -4,6 +4,7 @@ import { registerConnections } from './commands/connections.js';
 import { registerDefinitions } from './commands/definitions.js';
 import { registerIdentity } from './commands/identity.js';
 import { registerInstances } from './commands/instances.js';
+import { registerPolicy } from './commands/governance.js';
 import { registerPlans } from './commands/plans.js';
 import { registerRuns } from './commands/runs.js';
 import { Cli, type Io } from './context.js';
@@ -21,6 +22,7 @@ const COMMAND_GROUPS = [
   registerDefinitions,
   registerInstances,
   registerPlans,
+  registerPolicy,
   registerRuns,
   registerConnections,
 ];

@@ -71,10 +71,24 @@ export function showPlan(p: PlanView): string {
     `${safeCell(p.id)}  ${planOutcome(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
     `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(a.type)).join(', ')}`,
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
+    ...approvalLines(p),
+    ...(p.resumesAt ? [`  paused by its schedule; goes on by itself at ${p.resumesAt}`] : []),
     `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
     `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
     `  created ${p.createdAt}${p.completedAt ? `, finished ${p.completedAt}` : ''}`,
   ].join('\n');
+}
+
+/** Who asked for approval, and who decided or until when it stands (section "Change management"). */
+function approvalLines(p: PlanView): string[] {
+  const a = p.approval;
+  if (!a) return [];
+  const who = (r: { kind: string; name: string }) => `${safeCell(r.name)} (${r.kind === 'user' ? 'user' : 'API key'})`;
+  const asked = `approval ${a.state}: asked by ${who(a.requestedBy)} for ${n(a.matchedCount)} instances`;
+  if (a.state === 'Pending')
+    return [`  ${asked}, until ${a.expiresAt}`, `  approve: wfa plans approve ${safeCell(p.id)} (by someone else)`];
+  const decided = a.decidedBy ? `, decided by ${who(a.decidedBy)} at ${a.decidedAt}` : '';
+  return [`  ${asked}${decided}${a.comment ? `: ${safeCell(a.comment)}` : ''}`];
 }
 
 function rolloutWords(r: PlanView['rollout']): string[] {

@@ -1,5 +1,8 @@
 import type { z } from 'zod';
 import type { AlterationSchema, FilterSchema, RolloutPatchSchema, RolloutSchema } from '../alterations/model.js';
+import type { ApprovalPolicy } from '../alterations/governance.js';
+import type { ScheduleSchema } from '../alterations/schedule.js';
+import type { MigrationDraft } from '../engine/migration-draft.js';
 import type { JobView, PlanSummaryView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
 import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
 import type { DefinitionSchema, DefinitionSummarySchema } from '../engine/definition-views.js';
@@ -20,6 +23,8 @@ export { ConnectionError, type ConnectionFailure, ProblemError, UnexpectedAnswer
 export type Alteration = z.input<typeof AlterationSchema>;
 export type Filter = z.input<typeof FilterSchema>;
 export type Rollout = z.input<typeof RolloutSchema>;
+export type Schedule = z.input<typeof ScheduleSchema>;
+export type { ApprovalPolicy, MigrationDraft };
 export type RolloutPatch = z.input<typeof RolloutPatchSchema>;
 export type DefinitionRequest = z.input<typeof WorkflowDefinitionRequestSchema>;
 export type Definition = z.infer<typeof DefinitionSchema>;
@@ -199,6 +204,14 @@ export function createClient(options: ClientOptions) {
         call<Page<DefinitionSummary> & { totalCount: number }>('GET', '/workflow-definitions', shapes.definitionList, {
           query: { after: opts.after, limit: opts.limit },
         }),
+      /** A first draft of a Migrate's activityMappings from version `from` to `to`, to edit. */
+      migrationDraft: (definitionId: string, from: number, to: number) =>
+        call<MigrationDraft>(
+          'GET',
+          `/workflow-definitions/${seg(definitionId)}/migration-draft`,
+          shapes.migrationDraft,
+          { query: { from, to } },
+        ),
     },
 
     instances: {
@@ -235,8 +248,16 @@ export function createClient(options: ClientOptions) {
     },
 
     plans: {
-      submit: (body: { id?: string; alterations: Alteration[]; filter: Filter; rollout?: Rollout }) =>
-        call<{ planId: string }>('POST', '/alterations/submit', shapes.planId, { body }),
+      submit: (body: {
+        id?: string;
+        alterations: Alteration[];
+        filter: Filter;
+        rollout?: Rollout;
+        /** Ask for a second principal's approval whatever the tenant's policy says. */
+        approval?: { required: true };
+        /** Not before a moment, and only inside maintenance windows. */
+        schedule?: Schedule;
+      }) => call<{ planId: string }>('POST', '/alterations/submit', shapes.planId, { body }),
       dryRun: (filter: Filter) =>
         call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', shapes.dryRun, { body: filter }),
       /** How many instances the filter selects, without their ids. */
@@ -260,8 +281,29 @@ export function createClient(options: ClientOptions) {
       /** Batches in flight finish, none starts until resumed (status Paused 7). */
       pause: (planId: string) =>
         call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/pause`, shapes.planState),
-      resume: (planId: string) =>
-        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/resume`, shapes.planState),
+      /** `ignoreSchedule`: run now, outside its windows too, to its end (its schedule dropped). */
+      resume: (planId: string, body: { ignoreSchedule?: boolean } = {}) =>
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/resume`, shapes.planState, {
+          body,
+        }),
+      /** Approve a plan awaiting approval (status 8); never the submitter's own. */
+      approve: (planId: string, body: { comment?: string } = {}) =>
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/approve`, shapes.planState, {
+          body,
+        }),
+      /** Reject a plan awaiting approval: Cancelled, no job. */
+      reject: (planId: string, body: { comment?: string } = {}) =>
+        call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/reject`, shapes.planState, {
+          body,
+        }),
+      /** What a stored plan would do now to its first `limit` matched instances (for its approver). */
+      previewStored: (planId: string, limit?: number) =>
+        call<{ matchedCount: number; items: PreviewItem[] }>(
+          'GET',
+          `/alterations/${seg(planId)}/preview`,
+          shapes.preview,
+          { query: { limit } },
+        ),
       /** Change the rate or failure ratio of a running or paused plan (null removes one). */
       rollout: (planId: string, body: RolloutPatch) =>
         call<PlanView>('PATCH', `/alterations/${seg(planId)}/rollout`, shapes.plan, { body }),
@@ -278,6 +320,13 @@ export function createClient(options: ClientOptions) {
         }),
       /** The plan's live events (`progress` …, then `done`); ends after `done`, or when `signal` aborts. */
       events: planEvents,
+    },
+
+    /** The tenant's approval policy (section "Change management" of the README). */
+    policy: {
+      get: () => call<ApprovalPolicy>('GET', '/alterations/policy', shapes.policy),
+      put: (policy: ApprovalPolicy) =>
+        call<ApprovalPolicy>('PUT', '/alterations/policy', shapes.policy, { body: policy }),
     },
 
     connections: {

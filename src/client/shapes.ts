@@ -38,6 +38,14 @@ const planFields = {
   }).nullish(),
   pauseReason: nullableString.optional(),
   revertOf: nullableString.optional(),
+  approval: obj({
+    state: z.string(),
+    requestedBy: obj({ kind: z.string(), id: z.string(), name: nullableString }),
+    expiresAt: z.string(),
+    decidedBy: obj({ kind: z.string(), id: z.string(), name: nullableString }).nullable(),
+    comment: nullableString,
+  }).nullish(),
+  resumesAt: nullableString.optional(),
 };
 /** A plan of `GET /alterations`: its alterations' types and count instead of the alterations. */
 export const planSummary = obj({ ...planFields, alterationTypes: z.array(z.string()), alterationCount: z.number() });
@@ -56,6 +64,18 @@ export const planState = obj({ planId: z.string(), status: z.number() });
 
 export const definition = obj({ id: z.string(), definitionId: z.string(), version: z.number() });
 export const definitionList = page(definition);
+export const migrationDraft = obj({
+  definitionId: z.string(),
+  from: z.number(),
+  to: z.number(),
+  mappings: z.array(obj({ source: z.string(), target: z.string(), reason: z.string() })),
+  unmapped: z.array(obj({ activityId: z.string(), type: z.string(), name: nullableString })),
+});
+export const policy = obj({
+  approval: z.enum(['never', 'always', 'above']),
+  approvalThreshold: z.number().nullable(),
+  approvalTtlSeconds: z.number(),
+});
 
 export const instanceSummary = obj({
   id: z.string(),

@@ -5,7 +5,7 @@ import type { CallObserver, CallOutcome } from '../connections/http.js';
 import { scrapeTemporalSdk } from './temporal-scrape.js';
 
 /**
- * The service's database pools (README "Tenants and shares", Sizing): the API's, the worker's, the calls',
+ * The service's database pools (docs/tenancy.md, Sizing): the API's, the worker's, the calls',
  * and the one connection of a worker-only process's METRICS_PORT listener.
  */
 export type PoolName = 'api' | 'worker' | 'calls' | 'probes';
@@ -14,7 +14,7 @@ export type PoolName = 'api' | 'worker' | 'calls' | 'probes';
  * The operator's metrics of one service (one process's API and worker), in a registry of its own: created
  * with the service and handed down to the HTTP app, the activities and the outbound calls, never prom-client's
  * global registry (a test process runs several services). Every label is bounded and names no tenant, plan or
- * instance: metrics are per node and across tenants (README "Metrics and health").
+ * instance: metrics are per node and across tenants (docs/operations.md, "Metrics and health").
  */
 export interface ServiceMetrics extends PlanMetrics, CallObserver {
   /** The Prometheus text format's content type (version 0.0.4), which the SDK's exporter writes too. */

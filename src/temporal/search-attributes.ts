@@ -10,7 +10,7 @@ const INDEXED: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
   KEYWORD_LIST: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 };
 
-/** The command that registers the attributes on a Temporal of one's own (README, docker-compose). */
+/** The command that registers the attributes on a Temporal of one's own (docs/operations.md, docker-compose). */
 export const REGISTER_COMMAND = SEARCH_ATTRIBUTES.map(
   (k) =>
     `temporal operator search-attribute create --namespace default --name ${k.name} --type ${k.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword'}`,

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,7 @@ import { type SpawnedService, spawnService } from '../support/spawned-service.js
 /**
  * The README's walk-through, run as written: its shell blocks between the walkthrough markers, in one
  * bash (set -euo pipefail), against the service started as a separate process, from a folder outside the
- * clone, with an empty HOME and no registry reachable. `wfa` is on PATH the way the README puts it there
+ * clone, with an empty HOME and no registry reachable. It works in the scratch folder it makes (~/wfa-try). `wfa` is on PATH the way the README puts it there
  * (`npm link`, into a global folder of the test's own); `npx` is not there at all.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -130,5 +130,19 @@ describe('the README walk-through', () => {
     expect(out).toMatch(/card-check v1 +Running\/Faulted/);
     expect(out).toMatch(/charge +Elsa\.Fault +card declined/);
     expect(out.trim().split('\n').at(-1)).toBe('2');
+    // The walkthrough's files go to the scratch folder it makes, never into the folder it was started in
+    // (a user's clone, where they would be the user's files among the project's).
+    expect(blocks[0]).toMatch(/^mkdir -p ~\/wfa-try && cd ~\/wfa-try {3}#/);
+    expect((await readdir(path.join(work, 'wfa-try'))).filter((f) => f.endsWith('.json')).sort()).toEqual([
+      'approve-suspended.json',
+      'cancel-order-2.json',
+      'card-check.json',
+      'migrate.json',
+      'order-approval-v2.json',
+      'order-approval.json',
+      'schedule-set.json',
+      'unapprove.json',
+    ]);
+    expect((await readdir(work)).filter((f) => f.endsWith('.json'))).toEqual([]);
   }, 240_000);
 });

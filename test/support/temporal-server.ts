@@ -238,8 +238,8 @@ async function setUpDatabase(opts: TemporalServerOptions, database: string, vers
 }
 
 /**
- * What the service's own dev server gets (src/temporal/devserver.ts) and a production Temporal needs (README
- * "Running in production"): eager activities and workflow starts, Task Queue Fairness with one partition,
+ * What the service's own dev server gets (src/temporal/devserver.ts) and a production Temporal needs
+ * (docs/operations.md, "Running in production"): eager activities and workflow starts, Task Queue Fairness with one partition,
  * updates; and search attributes read fresh, so that one registered a moment ago is usable at once.
  */
 const DYNAMIC_CONFIG = `system.enableEagerWorkflowStart:

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createServiceMetrics } from '../../src/metrics/service-metrics.js';
 
 /**
- * The Grafana dashboard (docs/grafana-dashboard.json) and the README's "Metrics and health" name the
+ * The Grafana dashboard (docs/grafana-dashboard.json) and "Metrics and health" in docs/operations.md name the
  * metrics the service registers, so neither drifts from the code: a metric renamed in the code fails here.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -64,10 +64,13 @@ describe('the metrics documentation', () => {
       expect(used, sdk).toContain(sdk);
   });
 
-  it('the README lists every wfa_ metric with its type, and no other', async () => {
+  it('docs/operations.md lists every wfa_ metric with its type, and no other', async () => {
     const known = await families();
-    const readme = read('README.md');
-    const section = readme.slice(readme.indexOf('## Metrics and health'), readme.indexOf('## How it is built'));
+    const doc = read('docs/operations.md');
+    const start = doc.indexOf('\n## Metrics and health\n');
+    expect(start, 'docs/operations.md has a "## Metrics and health" section').toBeGreaterThanOrEqual(0);
+    const next = doc.indexOf('\n## ', start + 1);
+    const section = doc.slice(start, next < 0 ? undefined : next);
     const rows = new Map(
       [...section.matchAll(/^\| `(wfa_\w+)` \| (\w+) \|/gm)].map((m) => [m[1]!, m[2]!] as [string, string]),
     );

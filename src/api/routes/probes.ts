@@ -59,7 +59,7 @@ const metricsRoute = (permission: PermissionSpec) =>
     description:
       'Per process and across tenants: no label names a tenant, a plan or an instance, so only a default-tenant ' +
       'principal may read them (with `service/metrics:view`; `*` in the legacy model), unless METRICS_PUBLIC=true ' +
-      'makes them public. README "Metrics and health" lists every metric.',
+      'makes them public. docs/operations.md, "Metrics and health", lists every metric.',
     responses: {
       200: {
         description: 'The exposition (text format 0.0.4)',

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Cli } from '../context.js';
 import { table } from '../format.js';
 import { readJson } from '../input.js';
+import { addMigrationDraft } from './governance.js';
 
 /** `wfa definitions …`: publish a definition, list the latest versions. */
 export function registerDefinitions(program: Command, cli: Cli): void {
@@ -21,4 +22,5 @@ export function registerDefinitions(program: Command, cli: Cli): void {
       const rows = r.items.map((d) => ({ id: d.definitionId, version: d.version, name: d.name, created: d.createdAt }));
       cli.print(() => table(rows, ['id', 'version', 'name', 'created']), r);
     });
+  addMigrationDraft(definitions, cli);
 }

@@ -16,9 +16,10 @@ export function addPlanSteering(plans: Command, cli: Cli): void {
     });
   plans
     .command('resume <planId>')
-    .description('resume a paused plan where it stopped')
-    .action(async (planId: string) => {
-      const r = await (await cli.client()).plans.resume(planId);
+    .description('resume a paused plan where it stopped (outside its maintenance windows: --ignore-schedule)')
+    .option('--ignore-schedule', 'run now, outside its windows too, to its end (its schedule is dropped)')
+    .action(async (planId: string, o: { ignoreSchedule?: boolean }) => {
+      const r = await (await cli.client()).plans.resume(planId, o.ignoreSchedule ? { ignoreSchedule: true } : {});
       cli.print(() => `Resumed plan ${planId}: ${planStatusName(r.status)}`, r);
     });
   addRollout(plans, cli);

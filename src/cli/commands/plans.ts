@@ -7,6 +7,7 @@ import { readJson } from '../input.js';
 import { count, positive, ratio } from '../options.js';
 import { type PagingOptions, printPages } from '../paging.js';
 import { dryRunText, planRow, previewText, showPlan } from '../plan-text.js';
+import { addApprovals } from './governance.js';
 import { addPlanSteering } from './plan-steering.js';
 
 type PlanFile = Parameters<Client['plans']['submit']>[0];
@@ -18,6 +19,7 @@ export function registerPlans(program: Command, cli: Cli): void {
   addSubmit(plans, cli);
   addReads(plans, cli);
   addPlanSteering(plans, cli);
+  addApprovals(plans, cli);
 }
 
 /** dry-run and preview: what a plan would select and do, writing nothing. */
@@ -48,6 +50,9 @@ interface SubmitOptions {
   rate?: number;
   canary?: number;
   stopOnFailureRatio?: number;
+  requireApproval?: boolean;
+  notBefore?: string;
+  schedule?: string;
 }
 
 function addSubmit(plans: Command, cli: Cli): void {
@@ -59,6 +64,9 @@ function addSubmit(plans: Command, cli: Cli): void {
     .option('--rate <n>', 'at most N instances per second', positive)
     .option('--canary <n>', 'process N instances first, then pause until resumed', positive)
     .option('--stop-on-failure-ratio <r>', 'pause when failed ÷ finished exceeds R (0 to 1)', ratio)
+    .option('--require-approval', "ask for a second principal's approval, whatever the tenant's policy says")
+    .option('--schedule <file>', "a schedule in FILE ({notBefore?, windows?}) instead of the plan file's")
+    .option('--not-before <time>', 'start no earlier than this date-time with offset (2026-12-01T22:00:00+01:00)')
     .action(async (file: string, o: SubmitOptions) => {
       const body = await readJson<PlanFile>(file);
       const c = await cli.client();
@@ -69,10 +77,15 @@ function addSubmit(plans: Command, cli: Cli): void {
         ...(o.canary !== undefined ? { canary: o.canary } : {}),
         ...(o.stopOnFailureRatio !== undefined ? { stopOnFailureRatio: o.stopOnFailureRatio } : {}),
       };
+      // The file may carry a schedule (maintenance windows); --not-before sets or replaces its notBefore.
+      const base = o.schedule !== undefined ? await readJson<PlanFile['schedule']>(o.schedule) : body.schedule;
+      const schedule = o.notBefore !== undefined ? { ...base, notBefore: o.notBefore } : base;
       const { planId } = await c.plans.submit({
         ...body,
         ...(o.id ? { id: o.id } : {}),
         ...(Object.keys(rollout).length ? { rollout } : {}),
+        ...(o.requireApproval ? { approval: { required: true as const } } : {}),
+        ...(schedule ? { schedule } : {}),
       });
       // Said beside the answer, not instead of it: the plan is stored and ends Completed with no jobs.
       if (hasNoConstraint(body.filter) && !cli.options.json)
