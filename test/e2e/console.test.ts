@@ -613,6 +613,273 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await context.close();
   });
 
+  it('asks for approval from New plan; four eyes refuse the submitter; a second user approves it from Approvals with a comment, and it runs', async () => {
+    const approver = `approver-${run}`;
+    await createUser(approver, ['alterations:view', 'alterations:approve', 'workflows/instances:view']);
+    const planId = `gov-${run}`;
+    // The submitter: New plan with "Ask for approval by someone else".
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.getByRole('link', { name: 'New plan' }).click();
+    await page.getByText("This tenant's policy asks for no approval.").waitFor();
+    await page.getByLabel('Correlation ids').fill(`console-${run}-2`);
+    await page.getByRole('button', { name: 'Add ModifyVariable' }).click();
+    await page.getByLabel('Variable id').fill('note');
+    await page.getByLabel('New value').fill('approved value');
+    await page.getByLabel('Ask for approval by someone else').check();
+    await page.getByLabel('Plan id (optional)').fill(planId);
+    // Plan JSON follows the form (the script asks the server for what the form builds).
+    await eventually(
+      async () => (await page.getByLabel('Plan JSON').inputValue()).includes('"approval"'),
+      'Plan JSON to carry the approval',
+    );
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.waitForURL(`${base}/console/plans/${planId}?notice=submitted`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Awaiting approval', 'Awaiting approval');
+    const approval = page.getByRole('region', { name: 'Approval' });
+    await approval.getByText('Pending', { exact: true }).waitFor();
+    await approval.getByText(`op-${run} (user)`).waitFor();
+    await approval.getByRole('cell', { name: '"approved value"' }).first().waitFor();
+    await approval.getByText('You submitted this plan').waitFor();
+    await expectAccessible(page, 'a plan awaiting approval');
+    await expectNoSidewaysScroll(page, 'a plan awaiting approval');
+    // Nothing runs meanwhile; Pause and Resume do not apply, Cancel plan (withdraw) does.
+    expect(await page.getByRole('button', { name: 'Pause' }).isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Cancel plan' }).isVisible()).toBe(true);
+    // Four eyes: the submitter's own Approve is refused, in the API's words, and nothing changes.
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'A plan cannot be approved by the principal that submitted it' })
+      .waitFor();
+    await page.getByRole('button', { name: 'Reject' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Forbidden (403)' }).waitFor();
+    const stored = (await call('GET', `/alterations/${planId}`)).body.plan;
+    expect(stored.status).toBe(8);
+    expect(stored.approval).toMatchObject({ state: 'Pending', requestedBy: { kind: 'user', name: `op-${run}` } });
+    expect(stored.jobCounts.total).toBe(0);
+
+    // The second user: Approvals lists it with its preview, and approves it with a comment.
+    const second = await signedIn(approver);
+    await second.page.getByRole('link', { name: 'Approvals' }).click();
+    const entry = second.page.getByRole('article', { name: planId });
+    await entry.getByRole('link', { name: planId, exact: true }).waitFor();
+    await entry.getByText(`op-${run} (user)`).waitFor();
+    await entry.getByRole('cell', { name: '"approved value"' }).first().waitFor();
+    expect(await entry.getByText('You submitted this plan').count()).toBe(0);
+    await expectAccessible(second.page, 'Approvals with a plan');
+    await expectNoSidewaysScroll(second.page, 'Approvals with a plan');
+    await entry.getByLabel('Comment').fill(`Checked the preview ${MARKUP}`);
+    await entry.getByRole('button', { name: 'Approve' }).click();
+    await second.page.waitForURL(/\/console\/approvals\?notice=approved/);
+    await second.page.getByText(`Plan ${planId}: Approved`).waitFor();
+    expect(await second.page.getByRole('article', { name: planId }).count()).toBe(0);
+
+    // The submitter's page follows it live: approved, then run to its end.
+    await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the approved plan to complete');
+    await approval.getByText('Approved', { exact: true }).waitFor();
+    const decided = (await call('GET', `/alterations/${planId}`)).body.plan;
+    expect(decided.approval).toMatchObject({
+      state: 'Approved',
+      decidedBy: { kind: 'user', name: approver },
+      comment: `Checked the preview ${MARKUP}`,
+    });
+    expect(decided.jobCounts).toMatchObject({ total: 1, completed: 1 });
+    // The decision with who, when and why, on the plan's page; the comment as text.
+    await second.page.goto(`${base}/console/plans/${planId}`);
+    const shown = second.page.getByRole('region', { name: 'Approval' });
+    await shown.getByText(`${approver} (user)`).waitFor();
+    await shown.getByText(`Checked the preview ${MARKUP}`).waitFor();
+    expect(await second.page.locator('img').count()).toBe(0);
+    await second.context.close();
+    await context.close();
+  });
+
+  it('rejects from a plan page with a comment, lets the submitter withdraw, and shows a user without alterations:approve no decision', async () => {
+    const approver = `approver-${run}`;
+    const body = (id: string) => ({
+      id,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 9 }],
+      filter: { correlationIds: [`console-${run}-3`] },
+      approval: { required: true },
+    });
+    const rejected = await submit(body(`reject-${run}`));
+    const withdrawn = await submit(body(`withdraw-${run}`));
+    // A viewer sees them waiting, and why they may not decide.
+    const viewer = await signedIn(`viewer-${run}`);
+    await viewer.page.getByRole('link', { name: 'Approvals' }).click();
+    const entry = viewer.page.getByRole('article', { name: rejected });
+    await entry
+      .getByText('You may not approve or reject plans: that requires the permission "alterations:approve".')
+      .waitFor();
+    expect(await viewer.page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    const refused = await viewer.page.request.post(`${base}/console/plans/${rejected}/approve`, {
+      headers: { origin: base },
+      form: { comment: 'me too' },
+      maxRedirects: 0,
+    });
+    expect(refused.status()).toBe(403);
+    expect(await refused.text()).toContain(
+      'Missing permission: this operation requires &quot;alterations:approve&quot;',
+    );
+    await viewer.context.close();
+
+    // The approver rejects one from its page, with a comment.
+    let { context, page } = await signedIn(approver);
+    await page.goto(`${base}/console/plans/${rejected}`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Awaiting approval', 'Awaiting approval');
+    await page.getByLabel('Comment').fill('Not in this quarter');
+    await page.getByRole('button', { name: 'Reject' }).click();
+    await page.waitForURL(/notice=rejected/);
+    await page.getByText('Rejected: the plan is cancelled and no job ran.').waitFor();
+    expect(await statusOf(page).innerText()).toBe('Cancelled');
+    const approval = page.getByRole('region', { name: 'Approval' });
+    await approval.getByText('Rejected', { exact: true }).waitFor();
+    await approval.getByText('Not in this quarter').waitFor();
+    expect(await page.getByRole('button', { name: 'Approve' }).isVisible()).toBe(false);
+    const plan = (await call('GET', `/alterations/${rejected}`)).body.plan;
+    expect(plan).toMatchObject({ status: 6, approval: { state: 'Rejected', comment: 'Not in this quarter' } });
+    expect(plan.jobCounts.total).toBe(0);
+
+    await context.close();
+
+    // Cancel plan (alterations:execute) on a plan awaiting approval withdraws it.
+    const operator = await signedIn(`op-${run}`);
+    page = operator.page;
+    context = operator.context;
+    await page.goto(`${base}/console/plans/${withdrawn}`);
+    await page.getByRole('button', { name: 'Cancel plan' }).click();
+    await page.getByText('Withdrawn: the plan awaited approval').waitFor();
+    await eventually(async () => (await statusOf(page).innerText()) === 'Cancelled', 'Cancelled');
+    await page.getByRole('region', { name: 'Approval' }).getByText('Withdrawn', { exact: true }).waitFor();
+    expect((await call('GET', `/alterations/${withdrawn}`)).body.plan.approval.state).toBe('Withdrawn');
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('Nothing is awaiting approval.').waitFor();
+    await context.close();
+  });
+
+  it('schedules a plan from New plan: Paused by its schedule with when it resumes; Resume outside the windows is refused, ignoring the schedule runs it', async () => {
+    const tomorrow = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'][(new Date().getUTCDay() + 1) % 7]!;
+    const planId = `window-${run}`;
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/new-plan`);
+    await page.getByLabel('Correlation ids').fill(`console-${run}-3`);
+    await page.getByRole('button', { name: 'Add ModifyVariable' }).click();
+    await page.getByLabel('Variable id').fill('amount');
+    await page.getByLabel('New value').fill('7');
+    await page.getByText('Maintenance windows', { exact: true }).click();
+    const window1 = page.getByRole('group', { name: 'Maintenance window 1' });
+    await window1.getByLabel(tomorrow, { exact: true }).check();
+    await window1.getByLabel('From', { exact: true }).fill('00:00');
+    await window1.getByLabel('To', { exact: true }).fill('00:01');
+    await expect(window1.getByLabel('Time zone').inputValue()).resolves.toBe('UTC');
+    await page.getByLabel('Plan id (optional)').fill(planId);
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.waitForURL(`${base}/console/plans/${planId}?notice=submitted`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Paused', 'Paused by its schedule');
+    const progress = page.getByRole('region', { name: 'Progress' });
+    await eventually(async () => (await progress.innerText()).includes('schedule'), 'the pause reason schedule');
+    const stored = (await call('GET', `/alterations/${planId}`)).body.plan;
+    expect(stored.schedule).toEqual({ windows: [{ days: [tomorrow], from: '00:00', to: '00:01', timeZone: 'UTC' }] });
+    expect(stored.pauseReason).toBe('schedule');
+    const resumesAt = stored.resumesAt as string;
+    await eventually(
+      async () => (await progress.innerText()).includes(`${resumesAt.slice(0, 10)} ${resumesAt.slice(11, 19)} UTC`),
+      'when it resumes, live',
+    );
+    await page.getByRole('region', { name: 'About this plan' }).getByText(`${tomorrow} 00:00–00:01 UTC`).waitFor();
+    await expectAccessible(page, 'a plan paused by its schedule');
+    // Paused by its schedule, it can still be paused by hand (to hold across windows): Pause is there.
+    expect(await page.getByRole('button', { name: 'Pause' }).isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('alert').filter({ hasText: 'is outside its maintenance windows' }).waitFor();
+    expect(await planStatus(planId)).toBe(7);
+    await page.getByLabel('Resume ignoring the schedule').check();
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByText('Resumed now, its schedule dropped').waitFor();
+    await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the plan to run to its end');
+    expect((await call('GET', `/alterations/${planId}`)).body.plan.schedule).toBeNull();
+    await context.close();
+  });
+
+  it("drafts a Migrate's activity mappings from the migration draft, to edit, and the migration follows them", async () => {
+    const migId = `console-mig-${run}`;
+    const v1 = {
+      definitionId: migId,
+      root: {
+        type: 'Elsa.Flowchart',
+        id: 'flow1',
+        start: 'start',
+        activities: [
+          {
+            id: 'start',
+            type: 'Elsa.WriteLine',
+            version: 1,
+            text: { typeName: 'String', expression: { type: 'Literal', value: 'started' } },
+          },
+          {
+            id: 'wait',
+            name: 'Wait for approval',
+            type: 'Elsa.Event',
+            version: 1,
+            eventName: { typeName: 'String', expression: { type: 'Literal', value: 'approve' } },
+          },
+        ],
+        connections: [{ source: { activity: 'start', port: 'Done' }, target: { activity: 'wait', port: 'In' } }],
+      },
+    };
+    const v2 = structuredClone(v1);
+    v2.root.activities[1]!.id = 'await-approval';
+    v2.root.connections[0]!.target.activity = 'await-approval';
+    expect((await call('POST', '/workflow-definitions', v1)).status).toBe(201);
+    const started = await call('POST', '/workflow-instances', { definitionId: migId });
+    expect(started.status).toBe(202);
+    const instanceId = started.body.workflowInstanceId as string;
+    await eventually(
+      async () => (await call('GET', `/workflow-instances/${instanceId}`)).body.bookmarks?.length === 1,
+      'the instance to wait',
+    );
+    const published = await call('POST', '/workflow-definitions', v2);
+    expect(published.status, JSON.stringify(published.body)).toBe(201);
+
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/new-plan`);
+    await page.getByLabel('Definition ids').fill(migId);
+    await page.getByRole('button', { name: 'Add Migrate' }).click();
+    await page.getByLabel('Target version').fill('2');
+    await page.getByLabel('Draft from version').fill('1');
+    await page.getByRole('button', { name: 'Draft mappings for alteration 1' }).click();
+    const mappings = page.getByLabel('Activity mappings');
+    await expect(mappings.inputValue()).resolves.toBe('start -> start\nwait -> await-approval');
+    await page.getByText('2 activities mapped (1 by the same id, 1 by the same type and name)').waitFor();
+    const json = JSON.parse(await page.getByLabel('Plan JSON').inputValue());
+    expect(json.alterations).toEqual([
+      {
+        type: 'Migrate',
+        targetVersion: 2,
+        activityMappings: [
+          { source: 'start', target: 'start' },
+          { source: 'wait', target: 'await-approval' },
+        ],
+      },
+    ]);
+    await expectAccessible(page, 'New plan with a drafted Migrate');
+    // Edited by hand: the identity mapping is not needed (an activity not named keeps its id).
+    await mappings.fill('wait -> await-approval');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByRole('region', { name: 'Preview' }).getByText('would succeed').waitFor();
+    await page.getByLabel('Plan id (optional)').fill(`migrate-${run}`);
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.waitForURL(`${base}/console/plans/migrate-${run}?notice=submitted`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the migration to complete');
+    const plan = (await call('GET', `/alterations/migrate-${run}`)).body.plan;
+    expect(plan.alterations[0].activityMappings).toEqual([{ source: 'wait', target: 'await-approval' }]);
+    expect(plan.jobCounts).toMatchObject({ total: 1, completed: 1, failed: 0 });
+    const moved = (await call('GET', `/workflow-instances/${instanceId}`)).body;
+    expect(moved.version).toBe(2);
+    expect(moved.bookmarks.map((b: { activityId: string }) => b.activityId)).toEqual(['await-approval']);
+    await context.close();
+  });
+
   it('shows a user without alterations:execute no Pause button, and refuses their direct post with the API words', async () => {
     const { context, page } = await signedIn(`viewer-${run}`);
     await page.goto(`${base}/console/plans/${pausedPlan}`);
