@@ -63,6 +63,8 @@ const NOTICES: Record<string, string> = {
   rollout: 'Rollout changed: it applies from the next batch.',
   reverted: 'This plan reverts the plan it names: each instance that plan changed, unless something changed it since.',
   submitted: 'Submitted: the plan runs in the background; this page follows it live.',
+  'submitted-awaiting':
+    'Submitted: the plan awaits approval by someone else (Approvals); nothing runs until it is approved.',
 };
 
 /** The Temporal UI's page of the plan's workflow, when there is a UI to link to. */
@@ -555,7 +557,9 @@ export function planRoutes(shell: ShellOf) {
           )
         : undefined,
     };
-    const notice = NOTICES[c.req.query('notice') ?? ''];
+    const asked = c.req.query('notice') ?? '';
+    // A plan submitted into approval does not run yet: its notice says what it waits for.
+    const notice = NOTICES[asked === 'submitted' && waiting ? 'submitted-awaiting' : asked];
     return renderPage(
       c,
       <PlanPage
