@@ -128,6 +128,15 @@ async function expectNoSidewaysScroll(page: Page, what: string) {
 
 const statusOf = (page: Page) => page.getByRole('status', { name: 'Plan status' });
 
+/**
+ * With WFA_SCREENSHOT_DIR set, a screenshot of the page as it is now (docs/console.md shows them:
+ * `WFA_SCREENSHOT_DIR=docs/images npx vitest run test/e2e/console.test.ts`); without it, nothing.
+ */
+async function screenshot(page: Page, name: string) {
+  const dir = process.env.WFA_SCREENSHOT_DIR;
+  if (dir) await page.screenshot({ path: path.join(dir, `console-${name}.png`), fullPage: true });
+}
+
 let slowInstances: string[];
 let pausedPlan: string;
 let completedPlan: string;
@@ -361,6 +370,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await eventually(async () => (await row.innerText()).includes('Completed'), 'the row to show Completed');
     expect(await row.innerText()).toContain('20 / 20');
     expect(await page.evaluate<boolean>('window.notReloaded === true')).toBe(true);
+    await screenshot(page, 'plans');
 
     // Pages of 25: 26 more plans (their filter matches nothing) push the oldest to the next page.
     for (let i = 0; i < 26; i++)
@@ -473,6 +483,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       filter: { correlationIds: [`console-${run}-2`, `console-${run}-3`] },
     });
     await expectAccessible(page, 'New plan with a preview');
+    await screenshot(page, 'new-plan');
     await expectNoSidewaysScroll(page, 'New plan with a preview');
     await page.getByLabel('Plan id (optional)').fill(`form-${run}`);
     await page.getByRole('button', { name: 'Submit plan' }).click();
@@ -634,6 +645,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     );
     await page.getByRole('button', { name: 'Submit plan' }).click();
     await page.waitForURL(`${base}/console/plans/${planId}?notice=submitted`);
+    await page.getByText('Submitted: the plan awaits approval by someone else (Approvals)').waitFor();
     await eventually(async () => (await statusOf(page).innerText()) === 'Awaiting approval', 'Awaiting approval');
     const approval = page.getByRole('region', { name: 'Approval' });
     await approval.getByText('Pending', { exact: true }).waitFor();
@@ -641,6 +653,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await approval.getByRole('cell', { name: '"approved value"' }).first().waitFor();
     await approval.getByText('You submitted this plan').waitFor();
     await expectAccessible(page, 'a plan awaiting approval');
+    await screenshot(page, 'plan-awaiting-approval');
     await expectNoSidewaysScroll(page, 'a plan awaiting approval');
     // Nothing runs meanwhile; Pause and Resume do not apply, Cancel plan (withdraw) does.
     expect(await page.getByRole('button', { name: 'Pause' }).isVisible()).toBe(false);
@@ -667,6 +680,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await entry.getByRole('cell', { name: '"approved value"' }).first().waitFor();
     expect(await entry.getByText('You submitted this plan').count()).toBe(0);
     await expectAccessible(second.page, 'Approvals with a plan');
+    await screenshot(second.page, 'approvals');
     await expectNoSidewaysScroll(second.page, 'Approvals with a plan');
     await entry.getByLabel('Comment').fill(`Checked the preview ${MARKUP}`);
     await entry.getByRole('button', { name: 'Approve' }).click();
