@@ -396,6 +396,8 @@ const when = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
  * Section 10: waits until the plan awaiting approval is decided (the row tells; a signal wakes it) or its
  * approval expires (a durable timer; the row then says Expired). 'go' once approved, 'stop' otherwise.
  */
+const APPROVAL_RECHECK_MS = 60_000;
+
 async function awaitApproval(
   planId: string,
   approval: NonNullable<AlterationPlanInput['approval']>,
@@ -404,13 +406,21 @@ async function awaitApproval(
   show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
 ): Promise<'go' | 'stop'> {
   const who = `needs the approval of a principal with alterations:approve other than ${approval.requestedBy.name} (${approval.requestedBy.kind}), by ${when(approval.expiresAt)}`;
+  // The decision's signal wakes it at once; a signal lost (the API node died between its commit and the
+  // signal) is caught by a re-read of the row, after 1 minute and then twice as long each time up to an hour,
+  // so a 30-day wait keeps its history to some 750 short waits.
+  let recheckMs = APPROVAL_RECHECK_MS;
   for (;;) {
     show('AwaitingApproval', who);
-    const waitMs = Math.max(1, approval.expiresAt - Date.now());
-    const woken = await condition(signalled, waitMs);
+    const untilExpiry = Math.max(1, approval.expiresAt - Date.now());
+    const woken = await condition(signalled, Math.min(untilExpiry, recheckMs));
     consume();
-    const control = woken ? await planControl(planId) : await local.expireApproval(planId);
-    if (control.status === AWAITING_APPROVAL) continue;
+    const due = !woken && Date.now() >= approval.expiresAt;
+    const control = due ? await local.expireApproval(planId) : await planControl(planId);
+    if (control.status === AWAITING_APPROVAL) {
+      if (!woken) recheckMs = Math.min(recheckMs * 2, 3_600_000);
+      continue;
+    }
     return FINISHED[control.status] ? 'stop' : 'go';
   }
 }

@@ -27,11 +27,13 @@ import {
   lockInstance,
   saveInstance,
 } from './instance-state.js';
+import { headIsPure, PURE_RUN_BUDGET_MS, PURE_STEPS_PER_CHUNK, runPureSteps, writePureSteps } from './pure-steps.js';
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
 import { runHandler, type StartedRecord, startedRecord, takeHead } from './step-core.js';
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
 import { convertValue, isVariableType } from './values.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { TimeSlice } from '../vocabulary/time-slice.js';
 import { tenantOut } from '../auth/principal.js';
 
 export interface EngineDeps {
@@ -162,7 +164,8 @@ interface PendingCall extends CallRequest {
  */
 export async function runStep(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
   const first = await withTransaction(deps.pool, (client) => beginStep(deps, client, instanceId, options));
-  if (first.kind === 'done') return first.result;
+  if (first.kind === 'done')
+    return first.result.hasMoreWork ? continuePureSteps(deps, instanceId, first.result) : first.result;
   if (options.callsApart) {
     return {
       hasMoreWork: true,
@@ -187,6 +190,46 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
     deps.callMetrics,
   );
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options));
+}
+
+/**
+ * After a step, the pure steps that follow it (src/engine/pure-steps.ts: WriteLine, SetVariable, Event, …) run
+ * here too, as a change's transaction runs them inline, instead of one activity call each: in chunks of
+ * PURE_STEPS_PER_CHUNK, each chunk one transaction (the row locked, the steps run in memory, their records and
+ * journal lines written with one statement each, the instance saved), for at most PURE_RUN_BUDGET_MS of chunks.
+ * It stops at the first step that is not pure (an outbound call, a step under a resilience strategy), when the
+ * instance waits or ends, or when the budget is spent; the result is the last chunk's, and `hasMoreWork` says
+ * whether the workflow calls again. A retry after a crash finds the committed chunks and goes on from there.
+ */
+export async function continuePureSteps(
+  deps: EngineDeps,
+  instanceId: string,
+  after: StepResult,
+  budgetMs = PURE_RUN_BUDGET_MS,
+): Promise<StepResult> {
+  const started = performance.now();
+  // Between steps and chunks, other work on this worker gets the event loop (no more than ~15 ms at a time).
+  const slice = new TimeSlice();
+  let result = after;
+  while (result.hasMoreWork && !result.nextRetry && performance.now() - started < budgetMs) {
+    const next = await withTransaction(deps.pool, async (client) => {
+      const s = await lockInstance(client, instanceId);
+      // Calls out on another branch: left to the step executor, which resumes a started call first.
+      if (!s || s.callsInFlight?.length) return undefined;
+      const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
+      if (!def || !headIsPure(s, def)) return undefined;
+      const now = nowBy(deps.clock);
+      const writes = await runPureSteps(client, deps.definitions, [s], now, undefined, slice, PURE_STEPS_PER_CHUNK);
+      const last = writes.records[writes.records.length - 1];
+      if (!last) return undefined;
+      await writePureSteps(client, writes);
+      await saveInstance(client, s);
+      return stepResult(deps, client, s, last.activity_id);
+    });
+    if (!next) break;
+    result = next;
+  }
+  return result;
 }
 
 /** `runStep`, faulting the instance on an error no retry can fix (`orFault`). */

@@ -30,10 +30,24 @@ export const PURE_ACTIVITY_TYPES: ReadonlySet<string> = new Set([
 
 /**
  * Pure steps one instance runs inline per change at most: a flowchart that loops through pure steps
- * forever leaves the rest to its workflow (one step per activity, continued as new), never holding a
- * request's transaction.
+ * forever, or a long chain of them, leaves the rest to its workflow, never holding a request's transaction.
+ * There its step activity goes on with them in chunks (below), not one activity call per step.
  */
 export const MAX_INLINE_STEPS = 100;
+
+/**
+ * Past the inline cap, the instance's step activity goes on with its pure steps in chunks
+ * (src/engine/executor.ts, `continuePureSteps`): at most this many steps in one transaction (its row lock held
+ * for tens of milliseconds, its records and journal written with one statement each) …
+ */
+export const PURE_STEPS_PER_CHUNK = 500;
+/**
+ * … and chunks for at most this long in one activity call, after which it returns to the workflow with the
+ * rest still scheduled (`hasMoreWork`): one instance holds a step slot and a connection of the worker's pool
+ * no longer than this before every other instance's workflow task has had its turn at the slots, and a local
+ * activity stays well inside its workflow task's timeout.
+ */
+export const PURE_RUN_BUDGET_MS = 1_000;
 
 export interface PureRecord {
   instance_id: string;
@@ -89,6 +103,7 @@ export async function runPureSteps(
   now: Date,
   writes: PureWrites = noPureWrites(),
   slice: TimeSlice = new TimeSlice(),
+  maxSteps = MAX_INLINE_STEPS,
 ): Promise<PureWrites> {
   for (const s of states) {
     // Between instances, the event loop may turn (src/vocabulary/time-slice.ts).
@@ -97,9 +112,11 @@ export async function runPureSteps(
     if (!def) continue;
     // This instance's records are the ones written from here on (instances run one after the other).
     const firstRecord = writes.records.length;
-    for (let n = 0; n < MAX_INLINE_STEPS; n++) {
+    for (let n = 0; n < maxSteps; n++) {
       const head = inlineHead(s, def);
       if (!head) break;
+      // A long run of one instance's steps lets the event loop turn too.
+      if (n > 0) await slice.yield();
       takeHead(s);
       await runPureStep(s, def, head.activity, head.type, now, writes, firstRecord);
       s.updatedAt = now;
@@ -107,6 +124,11 @@ export async function runPureSteps(
     }
   }
   return writes;
+}
+
+/** Whether the activity at the head of the instance's schedule is a pure step (one `runPureSteps` would run). */
+export function headIsPure(s: AlterableState, def: DefinitionVersion): boolean {
+  return inlineHead(s, def) !== undefined;
 }
 
 /** One pure step, its record and journal lines kept in `writes` (the step core, src/engine/step-core.ts). */

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { runWfa } from '../support/wfa.js';
 import { seedInstances } from '../support/seed.js';
-import { approvalWithNote, connect, event, writeLine } from '../support/workflows.js';
+import { approvalWithNote, connect, event, flowchart, writeLine } from '../support/workflows.js';
 
 /**
  * Change management from a terminal, as a team runs it: `wfa` spawned against a spawned service, one principal
@@ -189,32 +189,20 @@ describe('wfa and change management', () => {
 
   it('drafts the activity mappings of a version that renamed the step instances wait in', async () => {
     const definitionId = `draft-${run}`;
-    const v1 = {
+    const v1 = flowchart(
       definitionId,
-      root: {
-        type: 'Elsa.Flowchart',
-        id: 'flow1',
-        start: 'start',
-        activities: [
-          writeLine('start', 'started'),
-          { ...event('wait', 'approve'), name: 'Wait for approval' },
-          { ...writeLine('old-only', 'gone'), name: 'Gone in v2' },
-        ],
-        connections: [connect('start', 'wait')],
-      },
-    };
-    const v2 = {
+      [
+        writeLine('start', 'started'),
+        { ...event('wait', 'approve'), name: 'Wait for approval' },
+        { ...writeLine('old-only', 'gone'), name: 'Gone in v2' },
+      ],
+      [connect('start', 'wait')],
+    );
+    const v2 = flowchart(
       definitionId,
-      root: {
-        type: 'Elsa.Flowchart',
-        id: 'flow1',
-        activities: [
-          writeLine('start', 'started'),
-          { ...event('await-approval', 'approve'), name: 'Wait for approval' },
-        ],
-        connections: [connect('start', 'await-approval')],
-      },
-    };
+      [writeLine('start', 'started'), { ...event('await-approval', 'approve'), name: 'Wait for approval' }],
+      [connect('start', 'await-approval')],
+    );
     expect(await wfa(['definitions', 'publish', await file('v1.json', v1)])).toMatchObject({ err: '', code: 0 });
     expect(await wfa(['definitions', 'publish', await file('v2.json', v2)])).toMatchObject({ code: 0 });
     const json = await wfa(['--json', 'definitions', 'migration-draft', definitionId, '--from', '1', '--to', '2']);

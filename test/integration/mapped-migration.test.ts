@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resumeRecorded, triggerEvent } from '../../src/engine/events.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
-import { connect, event, writeLine } from '../support/workflows.js';
+import { connect, event, flowchart, writeLine } from '../support/workflows.js';
 
 /**
  * The migration the issue could not do before activity mappings: 10,000 suspended instances wait in `wait`,
@@ -15,20 +15,16 @@ const DEFINITION = 'renamed-wait';
 let h: Harness;
 let ids: string[] = [];
 
-const version = (n: number, waitId: string) => ({
-  definitionId: DEFINITION,
-  root: {
-    type: 'Elsa.Flowchart',
-    id: 'flow1',
-    start: 'start',
-    activities: [
+const version = (n: number, waitId: string) =>
+  flowchart(
+    DEFINITION,
+    [
       writeLine('start', 'started'),
       { ...event(waitId, 'approve'), name: 'Wait for approval' },
       writeLine('after', `approved in version ${n}`),
     ],
-    connections: [connect('start', waitId), connect(waitId, 'after')],
-  },
-});
+    [connect('start', waitId), connect(waitId, 'after')],
+  );
 
 async function runPlan(id: string, alterations: unknown[]) {
   const r = await h.request('POST', '/alterations/submit', {

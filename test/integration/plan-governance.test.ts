@@ -3,7 +3,7 @@ import { planWorkflowId } from '../../src/temporal/names.js';
 import { progressQuery } from '../../workflows/alteration-plan.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
-import { approvalWithNote, connect, event, writeLine } from '../support/workflows.js';
+import { approvalWithNote, connect, event, flowchart, writeLine } from '../support/workflows.js';
 
 /**
  * Plan governance (contract section 10) end to end, on real Postgres and Temporal: the tenant's approval
@@ -555,36 +555,26 @@ describe('the policy decides', () => {
 describe('Migrate with activity mappings', () => {
   const migId = `mig-${run}`;
   /** v1 waits at "review"; v2 renamed it "review2" (same type and name) and dropped "gone". */
-  const v1 = {
-    definitionId: migId,
-    root: {
-      type: 'Elsa.Flowchart',
-      id: 'flow1',
-      start: 'start',
-      activities: [
-        writeLine('start', 'started'),
-        { ...event('review', 'go'), name: 'Review' },
-        writeLine('done', 'v1 done'),
-        { ...writeLine('gone', 'old note'), name: 'Old note' },
-      ],
-      connections: [connect('start', 'review'), connect('review', 'done')],
-    },
-  };
-  const v2 = {
-    definitionId: migId,
-    root: {
-      type: 'Elsa.Flowchart',
-      id: 'flow1',
-      start: 'start',
-      activities: [
-        writeLine('start', 'started'),
-        { ...event('review2', 'go'), name: 'Review' },
-        writeLine('done', 'v2 done'),
-        { ...writeLine('fresh', 'new note'), name: 'New note' },
-      ],
-      connections: [connect('start', 'review2'), connect('review2', 'done')],
-    },
-  };
+  const v1 = flowchart(
+    migId,
+    [
+      writeLine('start', 'started'),
+      { ...event('review', 'go'), name: 'Review' },
+      writeLine('done', 'v1 done'),
+      { ...writeLine('gone', 'old note'), name: 'Old note' },
+    ],
+    [connect('start', 'review'), connect('review', 'done')],
+  );
+  const v2 = flowchart(
+    migId,
+    [
+      writeLine('start', 'started'),
+      { ...event('review2', 'go'), name: 'Review' },
+      writeLine('done', 'v2 done'),
+      { ...writeLine('fresh', 'new note'), name: 'New note' },
+    ],
+    [connect('start', 'review2'), connect('review2', 'done')],
+  );
   const mapping = { type: 'Migrate', targetVersion: 2, activityMappings: [{ source: 'review', target: 'review2' }] };
   let instances: string[];
 

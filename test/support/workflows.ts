@@ -28,6 +28,14 @@ export const connect = (source: string, target: string, port = 'Done') => ({
   target: { activity: target, port: 'In' },
 });
 
+/** A definition whose flowchart starts at `start` and has these activities and connections. */
+export const flowchart = (
+  definitionId: string,
+  activities: ({ id: string } & Record<string, unknown>)[],
+  connections: ReturnType<typeof connect>[],
+  start = 'start',
+) => ({ definitionId, root: { type: 'Elsa.Flowchart', id: 'flow1', start, activities, connections } });
+
 /** A flowchart whose activities run one after another in the given order. */
 export function chain(
   definitionId: string,
