@@ -101,6 +101,8 @@ describe('GET /alterations/{planId}/events', () => {
         jobCounts: expect.any(Object),
         instancesPerSecond: expect.any(Number),
         pauseReason: null,
+        resumesAt: null,
+        approval: null,
       });
     }
   });

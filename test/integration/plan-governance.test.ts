@@ -336,7 +336,11 @@ describe('a plan that asks for approval', () => {
     expect((await h.request('GET', '/alterations?status=4')).body.items.map((i: { id: string }) => i.id)).not.toContain(
       planId,
     );
-    expect(await firstEvent(planId)).toMatchObject({ status: 8 });
+    expect(await firstEvent(planId)).toMatchObject({
+      status: 8,
+      resumesAt: null,
+      approval: { state: 'Pending', decidedBy: null, decidedAt: null, comment: null },
+    });
 
     // Temporal UI: found by its search attribute.
     await eventually(async () => {

@@ -37,7 +37,7 @@ const PlanEventSchema = z
     event: z.enum(['progress', 'done']),
     data: z.string().openapi({
       description:
-        'JSON. progress: {status, jobCounts, instancesPerSecond, pauseReason}; done: the finished plan (as GET /alterations/{planId} `plan`)',
+        'JSON. progress: {status, jobCounts, instancesPerSecond, pauseReason, resumesAt, approval: {state, decidedBy, decidedAt, comment} | null}; done: the finished plan (as GET /alterations/{planId} `plan`)',
     }),
   })
   .openapi('PlanEvent');
@@ -49,7 +49,8 @@ const events = secureRoute(VIEW, {
   summary:
     'Live progress of a plan as server-sent events: `progress` at once and on change, then `done`; the stream ends',
   description:
-    'Each `progress` event carries `{status, jobCounts, instancesPerSecond, pauseReason}`; the last event, `done`, ' +
+    'Each `progress` event carries `{status, jobCounts, instancesPerSecond, pauseReason, resumesAt, approval}` ' +
+    '(approval: its state, who decided, when, the comment; null when the plan needed none); the last event, `done`, ' +
     'carries the finished plan view. Read from Postgres, so any API node serves any plan; a client that reconnects gets ' +
     'the current state at once.',
   request: { params: z.object({ planId: z.string() }) },
@@ -67,7 +68,23 @@ const done = (c: JobCounts) => c.completed + c.failed + c.cancelled;
  */
 export function planEventRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   const app = new OpenAPIHono<AppEnv>();
-  app.openapi(events, (c) => planEventStream(c, c.req.valid('param').planId, streams, shutdown) as never);
+  // Section 10: each progress event also says where the plan's approval stands and when a plan paused by its
+  // schedule goes on, so a client sees status 8 and the decision as they happen.
+  app.openapi(
+    events,
+    (c) =>
+      planEventStream(c, c.req.valid('param').planId, streams, shutdown, (plan) => ({
+        resumesAt: plan.resumesAt,
+        approval: plan.approval
+          ? {
+              state: plan.approval.state,
+              decidedBy: plan.approval.decidedBy,
+              decidedAt: plan.approval.decidedAt,
+              comment: plan.approval.comment,
+            }
+          : null,
+      })) as never,
+  );
   return app;
 }
 
