@@ -54,6 +54,11 @@ export class Lifecycle {
     this.stops = new Stops(logger);
   }
 
+  /** The exit code of the stop requested so far (0 for a signal), or undefined while none is. */
+  get requestedExitCode(): number | undefined {
+    return this.requested?.exitCode;
+  }
+
   /** Registers a stop; once a stop was requested, the start unwinds here. */
   add(name: string, stop: () => Promise<unknown>): void {
     this.stops.add(name, stop);

@@ -71,7 +71,11 @@ async function main(): Promise<void> {
     if (service.embedded.temporalBuilding) {
       service.engineReady.then(
         () => process.stdout.write(engineBanner(service)),
-        () => undefined, // said by the service, which stops
+        // The service stops (exit 1); the reason is said as a failure at startup is, in one sentence.
+        (err: unknown) => {
+          if (!(err instanceof StopRequested) && life.requestedExitCode !== 0)
+            process.stderr.write(`Startup failed: ${describe(err)}\n`);
+        },
       );
     }
   } catch (err) {

@@ -77,8 +77,13 @@ export interface StepResult {
   instance?: InstanceStanding;
   /** true while the instance has scheduled work it can run now. */
   hasMoreWork: boolean;
-  /** The activity that ran in this step, if any. */
+  /** The activity that ran in this step, if any (the last one, when the step ran a run of pure steps). */
   executedActivityId?: string;
+  /**
+   * A run of pure steps after the step (`continuePureSteps`): how many activities ran before
+   * `executedActivityId` in this call, and the last few of them in order (bounded: a run may be thousands).
+   */
+  alsoExecuted?: { count: number; last: string[] };
   /** The retry policy of the next step's activity, when it names a resilience strategy. */
   nextRetry?: StepRetryPolicy;
   /**
@@ -211,6 +216,16 @@ export async function continuePureSteps(
   // Between steps and chunks, other work on this worker gets the event loop (no more than ~15 ms at a time).
   const slice = new TimeSlice();
   let result = after;
+  // Every activity this call ran, for the workflow's account of them (`alsoExecuted`): counted, the last few named.
+  let count = 0;
+  const ran: string[] = [];
+  const note = (activityId: string | undefined) => {
+    if (activityId === undefined) return;
+    count++;
+    ran.push(activityId);
+    if (ran.length > ALSO_EXECUTED_NAMED + 1) ran.shift();
+  };
+  note(after.executedActivityId);
   while (result.hasMoreWork && !result.nextRetry && performance.now() - started < budgetMs) {
     const next = await withTransaction(deps.pool, async (client) => {
       const s = await lockInstance(client, instanceId);
@@ -224,13 +239,18 @@ export async function continuePureSteps(
       if (!last) return undefined;
       await writePureSteps(client, writes);
       await saveInstance(client, s);
+      for (const r of writes.records) note(r.activity_id);
       return stepResult(deps, client, s, last.activity_id);
     });
     if (!next) break;
     result = next;
   }
-  return result;
+  // The last one is the result's executedActivityId; the others ran before it in this call.
+  return count > 1 ? { ...result, alsoExecuted: { count: count - 1, last: ran.slice(0, -1) } } : result;
 }
+
+/** How many of a run's earlier activities a step result names (the rest are counted). */
+const ALSO_EXECUTED_NAMED = 20;
 
 /** `runStep`, faulting the instance on an error no retry can fix (`orFault`). */
 export async function runStepOrFault(
