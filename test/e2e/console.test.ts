@@ -209,6 +209,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
     await expectAccessible(page, 'sign-in');
     await expectNoSidewaysScroll(page, 'sign-in');
+    await screenshot(page, 'sign-in');
     // A wrong password: the identity endpoints' words, and no session.
     await page.getByLabel('Username').fill(`op-${run}`);
     await page.getByLabel('Password').fill('not the password');
@@ -584,6 +585,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     expect(await page.locator('img').count()).toBe(0);
     await expectAccessible(page, 'Instances');
     await expectNoSidewaysScroll(page, 'Instances');
+    await screenshot(page, 'instances');
 
     // Paged: 50 a page, the seeded instances fill more than two.
     await page.goto(`${base}/console/instances?definitionId=${definitionId}`);
@@ -598,6 +600,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     expect(await page.locator('img').count()).toBe(0);
     await expectAccessible(page, 'an instance');
     await expectNoSidewaysScroll(page, 'an instance');
+    await screenshot(page, 'instance');
 
     // Alter these: the list's filter becomes the plan's.
     await page.goto(`${base}/console/instances?definitionId=${definitionId}&subStatus=Suspended`);
