@@ -192,6 +192,11 @@ export type InstanceExecutionResult =
       executedActivityIds: string[];
     };
 
+/** The activities a step result names, in the order they ran: a run of pure steps first, then the last one. */
+function ranIn(step: { executedActivityId?: string; alsoExecuted?: { last: string[] } }): string[] {
+  return [...(step.alsoExecuted?.last ?? []), ...(step.executedActivityId ? [step.executedActivityId] : [])];
+}
+
 function describe(standing: Standing | undefined, executed: readonly string[]): string {
   if (!standing) return 'the instance no longer exists';
   const last = executed.length ? ` at \`${executed[executed.length - 1]}\`` : '';
@@ -331,9 +336,13 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         for (;;) {
           const step = await runStep(input.instanceId, policy, showStep, local);
           policy = step.nextRetry;
-          if (step.executedActivityId) executed.push(step.executedActivityId);
-          if (executed.length > EXECUTED_KEPT) executed.shift();
-          if (step.executedActivityId) stepRan(since, step.executedActivityId);
+          for (const id of ranIn(step)) {
+            executed.push(id);
+            if (executed.length > EXECUTED_KEPT) executed.shift();
+            stepRan(since, id);
+          }
+          // A long run of pure steps names its last few activities and counts the others.
+          since.count += (step.alsoExecuted?.count ?? 0) - (step.alsoExecuted?.last.length ?? 0);
           showStep(step.instance);
           last = step.instance;
           if (!step.hasMoreWork) break;
@@ -439,7 +448,7 @@ async function perDispatchRun(input: InstanceExecutionInput, inbox: Inbox): Prom
     inbox.signalled = false;
     const step = await runStep(input.instanceId, policy, show);
     policy = step.nextRetry;
-    if (step.executedActivityId) executed.push(step.executedActivityId);
+    executed.push(...ranIn(step));
     show(step.instance);
     if (!step.hasMoreWork && !inbox.signalled) return result();
     if (!step.hasMoreWork) policy = (await steps.peekStep(input.instanceId)).nextRetry;
