@@ -1,4 +1,4 @@
-import { JOB_STATUS, LOG_LEVEL, PLAN_STATUS } from '../alterations/model.js';
+import { JOB_STATUS, LOG_LEVEL, PLAN_STATUS, UNFINISHED_STATUSES } from '../alterations/model.js';
 
 /** A plan's status by the name people read (contract section 11): `Awaiting approval`, `Running`, … */
 export const PLAN_STATUS_LABELS: Record<number, string> = {
@@ -29,22 +29,8 @@ export const LOG_LEVEL_LABELS: Record<number, string> = Object.fromEntries(
 export const ACTION_STATUSES = {
   pause: [PLAN_STATUS.Pending, PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running],
   resume: [PLAN_STATUS.Paused],
-  cancel: [
-    PLAN_STATUS.Pending,
-    PLAN_STATUS.Generating,
-    PLAN_STATUS.Dispatching,
-    PLAN_STATUS.Running,
-    PLAN_STATUS.Paused,
-    PLAN_STATUS.AwaitingApproval,
-  ],
-  rollout: [
-    PLAN_STATUS.Pending,
-    PLAN_STATUS.Generating,
-    PLAN_STATUS.Dispatching,
-    PLAN_STATUS.Running,
-    PLAN_STATUS.Paused,
-    PLAN_STATUS.AwaitingApproval,
-  ],
+  cancel: UNFINISHED_STATUSES,
+  rollout: UNFINISHED_STATUSES,
   revert: [PLAN_STATUS.Completed, PLAN_STATUS.Failed, PLAN_STATUS.Cancelled],
   decide: [PLAN_STATUS.AwaitingApproval],
 } satisfies Record<string, number[]>;
