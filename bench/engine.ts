@@ -663,7 +663,7 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
   const history = await planHistory(
     new Client({ connection: ctx.dev.connection, namespace: NAMESPACE }),
     planId,
-    loadConfig({}).alterations.window,
+    Math.min(loadConfig({}).alterations.window, loadConfig({}).database.batchSlots),
   ).catch((err: unknown) => {
     log(`c: the plan's history could not be read: ${String(err)}`);
     return null;

@@ -10,7 +10,12 @@ export const longToNumber = (v: unknown): number => (v == null ? 0 : typeof v ==
 export const eventMs = (e: HistoryEvent): number =>
   longToNumber(e.eventTime?.seconds) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
 
-export async function planHistory(client: Client, planId: string, window: number): Promise<SizeResult['temporal']> {
+/**
+ * `slots`: how many batches of the plan can run at once, min(window, the batch worker's slots): a plan's
+ * window of 4 on a 2-core machine's 2 batch slots (WORKER_BATCH_SLOTS) keeps 2 running and the rest queued,
+ * so "busy" is measured against the 2.
+ */
+export async function planHistory(client: Client, planId: string, slots: number): Promise<SizeResult['temporal']> {
   const workflowId = `alteration-plan-${planId}`;
   // Visibility is eventually consistent: wait until the run that completed the plan is listed.
   let runs: { runId: string; status: string }[] = [];
@@ -74,7 +79,8 @@ export async function planHistory(client: Client, planId: string, window: number
     batchScheduleToStart: stat(scheduleToStart),
     batchStartToClose: stat(startToClose),
     workflowTasks: stat(workflowTasks),
-    windowUtilisation: batchPhaseMs > 0 ? round(busy / (window * batchPhaseMs), 2) : 0,
+    windowUtilisation: batchPhaseMs > 0 ? round(busy / (slots * batchPhaseMs), 2) : 0,
+    slots,
     batchPhaseMs: round(batchPhaseMs),
   };
 }

@@ -54,8 +54,12 @@ export interface SizeResult {
     batchScheduleToStart: Stat;
     batchStartToClose: Stat;
     workflowTasks: Stat;
-    /** Sum of batch start-to-close over (window x batch phase span): 1 means a batch always in every slot. */
+    /**
+     * Sum of batch start-to-close over (slots x batch phase span), slots = min(window, batch worker slots): 1
+     * means a batch always in every slot that can run one.
+     */
     windowUtilisation: number;
+    slots?: number;
     batchPhaseMs: number;
   };
   breakdown: {
@@ -202,7 +206,7 @@ export function printTable(results: BenchResults, file: string): void {
       },
     ],
     ['  schedule-to-start median', (s) => `${s.temporal.batchScheduleToStart.medianMs} ms`],
-    ['  window utilisation', (s) => `${Math.round(s.temporal.windowUtilisation * 100)} %`],
+    ['  batch slots busy (of min(window, slots))', (s) => `${Math.round(s.temporal.windowUtilisation * 100)} % of ${s.temporal.slots ?? '?'}`],
     [
       'CPU in plan: node / postgres / temporal',
       (s) => {

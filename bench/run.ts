@@ -143,6 +143,25 @@ async function parent(): Promise<void> {
     const bundle = path.join(work, 'workflow-bundle.js');
     await writeFile(bundle, slimWorkflowBundle(code));
 
+    // BENCH_ONLY=dry-run: each size seeds and measures its dry-run only (bench/size.ts runDryRunOnly).
+    if (process.env.BENCH_ONLY === 'dry-run') {
+      const figures: unknown[] = [];
+      for (const size of sizes) {
+        const resultFile = path.join(work, `dry-run-${size}.json`);
+        await runChild(size, {
+          BENCH_PG_ADMIN_URL: adminUrl,
+          BENCH_TEMPORAL_ADDRESS: address,
+          BENCH_WORKFLOW_BUNDLE: bundle,
+          BENCH_RESULT_FILE: resultFile,
+        });
+        figures.push(JSON.parse(await readFile(resultFile, 'utf8')));
+      }
+      const out = { date: new Date().toISOString(), command: `BENCH_ONLY=dry-run BENCH_SIZES=${sizes.join(',')} npm run bench`, cpus: os.availableParallelism(), sizes: figures };
+      await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+      await writeFile(RESULTS_FILE, JSON.stringify(out, null, 2) + '\n');
+      log(`dry-run figures: ${RESULTS_FILE}`);
+      return;
+    }
     const results: SizeResult[] = [];
     // BENCH_COMPARE_UNDO=1: each size also runs with no before-images recorded, to show what they cost.
     const variants = process.env.BENCH_COMPARE_UNDO === '1' ? ['1', '0'] : ['1'];

@@ -166,17 +166,41 @@ export async function lockInstances(
   tenantKey: string,
   ids: readonly string[],
 ): Promise<Map<string, AlterableState>> {
+  return readInstances(db, tenantKey, ids, true);
+}
+
+/**
+ * Reads the tenant's instances with these ids; `lock`: row-locked, in id order. A plan's batch reads without
+ * the lock and writes only rows still at the revision it read (`saveInstances` with `guard`): the lock wrote
+ * every row twice (its lock, then its new version) for a conflict that seldom happens.
+ */
+export async function readInstances(
+  db: Queryable,
+  tenantKey: string,
+  ids: readonly string[],
+  lock: boolean,
+): Promise<Map<string, AlterableState>> {
   const { rows } = await db.query<AlterableRow>(
     `SELECT ${ALTERABLE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
-      WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
+      WHERE tenant_id = $1 AND id = ANY($2::text[])${lock ? ' ORDER BY id FOR UPDATE' : ''}`,
     [tenantKey, ids],
   );
   return new Map(rows.map((r) => [r.id, alterableFromRow(r)]));
 }
 
+/** An instance a batch read without its lock changed before the batch wrote it: roll back and run locked. */
+export class StaleReadError extends Error {
+  constructor(what: string) {
+    super(`An instance changed while the batch ran (${what}); running the batch again with its rows locked`);
+  }
+}
+
 /**
  * Writes many altered instances in one statement, and their activity records as the alterations left them
  * (`writeRecordChanges`), before the records of the pure steps they scheduled.
+ *
+ * `guard`: `before` was read without row locks (`readInstances`); an instance written since is not
+ * overwritten, and StaleReadError is thrown before anything else is written (the caller rolls back).
  */
 export async function saveInstances(
   db: Queryable,
@@ -185,12 +209,14 @@ export async function saveInstances(
   now: Date,
   before?: ReadonlyMap<string, AlterableState>,
   slice?: TimeSlice,
+  guard = false,
 ): Promise<void> {
   const states = altered.filter((o) => o.ok && o.state).map((o) => o.state!);
   // The work the alterations scheduled runs here as far as it is pure (src/engine/pure-steps.ts): a
   // ScheduleActivity of a SetVariable over a batch takes effect with the batch, set-based.
   const steps = await runPureSteps(db, definitions, states, now, undefined, slice);
-  await writeInstanceStates(db, states, before);
+  const written = await writeInstanceStates(db, states, before, guard);
+  if (guard && written !== states.length) throw new StaleReadError(`${states.length - written} of ${states.length}`);
   // Records first: a CancelActivity followed by a ScheduleActivity of the same activity closes the record
   // it had, never the one its step now writes.
   await writeRecordChanges(db, altered, now);

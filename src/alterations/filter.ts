@@ -41,8 +41,15 @@ export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter
     params.push(value);
     return `$${params.length}${cast}`;
   };
+  // A list of one is an equality: the planner then reads an index such as (tenant_id, definition_id,
+  // created_at, id) in order and alone (an index-only scan), where `= ANY` made it filter rows in the heap
+  // (a 1,000,000-id dry-run: 0.6 s of statements instead of 1.5 s; bench/README.md "The streamed dry-run").
   const inList = (column: string, list: readonly string[] | null | undefined) => {
-    if (present(list)) clauses.push(`${column} = ANY(${param([...list], '::text[]')})`);
+    if (!present(list)) return;
+    const distinct = [...new Set(list)];
+    clauses.push(
+      distinct.length === 1 ? `${column} = ${param(distinct[0], '::text')}` : `${column} = ANY(${param(distinct, '::text[]')})`,
+    );
   };
 
   inList('i.id', filter.workflowInstanceIds);
@@ -139,37 +146,80 @@ export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey
 }
 
 /**
- * Dry-run as a stream: the same ids in the same order, `pageSize` at a time by keyset (created_at to the
+ * Dry-run as a stream: the same ids in the same order, a page at a time by keyset (created_at to the
  * microsecond, then id), each page one statement on a connection that goes back to the pool before the
  * page is handed on. So memory stays flat whatever the number of matches, and a client that reads slowly
  * (or not at all) holds no connection and no transaction while it does (contract section 8). The pages are
  * not one snapshot: an instance created or changed while the answer streams may be in it or not, as with
  * any paging.
+ *
+ * Each page comes as JSON text made by Postgres (`"id1", "id2", …`, no brackets) with its count: the route
+ * writes it as it is, so no id is parsed into a row or quoted again in node. The first page is `firstPage`
+ * ids, so that the answer starts soon; later pages are `pageSize`. A dry-run of 1,000,000 ids: 1.36 s
+ * instead of 4.88 s with a row per id in pages of 10,000 (bench/README.md "The streamed dry-run").
  */
+export async function* instanceIdPages(
+  pool: Queryable,
+  filter: Filter,
+  tenantKey: string,
+  pageSize = 50_000,
+  firstPage = Math.min(pageSize, 10_000),
+): AsyncGenerator<{ json: string; count: number }> {
+  const compiled = compileFilter(filter, tenantKey);
+  if (!compiled.selects) return;
+  const n = compiled.params.length;
+  type Page = { json: string; count: number; full: boolean; after: [string, string] };
+  const read = async (size: number, after: [string, string] | undefined): Promise<Page | null> => {
+    // json_agg takes the rows in the order the ordered subquery gives them (one table, no join: the order
+    // Postgres documents as kept), and the last row's created_at is the page's largest.
+    const { rows } = await pool.query<{ ids: string | null; count: number; position: string | null }>(
+      `SELECT json_agg(p.id)::text AS ids, count(*)::int AS count,
+              to_char(max(p.created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
+         FROM (SELECT i.id, i.created_at FROM workflow_instances i
+                WHERE ${compiled.where}
+                  AND ($${n + 1}::timestamptz IS NULL OR (i.created_at, i.id) > ($${n + 1}::timestamptz, $${n + 2}::text))
+                ORDER BY i.created_at, i.id LIMIT ${Number(size)}) p`,
+      [...compiled.params, after?.[0] ?? null, after?.[1] ?? null],
+    );
+    const page = rows[0]!;
+    if (page.count === 0 || page.ids === null) return null;
+    // json_agg's text is `["a", "b"]`: the brackets are the route's to write.
+    return {
+      json: page.ids.slice(1, -1),
+      count: page.count,
+      full: page.count === size,
+      after: [page.position!, lastJsonString(page.ids)],
+    };
+  };
+  for (let page = await read(firstPage, undefined); page; page = page.full ? await read(pageSize, page.after) : null) {
+    yield { json: page.json, count: page.count };
+  }
+}
+
+/**
+ * The last element of a JSON array of strings as json_agg writes it (`[…, "x"]`), read from its end: the
+ * closing quote is the one before `]`, the opening one the first quote before it that no backslash escapes.
+ */
+export function lastJsonString(array: string): string {
+  const close = array.lastIndexOf('"');
+  for (let open = array.lastIndexOf('"', close - 1); open >= 0; open = array.lastIndexOf('"', open - 1)) {
+    let slashes = 0;
+    while (array[open - 1 - slashes] === '\\') slashes++;
+    if (slashes % 2 === 0) return JSON.parse(array.slice(open, close + 1)) as string;
+  }
+  throw new Error('not a JSON array of strings');
+}
+
+/** `instanceIdPages` as arrays of ids. */
 export async function* streamInstanceIds(
   pool: Queryable,
   filter: Filter,
   tenantKey: string,
-  pageSize = 10_000,
+  pageSize = 50_000,
+  firstPage = Math.min(pageSize, 10_000),
 ): AsyncGenerator<string[]> {
-  const compiled = compileFilter(filter, tenantKey);
-  if (!compiled.selects) return;
-  const n = compiled.params.length;
-  let after: [string, string] | undefined;
-  for (;;) {
-    const { rows } = await pool.query<{ id: string; position: string }>(
-      `SELECT i.id, to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
-         FROM workflow_instances i
-        WHERE ${compiled.where}
-          AND ($${n + 1}::timestamptz IS NULL OR (i.created_at, i.id) > ($${n + 1}::timestamptz, $${n + 2}::text))
-        ORDER BY i.created_at, i.id LIMIT ${Number(pageSize)}`,
-      [...compiled.params, after?.[0] ?? null, after?.[1] ?? null],
-    );
-    if (rows.length === 0) return;
-    yield rows.map((r) => r.id);
-    if (rows.length < pageSize) return;
-    const last = rows[rows.length - 1]!;
-    after = [last.position, last.id];
+  for await (const page of instanceIdPages(pool, filter, tenantKey, pageSize, firstPage)) {
+    yield JSON.parse(`[${page.json}]`) as string[];
   }
 }
 

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { isUniqueViolation } from '../db/errors.js';
+import { isUniqueViolation, SQLSTATE, sqlState } from '../db/errors.js';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
 import { NotFoundError } from '../errors.js';
@@ -12,9 +12,10 @@ import {
   applyResolved,
   entry,
   hasRunnableWork,
-  lockInstances,
+  readInstances,
   resolveDefinitions,
   saveInstances,
+  StaleReadError,
 } from './apply.js';
 import { compileFilter } from './filter.js';
 import {
@@ -219,6 +220,8 @@ interface BatchArgs {
   fromOrd: number;
   toOrd: number;
   redispatch?: boolean;
+  /** Read the instances row-locked (after a read without the lock went stale). */
+  locked?: boolean;
 }
 
 /** What a batch's transaction did, for what follows its commit. */
@@ -232,7 +235,16 @@ interface BatchOutcome {
 
 /** The batch's transaction (`processBatch`), then what the workflow is told (`reportBatch`). */
 async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<BatchResult> {
-  const outcome = await withTransaction(deps.pool, (client) => processBatch(deps, client, args));
+  const run = (a: BatchArgs) => withTransaction(deps.pool, (client) => processBatch(deps, client, a));
+  let outcome: BatchOutcome;
+  try {
+    outcome = await run(args);
+  } catch (err) {
+    // Read without row locks, and an instance changed before the batch wrote it (or two writers met in a
+    // deadlock): nothing was committed; the same range again, its rows locked in id order, cannot go stale.
+    if (args.locked || !(err instanceof StaleReadError || sqlState(err) === SQLSTATE.deadlockDetected)) throw err;
+    outcome = await run({ ...args, locked: true });
+  }
   // Counted once committed, before anything that could fail the attempt: the jobs are written whatever follows.
   if (outcome.processed > 0) deps.planMetrics?.jobsFinished(outcome.processed - outcome.failed, outcome.failed);
   return reportBatch(deps, args, outcome);
@@ -265,10 +277,13 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   }
   const jobs = await unwrittenJobs(client, plan, args);
   if (jobs.length === 0) return nothing;
-  const instances = await lockInstances(
+  // Without row locks, unless a first attempt went stale: the writes below check each row's revision.
+  const locked = args.locked === true;
+  const instances = await readInstances(
     client,
     plan.tenant_id,
     jobs.map((j) => j.instance_id),
+    locked,
   );
   const now = clock();
   // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
@@ -277,7 +292,8 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   const outcomes = await alterJobs(deps, client, plan, jobs, instances, now, slice);
   // The instances' outbox rows name the plan (migration 019): their workflows say "cancelled by plan …".
   await client.query(`SELECT set_config('wfa.cause', $1, true)`, [`plan ${args.planId}`]);
-  await saveInstances(client, deps.definitions, outcomes, now, instances, slice);
+  if (!locked) await confirmRefusals(client, jobs, outcomes, instances);
+  await saveInstances(client, deps.definitions, outcomes, now, instances, slice, !locked);
   const failed = outcomes.filter((o) => !o.ok).length;
   await writeJobs(deps, client, args, jobs, outcomes, instances, { started, now, failed }, slice);
   return {
@@ -286,6 +302,30 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     failed,
     control,
   };
+}
+
+/**
+ * A job that failed on an instance read without its lock failed on that revision: the instance is locked
+ * (shared) and must still be at it, or the batch runs again locked (StaleReadError). Failures are few.
+ */
+async function confirmRefusals(
+  client: pg.PoolClient,
+  jobs: readonly BatchJob[],
+  outcomes: readonly ApplyOutcome[],
+  instances: ReadonlyMap<string, AlterableState>,
+): Promise<void> {
+  const read = jobs.flatMap((j, i) => {
+    const s = outcomes[i]!.ok ? undefined : instances.get(j.instance_id);
+    return s ? [s] : [];
+  });
+  if (read.length === 0) return;
+  const { rows } = await client.query<{ id: string; revision: string }>(
+    'SELECT id, revision FROM workflow_instances WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE',
+    [read.map((s) => s.id)],
+  );
+  const now = new Map(rows.map((r) => [r.id, Number(r.revision)]));
+  const stale = read.filter((s) => now.get(s.id) !== Number(s.revision)).length;
+  if (stale > 0) throw new StaleReadError(`${stale} refused`);
 }
 
 /** The range's jobs still without a result (none when an earlier attempt committed them), in ord order. */

@@ -205,13 +205,19 @@ const WRITABLE: { column: string; type: string; get: (s: AlterableState) => unkn
 /**
  * Writes many instance states in one statement. Given their states as read (`before`), only the columns
  * some instance changed are set: a batch of ModifyVariable writes variables and updated_at, nothing else.
+ *
+ * `guard`: the states were read without a row lock (a plan's batch, src/alterations/processing.ts), so a
+ * row is written only where it still has the revision it was read with. Answers how many rows were written;
+ * fewer than `states.length` means another transaction changed one since, and the caller, which must then
+ * roll back, runs again with the rows locked.
  */
 export async function writeInstanceStates(
   db: Queryable,
   states: readonly AlterableState[],
   before?: ReadonlyMap<string, AlterableState>,
-): Promise<void> {
-  if (states.length === 0) return;
+  guard = false,
+): Promise<number> {
+  if (states.length === 0) return 0;
   const changed = (c: (typeof WRITABLE)[number]) =>
     states.some((s) => {
       const b = before?.get(s.id);
@@ -219,15 +225,19 @@ export async function writeInstanceStates(
     });
   const columns = WRITABLE.filter((c) => !before || c.column === 'updated_at' || changed(c));
   // The rows travel as one JSON document (one parse in Postgres, no array-literal escaping in node).
-  const rows = states.map((s) => {
+  // Guarded, in id order: the order the row locks are taken in, as `lockInstances` takes them.
+  const ordered = guard ? [...states].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) : states;
+  const rows = ordered.map((s) => {
     const row: Record<string, unknown> = { id: s.id };
+    if (guard) row.revision = before?.get(s.id)?.revision ?? s.revision;
     for (const c of columns) row[c.column] = c.get(s);
     return row;
   });
-  await db.query(
+  const result = await db.query(
     `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
-       FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
-      WHERE w.id = u.id`,
+       FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${guard ? 'revision int8, ' : ''}${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
+      WHERE w.id = u.id${guard ? ' AND w.revision = u.revision' : ''}`,
     [JSON.stringify(rows)],
   );
+  return result.rowCount ?? 0;
 }

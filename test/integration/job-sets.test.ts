@@ -161,6 +161,47 @@ describe('a batch', () => {
     expect(rows[0]).toEqual({ jobs: 600, once: 600 });
   });
 
+  it('reads its instances without row locks, and runs again locked when one changed before it wrote: both changes kept', async () => {
+    const { planId, ids } = await generatedPlan(50);
+    const target = ids[10]!;
+    const other = await idle.pool.connect();
+    try {
+      // Another writer (the instance's own step, say) has changed one instance and not committed yet.
+      await other.query('BEGIN');
+      await other.query(
+        `UPDATE workflow_instances SET revision = revision + 1, variables = variables || '{"note":"by its step"}' WHERE id = $1`,
+        [target],
+      );
+      const batch = runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 50 });
+      // The batch read the row as last committed, altered it, and waits on the row to write it.
+      await eventually(async () => {
+        const { rows } = await idle.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE workflow_instances w SET revision%'`,
+        );
+        return rows[0]!.n > 0 ? true : undefined;
+      }, 'the batch waits on the changed row');
+      await other.query('COMMIT');
+      const result = await batch;
+      expect(result.processed).toBe(50);
+      expect(result.batch).toEqual({ completed: 50, failed: 0 });
+    } finally {
+      other.release();
+    }
+    const { rows } = await idle.pool.query<{ id: string; revision: number; amount: number; note: string | null; undo_revision: number }>(
+      `SELECT w.id, w.revision, (w.variables->>'amount')::int AS amount, w.variables->>'note' AS note, j.revision AS undo_revision
+         FROM workflow_instances w JOIN alteration_jobs j ON j.instance_id = w.id AND j.plan_id = $2
+        WHERE w.id = ANY($1::text[]) ORDER BY w.id`,
+      [ids, planId],
+    );
+    const changed = rows.find((r) => r.id === target)!;
+    // The step's change was not overwritten by what the batch first read; the job's before-image is of
+    // the instance as the step left it (revision 1), and the plan's write made revision 2.
+    expect(changed).toMatchObject({ revision: 2, amount: 7, note: 'by its step', undo_revision: 2 });
+    const rest = rows.filter((r) => r.id !== target);
+    expect(rest.every((r) => r.revision === 1 && r.amount === 7 && r.note === null && r.undo_revision === 1)).toBe(true);
+  });
+
   it('replaces the Pending rows of a plan generated before job sets, keeping their ids', async () => {
     const { planId } = await generatedPlan(30);
     // What generation wrote before migration 008: a Pending row per job, with a random id.

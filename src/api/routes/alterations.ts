@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { stream } from 'hono/streaming';
-import { countInstances, streamInstanceIds } from '../../alterations/filter.js';
+import { countInstances, instanceIdPages } from '../../alterations/filter.js';
 import { previewPlan } from '../../alterations/preview.js';
 import {
   AlterationSchema,
@@ -360,7 +360,7 @@ export function alterationRoutes() {
     // Streamed: {"workflowInstanceIds":[…]} written a page of ids at a time, so a dry-run of a million ids
     // holds one page in memory, not the whole body. The first page is read before the response starts, so
     // a failing query is still a problem+json answer.
-    const pages = streamInstanceIds(pool, c.req.valid('json'), callerTenant(c));
+    const pages = instanceIdPages(pool, c.req.valid('json'), callerTenant(c));
     const first = await pages.next();
     c.header('Content-Type', 'application/json');
     c.set('streamed', true);
@@ -373,7 +373,7 @@ export function alterationRoutes() {
         await out.write('{"workflowInstanceIds":[');
         let sep = '';
         for (let page = first; !page.done && !aborted; page = await pages.next()) {
-          await out.write(sep + page.value.map((id) => JSON.stringify(id)).join(','));
+          await out.write(sep + page.value.json);
           sep = ',';
         }
         await out.write(']}\n');
