@@ -22,6 +22,8 @@ const BASELINE_TABLE_SQL = `CREATE TABLE IF NOT EXISTS baseline_instances (
 export interface BaselineActivities {
   writeLine(instanceId: string): Promise<void>;
   setVariable(instanceId: string): Promise<void>;
+  /** POSTs to `url` with the instance as its Idempotency-Key; a non-2xx answer fails the attempt. */
+  callOut(url: string, instanceId: string): Promise<void>;
 }
 
 function createActivities(pool: pg.Pool): BaselineActivities {
@@ -33,6 +35,11 @@ function createActivities(pool: pg.Pool): BaselineActivities {
     },
     async setVariable(instanceId) {
       await pool.query(`UPDATE baseline_instances SET value = 42, updated_at = now() WHERE id = $1`, [instanceId]);
+    },
+    async callOut(url, instanceId) {
+      const res = await fetch(url, { method: 'POST', headers: { 'idempotency-key': instanceId } });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
     },
   };
 }

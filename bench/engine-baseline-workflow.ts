@@ -6,7 +6,7 @@
  *   local activity "WriteLine" (inserts the instance's row) → wait for the signal `go` → local activity
  *   "SetVariable" (updates the row) → complete.
  */
-import { condition, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { BaselineActivities } from './engine-baseline-worker.js';
 
 export const go = defineSignal('go');
@@ -24,4 +24,15 @@ export async function baselineInstance(instanceId: string): Promise<void> {
   await writeLine(instanceId);
   await condition(() => resumed);
   await setVariable(instanceId);
+}
+
+const { callOut } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
+
+/**
+ * The outbound-call phase's baseline: one regular activity that makes the HTTP call (as the service's Send
+ * HTTP Request step makes it from an activity of its own), then the local activity that writes the row.
+ */
+export async function baselineCall(instanceId: string, url: string): Promise<void> {
+  await callOut(url, instanceId);
+  await writeLine(instanceId);
 }

@@ -17,7 +17,9 @@
  *    c. a second batch of N, then a plan `ScheduleActivity set` over it (`POST /alterations/submit`);
  *    d. the memory of the service's process tree, sampled every 200 ms;
  *    e. how long until `temporal workflow count` shows N `instanceExecution` workflows Running (after a) and
- *       Completed (after b): reported, not asserted.
+ *       Completed (after b): reported, not asserted;
+ *    f. (phase d on both sides) instances whose one step is a Send HTTP Request to a local endpoint of the
+ *       bench's, against bare workflows whose one regular activity calls it: started to done, per second.
  *
  * Progress is measured by reading Postgres directly (counts by status, the variable's value; one connection,
  * every BENCH_ENGINE_POLL_MS = 50 ms), and checked once per phase through the API's list. Results: a table
@@ -27,6 +29,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -88,6 +92,17 @@ const EVENT_NAME = 'go';
 const SET_ACTIVITY = 'set';
 const SET_VALUE = 42;
 const WARMUP_DEFINITION_ID = 'engine-bench-warm-up';
+/**
+ * d. The outbound-call phase (BENCH_ENGINE_CALLS=0 leaves it out): CALL_N (BENCH_ENGINE_CALL_N, default N up
+ * to 2,000) instances of a definition whose one step is a Send HTTP Request to a local endpoint, against CALL_N
+ * bare Temporal workflows whose regular activity calls the same endpoint (then a local activity writes the
+ * row). Tenant shares as configured by default (the service's outbound share per tenant on).
+ */
+const CALLS = process.env.BENCH_ENGINE_CALLS !== '0';
+const CALL_N = intEnv('BENCH_ENGINE_CALL_N', Math.min(N, 2_000));
+const CALL_DEFINITION_ID = 'engine-bench-call';
+const CALL_CONNECTION = 'engine-bench-endpoint';
+const BASELINE_CALL_TYPE = 'baselineCall';
 const WARMUP_EVENT = 'warm-up';
 
 const lit = (value: unknown, typeName = 'String') => ({ typeName, expression: { type: 'Literal', value } });
@@ -213,6 +228,8 @@ interface Context {
   pgBase: string;
   serviceSampler: TreeSampler;
   groups: () => Record<string, number | undefined>;
+  /** The local endpoint both sides call in phase d, and how many calls it has answered. */
+  endpoint: { url: string; calls: () => number };
 }
 
 const counter = (ctx: Context, query: string) => () => countWorkflows(ctx.cli, ctx.dev.address, NAMESPACE, query);
@@ -385,10 +402,13 @@ async function runBaseline(ctx: Context, stops: (() => Promise<unknown>)[]) {
   log(
     `baseline: ${signals.perSecond} signals/s; all done after ${done.ms} ms (${done.perSecond}/s); Completed in Temporal after ${temporalCompleted.ms} ms`,
   );
+  let calls: Awaited<ReturnType<typeof baselineCalls>> | null = null;
+  if (CALLS) calls = await baselineCalls(ctx, db, client, run);
   await db.end();
   sampler.stop();
   await stopWorker();
   return {
+    calls,
     starts,
     waiting,
     temporalRunning,
@@ -400,6 +420,42 @@ async function runBaseline(ctx: Context, stops: (() => Promise<unknown>)[]) {
     workerPeakRssMb: sampler.overall.nodeMb,
     cpu: { start: startCpu, resume: resumeCpu },
   };
+}
+
+/** d. CALL_N bare workflows, each one regular activity calling the endpoint, then its row written. */
+async function baselineCalls(ctx: Context, db: pg.Client, client: Client, run: string) {
+  await db.query('TRUNCATE baseline_instances');
+  const url = `${ctx.endpoint.url}/baseline`;
+  const start = (prefix: string) => async (i: number) => {
+    const id = `engine-baseline-call-${run}-${prefix}-${i}`;
+    await client.workflow.start(BASELINE_CALL_TYPE, { workflowId: id, taskQueue: BASELINE_QUEUE, args: [id, url] });
+  };
+  const rows = () => queryCount(db, 'SELECT count(*) AS n FROM baseline_instances');
+  if (WARMUP > 0) {
+    const t = performance.now();
+    await fire(WARMUP, CLIENTS, start('warm'));
+    await reach('baseline d warm-up: rows', t, WARMUP, rows, { pollMs: POLL_MS, timeoutMs: 120_000, required: true });
+    await db.query('TRUNCATE baseline_instances');
+  }
+  log(`baseline d: ${CALL_N} workflows with one activity calling ${url}, by ${CLIENTS} concurrent starters`);
+  const calls0 = ctx.endpoint.calls();
+  const cpu = cpuMark();
+  const t0 = performance.now();
+  const [starts, done] = await Promise.all([
+    fire(CALL_N, CLIENTS, start('d')),
+    reach('baseline d: calls made and rows written', t0, CALL_N, rows, {
+      pollMs: POLL_MS,
+      timeoutMs: WAIT_MS,
+      required: true,
+    }),
+  ]);
+  const split = cpuOf(ctx, cpu);
+  await quiet(ctx, 'baseline d', t0);
+  const calls = ctx.endpoint.calls() - calls0;
+  log(
+    `baseline d: ${starts.perSecond} starts/s; all ${CALL_N} called and written after ${done.ms} ms (${done.perSecond}/s); endpoint answered ${calls}`,
+  );
+  return { starts, done, endpointCalls: calls, cpu: split };
 }
 
 // --- the service ----------------------------------------------------------------------------------------
@@ -421,6 +477,8 @@ async function startService(work: string, dev: BenchDevServer, stops: (() => Pro
     TEMPORAL_ADDRESS: dev.address,
     TEMPORAL_NAMESPACE: NAMESPACE,
     ADMIN_API_KEY: adminKey,
+    // Phase d calls a local endpoint: loopback is refused by default.
+    OUTBOUND_HTTP_ALLOW_NETWORKS: '127.0.0.0/8',
   };
   // The service's own Postgres and its defaults: nothing of the caller's environment chooses them.
   for (const k of ['DATABASE_URL', 'TEMPORAL_TASK_QUEUE', 'AUTH_SIGNING_KEY', 'LOG_LEVEL']) delete env[k];
@@ -668,8 +726,10 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
     log(`c: the plan's history could not be read: ${String(err)}`);
     return null;
   });
+  const d = CALLS ? await serviceCalls(ctx, call, db) : null;
   await db.end();
   return {
+    d,
     definitionVersion: def.version,
     a: {
       starts: a.starts,
@@ -694,6 +754,81 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
       cpu: planCpu,
     },
   };
+}
+
+/** d. CALL_N instances whose one step is a Send HTTP Request to the endpoint, until all are Finished. */
+async function serviceCalls(ctx: Context, call: ReturnType<typeof api>, db: pg.Client) {
+  await call('POST', '/connection-configuration', {
+    name: CALL_CONNECTION,
+    connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+    connectionConfiguration: { baseUrl: ctx.endpoint.url },
+  });
+  await call('POST', '/workflow-definitions', {
+    definitionId: CALL_DEFINITION_ID,
+    name: 'Engine bench: one outbound call',
+    root: {
+      type: 'Elsa.Flowchart',
+      id: 'flow1',
+      activities: [
+        {
+          id: 'call',
+          type: 'Elsa.Http.SendHttpRequest',
+          version: 1,
+          connection: {
+            typeName: 'ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>',
+            expression: { type: 'Literal', value: { connectionName: CALL_CONNECTION } },
+          },
+          method: lit('POST'),
+          path: lit('/service'),
+        },
+      ],
+      connections: [],
+    },
+  });
+  const finished = () =>
+    queryCount(db, `SELECT count(*) AS n FROM workflow_instances WHERE definition_id = $1 AND status = 'Finished'`, [
+      CALL_DEFINITION_ID,
+    ]);
+  const start = async () => {
+    await call('POST', '/workflow-instances', { definitionId: CALL_DEFINITION_ID });
+  };
+  if (WARMUP > 0) {
+    const t = performance.now();
+    await fire(WARMUP, CLIENTS, start);
+    await reach('service d warm-up: Finished', t, WARMUP, finished, {
+      pollMs: POLL_MS,
+      timeoutMs: 120_000,
+      required: true,
+    });
+    await quiet(ctx, 'service d warm-up', t);
+  }
+  log(`service d: ${CALL_N} instances of one Send HTTP Request step, by ${CLIENTS} concurrent clients`);
+  const before = await finished();
+  const calls0 = ctx.endpoint.calls();
+  ctx.serviceSampler.phase('d');
+  const cpu = cpuMark();
+  const t0 = performance.now();
+  const [starts, done] = await Promise.all([
+    fire(CALL_N, CLIENTS, start),
+    reach('service d: called and Finished', t0, CALL_N, async () => (await finished()) - before, {
+      pollMs: POLL_MS,
+      timeoutMs: WAIT_MS,
+      required: true,
+    }),
+  ]);
+  const split = cpuOf(ctx, cpu);
+  await quiet(ctx, 'service d', t0);
+  ctx.serviceSampler.phase(undefined);
+  const calls = ctx.endpoint.calls() - calls0;
+  const faulted = await queryCount(
+    db,
+    `SELECT count(*) AS n FROM workflow_instances WHERE definition_id = $1 AND sub_status = 'Faulted'`,
+    [CALL_DEFINITION_ID],
+  );
+  log(
+    `service d: ${starts.perSecond} accepted/s; all ${CALL_N} called and Finished after ${done.ms} ms (${done.perSecond}/s); endpoint answered ${calls}; faulted ${faulted}`,
+  );
+  return { starts, done, endpointCalls: calls, faulted, cpu: split };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -754,7 +889,19 @@ async function main(): Promise<void> {
     stops.unshift(async () => serviceSampler.stop());
     const svc = await startService(work, dev, stops);
     log(`service pid ${svc.pid} on ${svc.base}, healthy after ${svc.startupMs} ms (${svc.command})`);
+    // The endpoint phase d calls (both sides), answering 200 at once and counting what it answered.
+    let endpointCalls = 0;
+    const endpoint = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        endpointCalls++;
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+    stops.unshift(() => new Promise<void>((resolve) => endpoint.close(() => resolve())));
     const ctx: Context = {
+      endpoint: { url: `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`, calls: () => endpointCalls },
       work,
       cli,
       dev,
@@ -810,6 +957,7 @@ async function main(): Promise<void> {
       starts: ratio(service.a.starts.perSecond, baseline.starts.perSecond),
       toWaiting: ratio(service.a.waiting.perSecond, baseline.waiting.perSecond),
       toDone: ratio(service.b.finished.perSecond, baseline.done.perSecond),
+      calls: ratio(service.d?.done.perSecond, baseline.calls?.done.perSecond),
     };
     const targets = [
       {
@@ -827,6 +975,15 @@ async function main(): Promise<void> {
         value: ratios.toDone,
         pass: (ratios.toDone ?? 0) >= 0.8,
       },
+      ...(CALLS
+        ? [
+            {
+              name: 'service instances with one outbound call, started to Finished >= 0.8x baseline (instances/s)',
+              value: ratios.calls,
+              pass: (ratios.calls ?? 0) >= 0.8,
+            },
+          ]
+        : []),
       { name: 'trigger answers < 1 s (ms)', value: service.b.trigger.ms, pass: service.b.trigger.ms < 1000 },
       {
         name: 'ScheduleActivity plan takes effect >= 5,000 instances/s',
@@ -843,10 +1000,11 @@ async function main(): Promise<void> {
     const report = {
       date: new Date().toISOString(),
       commit: commit(),
-      command: `BENCH_ENGINE_N=${N} BENCH_ENGINE_DEVSERVER=${MODE} npm run bench:engine`,
+      command: `BENCH_ENGINE_N=${N} BENCH_ENGINE_DEVSERVER=${MODE}${CALLS ? (CALL_N !== N ? ` BENCH_ENGINE_CALL_N=${CALL_N}` : '') : ' BENCH_ENGINE_CALLS=0'} npm run bench:engine`,
       machine: machine(),
       settings: {
         n: N,
+        callN: CALLS ? CALL_N : null,
         clients: CLIENTS,
         pollMs: POLL_MS,
         devServer: { mode: MODE, binary: dev.binary, args: dev.args },
@@ -953,6 +1111,24 @@ function printTable(r: any): void {
     );
   row('  SetVariable ran on all N', '', `${s(v.c.setVariable.ms)}  ${rate(v.c.setVariable.perSecond)}`);
   row('  quiet again', '', s(v.c.quietMsAfterPlan));
+  if (v.d && b.calls) {
+    row(
+      `d. one outbound call: ${r.settings.callN} started`,
+      `${s(b.calls.starts.ms)}  ${rate(b.calls.starts.perSecond)}`,
+      `${s(v.d.starts.ms)}  ${rate(v.d.starts.perSecond)}`,
+    );
+    row(
+      '  all called and done (row / Finished)',
+      `${s(b.calls.done.ms)}  ${rate(b.calls.done.perSecond)}`,
+      `${s(v.d.done.ms)}  ${rate(v.d.done.perSecond)}`,
+      x(r.ratios.calls),
+    );
+    row(
+      '  calls the endpoint answered',
+      String(b.calls.endpointCalls),
+      `${v.d.endpointCalls} (faulted ${v.d.faulted})`,
+    );
+  }
   row('peak RSS, phases a-c: node', `${b.workerPeakRssMb} MB (worker)`, `${r.memory.peakNodeMb} MB`);
   row('  postgres (PSS) / service tree', '', `${r.memory.peakPostgresPssMb} MB / ${r.memory.peakTreeMb} MB`);
   const phasePeaks = Object.entries(r.memory.byPhase as Record<string, { nodeMb: number }>)

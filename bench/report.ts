@@ -206,7 +206,10 @@ export function printTable(results: BenchResults, file: string): void {
       },
     ],
     ['  schedule-to-start median', (s) => `${s.temporal.batchScheduleToStart.medianMs} ms`],
-    ['  batch slots busy (of min(window, slots))', (s) => `${Math.round(s.temporal.windowUtilisation * 100)} % of ${s.temporal.slots ?? '?'}`],
+    [
+      '  batch slots busy (of min(window, slots))',
+      (s) => `${Math.round(s.temporal.windowUtilisation * 100)} % of ${s.temporal.slots ?? '?'}`,
+    ],
     [
       'CPU in plan: node / postgres / temporal',
       (s) => {

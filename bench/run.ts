@@ -156,7 +156,12 @@ async function parent(): Promise<void> {
         });
         figures.push(JSON.parse(await readFile(resultFile, 'utf8')));
       }
-      const out = { date: new Date().toISOString(), command: `BENCH_ONLY=dry-run BENCH_SIZES=${sizes.join(',')} npm run bench`, cpus: os.availableParallelism(), sizes: figures };
+      const out = {
+        date: new Date().toISOString(),
+        command: `BENCH_ONLY=dry-run BENCH_SIZES=${sizes.join(',')} npm run bench`,
+        cpus: os.availableParallelism(),
+        sizes: figures,
+      };
       await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
       await writeFile(RESULTS_FILE, JSON.stringify(out, null, 2) + '\n');
       log(`dry-run figures: ${RESULTS_FILE}`);

@@ -563,7 +563,9 @@ export async function runSize(n: number): Promise<SizeResult> {
  * BENCH_ONLY=dry-run: seed N instances and measure the dry-run alone (streamed ids and countOnly), for the
  * 1,000,000-id figure without the hour a 1M plan, its revert and three raw UPDATEs take.
  */
-export async function runDryRunOnly(n: number): Promise<{ n: number; seedMs: number; dryRun: Awaited<ReturnType<typeof dryRuns>> }> {
+export async function runDryRunOnly(
+  n: number,
+): Promise<{ n: number; seedMs: number; dryRun: Awaited<ReturnType<typeof dryRuns>> }> {
   const { benchPool, api, stop } = await startBenchService(n);
   try {
     const seedMs = await seed(api, benchPool, n);

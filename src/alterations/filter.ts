@@ -48,7 +48,9 @@ export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter
     if (!present(list)) return;
     const distinct = [...new Set(list)];
     clauses.push(
-      distinct.length === 1 ? `${column} = ${param(distinct[0], '::text')}` : `${column} = ANY(${param(distinct, '::text[]')})`,
+      distinct.length === 1
+        ? `${column} = ${param(distinct[0], '::text')}`
+        : `${column} = ANY(${param(distinct, '::text[]')})`,
     );
   };
 

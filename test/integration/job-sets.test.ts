@@ -188,7 +188,13 @@ describe('a batch', () => {
     } finally {
       other.release();
     }
-    const { rows } = await idle.pool.query<{ id: string; revision: number; amount: number; note: string | null; undo_revision: number }>(
+    const { rows } = await idle.pool.query<{
+      id: string;
+      revision: number;
+      amount: number;
+      note: string | null;
+      undo_revision: number;
+    }>(
       `SELECT w.id, w.revision, (w.variables->>'amount')::int AS amount, w.variables->>'note' AS note, j.revision AS undo_revision
          FROM workflow_instances w JOIN alteration_jobs j ON j.instance_id = w.id AND j.plan_id = $2
         WHERE w.id = ANY($1::text[]) ORDER BY w.id`,
@@ -199,7 +205,9 @@ describe('a batch', () => {
     // the instance as the step left it (revision 1), and the plan's write made revision 2.
     expect(changed).toMatchObject({ revision: 2, amount: 7, note: 'by its step', undo_revision: 2 });
     const rest = rows.filter((r) => r.id !== target);
-    expect(rest.every((r) => r.revision === 1 && r.amount === 7 && r.note === null && r.undo_revision === 1)).toBe(true);
+    expect(rest.every((r) => r.revision === 1 && r.amount === 7 && r.note === null && r.undo_revision === 1)).toBe(
+      true,
+    );
   });
 
   it('replaces the Pending rows of a plan generated before job sets, keeping their ids', async () => {
