@@ -53,7 +53,7 @@ import { cpuMark, type CpuMark, cpuSplit, type CpuSplit, machine, TreeSampler } 
 import { type HeapSample, HeapSampler } from './engine-heap.js';
 import { NODE_MEMORY_FLAGS } from '../src/memory.js';
 import { planHistory } from './history.js';
-import { round, sleep, stat } from './util.js';
+import { HTTP_CONNECTION_TYPE, oneCallDefinition, round, sleep, stat } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -760,30 +760,12 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
 async function serviceCalls(ctx: Context, call: ReturnType<typeof api>, db: pg.Client) {
   await call('POST', '/connection-configuration', {
     name: CALL_CONNECTION,
-    connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+    connectionType: HTTP_CONNECTION_TYPE,
     connectionConfiguration: { baseUrl: ctx.endpoint.url },
   });
   await call('POST', '/workflow-definitions', {
-    definitionId: CALL_DEFINITION_ID,
+    ...oneCallDefinition(CALL_DEFINITION_ID, CALL_CONNECTION, 'POST', '/service'),
     name: 'Engine bench: one outbound call',
-    root: {
-      type: 'Elsa.Flowchart',
-      id: 'flow1',
-      activities: [
-        {
-          id: 'call',
-          type: 'Elsa.Http.SendHttpRequest',
-          version: 1,
-          connection: {
-            typeName: 'ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>',
-            expression: { type: 'Literal', value: { connectionName: CALL_CONNECTION } },
-          },
-          method: lit('POST'),
-          path: lit('/service'),
-        },
-      ],
-      connections: [],
-    },
   });
   const finished = () =>
     queryCount(db, `SELECT count(*) AS n FROM workflow_instances WHERE definition_id = $1 AND status = 'Finished'`, [

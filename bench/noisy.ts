@@ -35,7 +35,7 @@ import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { freePort } from '../test/support/free-port.js';
 import { DEFINITION, recreateDatabase } from './size.js';
-import { dbUrl, round, seedWithoutWorkflows, sleep } from './util.js';
+import { dbUrl, HTTP_CONNECTION_TYPE, oneCallDefinition, round, seedWithoutWorkflows, sleep } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_FILE = process.env.NOISY_RESULTS_FILE ?? path.join(ROOT, 'bench', 'results', 'noisy-latest.json');
@@ -46,7 +46,6 @@ const RUNS = Number(process.env.NOISY_RUNS ?? 3);
 const API_RUNS = Number(process.env.NOISY_API_RUNS ?? 5);
 const API_MS = Number(process.env.NOISY_API_MS ?? 3_000);
 const PHASES = new Set((process.env.NOISY_PHASES ?? 'plans,api').split(','));
-const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
 const log = (msg: string) => process.stdout.write(`[noisy] ${msg}\n`);
 
 const SEED_SQL = `
@@ -233,32 +232,13 @@ async function main(): Promise<void> {
       // Tenant A: calls that never end, then its big plan.
       await call(keyA, 'POST', '/connection-configuration', {
         name: 'never-answers',
-        connectionType: HTTP,
+        connectionType: HTTP_CONNECTION_TYPE,
         connectionConfiguration: {
           baseUrl: `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/`,
           timeoutMs: 300_000,
         },
       });
-      await call(keyA, 'POST', '/workflow-definitions', {
-        definitionId: 'calling',
-        root: {
-          type: 'Elsa.Flowchart',
-          id: 'flow1',
-          activities: [
-            {
-              id: 'call',
-              type: 'Elsa.Http.SendHttpRequest',
-              connection: {
-                typeName: `ConnectionProperties<${HTTP}>`,
-                expression: { type: 'Literal', value: { connectionName: 'never-answers' } },
-              },
-              method: { typeName: 'String', expression: { type: 'Literal', value: 'POST' } },
-              path: { typeName: 'String', expression: { type: 'Literal', value: 'hang' } },
-            },
-          ],
-          connections: [],
-        },
-      });
+      await call(keyA, 'POST', '/workflow-definitions', oneCallDefinition('calling', 'never-answers', 'POST', 'hang'));
       for (let i = 0; i < CALLS; i++) await call(keyA, 'POST', '/workflow-instances', { definitionId: 'calling' });
       for (const deadline = Date.now() + 30_000; held.length < 5 && Date.now() < deadline;) await sleep(100);
       log(`A: ${CALLS} instances calling the endpoint; it holds ${held.length} of them`);

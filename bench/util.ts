@@ -60,3 +60,31 @@ export async function seedWithoutWorkflows(db: pg.Pool | pg.Client, sql: string,
     if (db instanceof pg.Pool) (client as pg.PoolClient).release();
   }
 }
+
+export const HTTP_CONNECTION_TYPE = 'Elsa.Connections.Http.HttpConnectionConfiguration';
+
+/** A workflow definition whose one step is a Send HTTP Request (`method` to `path`) through a saved connection. */
+export function oneCallDefinition(definitionId: string, connectionName: string, method: string, callPath: string) {
+  const text = (value: string) => ({ typeName: 'String', expression: { type: 'Literal', value } });
+  return {
+    definitionId,
+    root: {
+      type: 'Elsa.Flowchart',
+      id: 'flow1',
+      activities: [
+        {
+          id: 'call',
+          type: 'Elsa.Http.SendHttpRequest',
+          version: 1,
+          connection: {
+            typeName: `ConnectionProperties<${HTTP_CONNECTION_TYPE}>`,
+            expression: { type: 'Literal', value: { connectionName } },
+          },
+          method: text(method),
+          path: text(callPath),
+        },
+      ],
+      connections: [],
+    },
+  };
+}
