@@ -212,19 +212,6 @@ export function lastJsonString(array: string): string {
   throw new Error('not a JSON array of strings');
 }
 
-/** `instanceIdPages` as arrays of ids. */
-export async function* streamInstanceIds(
-  pool: Queryable,
-  filter: Filter,
-  tenantKey: string,
-  pageSize = 50_000,
-  firstPage = Math.min(pageSize, 10_000),
-): AsyncGenerator<string[]> {
-  for await (const page of instanceIdPages(pool, filter, tenantKey, pageSize, firstPage)) {
-    yield JSON.parse(`[${page.json}]`) as string[];
-  }
-}
-
 /** How many instances the filter selects (`POST /alterations/dry-run?countOnly=true`): one count, no ids. */
 export async function countInstances(db: Queryable, filter: Filter, tenantKey: string): Promise<number> {
   const compiled = compileFilter(filter, tenantKey);

@@ -319,12 +319,12 @@ async function confirmRefusals(
     return s ? [s] : [];
   });
   if (read.length === 0) return;
-  const { rows } = await client.query<{ id: string; revision: string }>(
+  const { rows } = await client.query<{ id: string; revision: number }>(
     'SELECT id, revision FROM workflow_instances WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE',
     [read.map((s) => s.id)],
   );
-  const now = new Map(rows.map((r) => [r.id, Number(r.revision)]));
-  const stale = read.filter((s) => now.get(s.id) !== Number(s.revision)).length;
+  const current = new Map(rows.map((r) => [r.id, r.revision]));
+  const stale = read.filter((s) => current.get(s.id) !== s.revision).length;
   if (stale > 0) throw new StaleReadError(`${stale} refused`);
 }
 

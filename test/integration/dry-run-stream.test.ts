@@ -1,10 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selectInstanceIds, streamInstanceIds } from '../../src/alterations/filter.js';
+import type { Filter } from '../../src/alterations/model.js';
+import { instanceIdPages, selectInstanceIds } from '../../src/alterations/filter.js';
+import type { Queryable } from '../../src/db/pool.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
 let h: Harness;
+
+/** The stream's pages as arrays of ids (the route writes each page's JSON text as it is). */
+async function* streamInstanceIds(pool: Queryable, filter: Filter, tenantKey: string, pageSize: number) {
+  for await (const page of instanceIdPages(pool, filter, tenantKey, pageSize)) {
+    yield JSON.parse(`[${page.json}]`) as string[];
+  }
+}
 let ids: string[];
 
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchResult, generateJobs, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { seedInstances } from '../support/seed.js';
+import { seedInstances, withoutWorkflows } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
 /**
@@ -208,6 +208,47 @@ describe('a batch', () => {
     expect(rest.every((r) => r.revision === 1 && r.amount === 7 && r.note === null && r.undo_revision === 1)).toBe(
       true,
     );
+  });
+
+  it('does not fail a job on an instance read before another writer changed it: the batch runs again locked', async () => {
+    const { planId, ids } = await generatedPlan(20);
+    const target = ids[5]!;
+    // The instance is Finished when the batch reads it (its job would fail: "is finished")...
+    await withoutWorkflows(
+      idle.pool,
+      `UPDATE workflow_instances SET status = 'Finished', sub_status = 'Finished', revision = revision + 1 WHERE id = $1`,
+      [target],
+    );
+    const other = await idle.pool.connect();
+    try {
+      // ... and another writer, not yet committed, has made it Running again (a revert of what finished it).
+      await other.query('BEGIN');
+      await other.query("SET LOCAL wfa.outbox = 'off'");
+      await other.query(
+        `UPDATE workflow_instances SET status = 'Running', sub_status = 'Suspended', revision = revision + 1 WHERE id = $1`,
+        [target],
+      );
+      const batch = runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 20 });
+      // The batch checks the refused instance's revision and waits on the writer's row lock to do it.
+      await eventually(async () => {
+        const { rows } = await idle.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT id, revision FROM workflow_instances%'`,
+        );
+        return rows[0]!.n > 0 ? true : undefined;
+      }, 'the batch waits on the changed row');
+      await other.query('COMMIT');
+      const result = await batch;
+      // Read again locked, the instance is Running: its job succeeds like the others.
+      expect(result.batch).toEqual({ completed: 20, failed: 0 });
+    } finally {
+      other.release();
+    }
+    const { rows } = await idle.pool.query<{ status: string; amount: number; revision: number }>(
+      `SELECT status, (variables->>'amount')::int AS amount, revision FROM workflow_instances WHERE id = $1`,
+      [target],
+    );
+    expect(rows[0]).toEqual({ status: 'Running', amount: 7, revision: 3 });
   });
 
   it('replaces the Pending rows of a plan generated before job sets, keeping their ids', async () => {
