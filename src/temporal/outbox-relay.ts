@@ -310,7 +310,7 @@ export class OutboxRelay {
   }
 
   /**
-   * Tells the instance's workflow by signal-with-start, as a first run: an open run is signalled, an instance
+   * Tells the instance's workflow: an open run by signal; otherwise by signal-with-start, as a first run: an instance
    * that never had a workflow (bulk-loaded with the outbox off, or of the previous release) gets one. With a
    * closed run and none open, the instance's state read again decides, not the state claimed: its workflow
    * closes only after the instance's end committed (its own last step ran inside it, or the relay told it), so
@@ -323,6 +323,15 @@ export class OutboxRelay {
    * False: no run open.
    */
   private async signal(row: ClaimedRow): Promise<boolean> {
+    // The common case, an open run: a plain signal (about 2 ms of the dev server's CPU against 3 ms for a
+    // signal-with-start, which also carries the start's options; bench/README.md). No run open (never
+    // started, or closed): Temporal answers NOT_FOUND, and signal-with-start decides as below.
+    try {
+      await this.o.client.workflow.getHandle(instanceWorkflowId(row.instance_id)).signal(workAvailable, tidingsOf(row));
+      return true;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
     try {
       await this.signalWithStart(row, WorkflowIdReusePolicy.REJECT_DUPLICATE);
       return true;
