@@ -22,4 +22,4 @@ COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000
 # A small first old-space limit: V8 collects early, then grows the heap by HEAP_GROWING_PERCENT (src/memory.ts).
-CMD ["node", "--initial-old-space-size=32", "--max-semi-space-size=2", "dist/src/main.js", "--api"]
+CMD ["node", "--import", "./dist/src/temporal/workflow-vm.mjs", "--initial-old-space-size=32", "--max-semi-space-size=2", "dist/src/main.js", "--api"]

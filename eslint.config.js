@@ -3,7 +3,16 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', '.data/', 'coverage/', 'bench/results/', 'dist/', 'src/cli/wfa.js', 'eslint.config.js'],
+    ignores: [
+      'node_modules/',
+      '.data/',
+      'coverage/',
+      'bench/results/',
+      'dist/',
+      'src/cli/wfa.js',
+      'src/temporal/workflow-vm.mjs',
+      'eslint.config.js',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -51,7 +51,7 @@ import {
 } from './engine-devserver.js';
 import { cpuMark, type CpuMark, cpuSplit, type CpuSplit, machine, TreeSampler } from './engine-procs.js';
 import { type HeapSample, HeapSampler } from './engine-heap.js';
-import { NODE_MEMORY_FLAGS } from '../src/memory.js';
+import { NODE_MEMORY_FLAGS, WORKFLOW_VM_PRELOAD } from '../src/memory.js';
 import { planHistory } from './history.js';
 import { HTTP_CONNECTION_TYPE, oneCallDefinition, round, sleep, stat } from './util.js';
 
@@ -482,9 +482,13 @@ async function startService(work: string, dev: BenchDevServer, stops: (() => Pro
   };
   // The service's own Postgres and its defaults: nothing of the caller's environment chooses them.
   for (const k of ['DATABASE_URL', 'TEMPORAL_TASK_QUEUE', 'AUTH_SIGNING_KEY', 'LOG_LEVEL']) delete env[k];
-  // What `npm start` runs (package.json): MALLOC_ARENA_MAX=2 exec node --import tsx <NODE_MEMORY_FLAGS> src/main.ts;
-  // BENCH_ENGINE_NODE_ARGS replaces the memory flags (to weigh another setting).
-  const flags = process.env.BENCH_ENGINE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? NODE_MEMORY_FLAGS;
+  // What `npm start` runs (package.json): MALLOC_ARENA_MAX=2 exec node --import tsx --import <WORKFLOW_VM_PRELOAD>
+  // <NODE_MEMORY_FLAGS> src/main.ts; BENCH_ENGINE_NODE_ARGS replaces the flags after tsx (to weigh another setting).
+  const flags = process.env.BENCH_ENGINE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [
+    '--import',
+    WORKFLOW_VM_PRELOAD.src,
+    ...NODE_MEMORY_FLAGS,
+  ];
   const args = ['--import', 'tsx', ...flags, 'src/main.ts'];
   const logFile = path.join(work, 'service.log');
   const out = createWriteStream(logFile);

@@ -25,6 +25,8 @@ const bundle = slimWorkflowBundle(code);
 await writeFile(path.join(dist, 'workflow-bundle.js'), bundle);
 await mkdir(path.join(here, 'db', 'migrations'), { recursive: true });
 await cp(path.join(root, 'src', 'db', 'migrations'), path.join(here, 'db', 'migrations'), { recursive: true });
+// The workflow threads' preload, plain JavaScript (src/temporal/workflow-vm.mjs).
+await cp(path.join(root, 'src', 'temporal', 'workflow-vm.mjs'), path.join(here, 'temporal', 'workflow-vm.mjs'));
 // The console's own stylesheet and script, served from beside its compiled code (src/console/assets.ts).
 await cp(path.join(root, 'src', 'console', 'assets'), path.join(here, 'console', 'assets'), { recursive: true });
 process.stdout.write(`Built dist/ (workflow bundle: ${Math.round(bundle.length / 1024)} KiB)\n`);

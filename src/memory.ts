@@ -19,3 +19,14 @@ export function tuneHeapGrowth(percent: number): void {
  * 325–333 MB at 100,000 instances in 3 of 9 runs; 259–278 MB in 6 of 6 with it, bench/README.md).
  */
 export const NODE_MEMORY_FLAGS = ['--initial-old-space-size=32', '--max-semi-space-size=2'];
+
+/**
+ * The preload every process of the service starts with (the npm
+ * scripts, the Dockerfile and compose file spell it out; the benches, the cluster test and the spawned-service
+ * tests pass these): in the Temporal SDK's workflow threads it drops the per-call watchdog thread of the
+ * sandbox's `vm` calls (src/temporal/workflow-vm.mjs says why and what it gives up). Paths from the package root.
+ */
+export const WORKFLOW_VM_PRELOAD = {
+  src: './src/temporal/workflow-vm.mjs',
+  dist: './dist/src/temporal/workflow-vm.mjs',
+} as const;

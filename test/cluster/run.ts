@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
-import { NODE_MEMORY_FLAGS } from '../../src/memory.js';
+import { NODE_MEMORY_FLAGS, WORKFLOW_VM_PRELOAD } from '../../src/memory.js';
 import { TEMPORAL_SERVER_VERSION } from '../../src/temporal/server-binary.js';
 import { freePort } from '../support/free-port.js';
 import { seedInstances } from '../support/seed.js';
@@ -127,10 +127,15 @@ async function main(): Promise<void> {
     };
     const node = (name: string, role: '--api' | '--worker', extra: Record<string, string> = {}) =>
       track(
-        start(name, process.execPath, [...NODE_MEMORY_FLAGS, 'dist/src/main.js', role], {
-          cwd: ROOT,
-          env: nodeEnv(name, extra),
-        }),
+        start(
+          name,
+          process.execPath,
+          ['--import', WORKFLOW_VM_PRELOAD.dist, ...NODE_MEMORY_FLAGS, 'dist/src/main.js', role],
+          {
+            cwd: ROOT,
+            env: nodeEnv(name, extra),
+          },
+        ),
       );
 
     const apiPorts = [await freePort(), await freePort()];

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { ensureDatabase } from '../../src/embedded/postgres.js';
+import { WORKFLOW_VM_PRELOAD } from '../../src/memory.js';
 import { freePort } from './free-port.js';
 import { exitWithin, type Spawned, spawnKept } from './processes.js';
 
@@ -39,7 +40,7 @@ export async function spawnService(
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const adminKey = `wfa_${name}_${randomBytes(16).toString('hex')}`;
-  const proc = spawnKept(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const proc = spawnKept(process.execPath, ['--import', 'tsx', '--import', WORKFLOW_VM_PRELOAD.src, 'src/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
