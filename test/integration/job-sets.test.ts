@@ -63,6 +63,15 @@ const setAmount = [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }];
 const planOf = async (harness: Harness, planId: string) =>
   (await harness.request('GET', `/alterations/${planId}`)).body;
 
+/** Until a statement starting with `prefix` waits on a row lock (another connection holds it). */
+const waitsOnLock = (prefix: string) =>
+  eventually(async () => {
+    const { rows } = await idle.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+      [`${prefix}%`],
+    );
+    return rows[0]!.n > 0 ? true : undefined;
+  }, 'the batch waits on the changed row');
 describe('jobs read from the frozen set', () => {
   it('keep their ids from Pending to Completed, and list and count as Pending until they run', async () => {
     const { ids, filter } = await seed(h, version, 2500);
@@ -174,13 +183,7 @@ describe('a batch', () => {
       );
       const batch = runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 50 });
       // The batch read the row as last committed, altered it, and waits on the row to write it.
-      await eventually(async () => {
-        const { rows } = await idle.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE workflow_instances w SET revision%'`,
-        );
-        return rows[0]!.n > 0 ? true : undefined;
-      }, 'the batch waits on the changed row');
+      await waitsOnLock('UPDATE workflow_instances w SET revision');
       await other.query('COMMIT');
       const result = await batch;
       expect(result.processed).toBe(50);
@@ -230,13 +233,7 @@ describe('a batch', () => {
       );
       const batch = runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 20 });
       // The batch checks the refused instance's revision and waits on the writer's row lock to do it.
-      await eventually(async () => {
-        const { rows } = await idle.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT id, revision FROM workflow_instances%'`,
-        );
-        return rows[0]!.n > 0 ? true : undefined;
-      }, 'the batch waits on the changed row');
+      await waitsOnLock('SELECT id, revision FROM workflow_instances');
       await other.query('COMMIT');
       const result = await batch;
       // Read again locked, the instance is Running: its job succeeds like the others.
