@@ -37,13 +37,22 @@ export const SHARE_FULL = 'TenantOutboundShareFull';
 const CLAIM_MARGIN_MS = 5_000;
 /** How often a call whose earlier delivery is still out looks again (at most; sooner when that one is due). */
 const CALL_OUT_RECHECK_MS = 5_000;
+/**
+ * How long a call over its tenant's share waits in the activity for a place one of the tenant's calls gives
+ * back, before it is turned back (the worker's short queue: `TenantCounter.take`).
+ */
+export const SHARE_WAIT_MS = 1_000;
 
 /**
  * The activities of the calls task queue: the outbound calls of Send HTTP Request, in slots of their own
  * (WORKER_OUTBOUND_CALL_SLOTS), so that no call, however slow its endpoint, holds a slot a plan batch or
  * another instance's step needs. A tenant with TENANT_OUTBOUND_CALLS calls in flight on this worker gets
- * its next call handed back at once, to come again in a second or two: it waits outside the worker, and
- * never in a slot.
+ * its next call handed back, to come again in a second or two: it waits outside the worker. Only a few wait
+ * inside it, briefly: at most TENANT_OUTBOUND_CALLS of one tenant and a quarter of the slots in all, each for
+ * at most SHARE_WAIT_MS, for the place the tenant's next call gives back. A call to an endpoint that answers
+ * in milliseconds then goes on in milliseconds, where a turn-back cost it a durable timer, two workflow tasks
+ * and a second activity task (a quarter of bench:engine's outbound-call instances were turned back so, with
+ * an endpoint that answers at once); a call behind a hanging endpoint holds its slot no longer than that.
  *
  * A call is also handed back while an earlier delivery of the same call (its activity record, so the same
  * Idempotency-Key) is still out: a revert that reopened a call its plan had cancelled in flight, a retry
@@ -56,8 +65,8 @@ const CALL_OUT_RECHECK_MS = 5_000;
  * warning with a stack trace for every turn-back, about 20 a second under one tenant's backlog, and
  * Temporal attempt counts of 80 for calls that only waited): the activity answers `askAgainInMs` and the
  * instance's workflow waits that long on a durable timer and asks again, so the activity's attempt stays 1,
- * nothing is logged and no failure is counted. Waiting in the activity instead would hold a worker slot,
- * which is what the share exists to prevent. A workflow started by a release before this one (it does not
+ * nothing is logged and no failure is counted. Waiting in the activity for long would hold a worker slot,
+ * which is what the share exists to prevent: hence the short queue only. A workflow started by a release before this one (it does not
  * pass `turnBack: 'result'`) gets the old retryable failure, now of the BENIGN category: the SDK logs it at
  * debug and does not count it as a failure.
  */
@@ -98,15 +107,15 @@ export function createCallActivities(deps: CallDeps) {
       // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
       // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
       // cost the server little however many they are, and none of them starves.
-      const overShare = (tenant: string): CallResult | undefined => {
-        if (deps.calls.tryTake(tenant) === 'taken') return undefined;
+      const overShare = async (tenant: string): Promise<CallResult | undefined> => {
+        if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') return undefined;
         return turnBack(
           Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant)),
           `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
         );
       };
       if (args.tenantKey !== undefined) {
-        const back = overShare(args.tenantKey);
+        const back = await overShare(args.tenantKey);
         if (back) return back;
       }
       let prepared;
@@ -134,7 +143,7 @@ export function createCallActivities(deps: CallDeps) {
       }
       // A call scheduled before the tenant came with it takes its share here.
       if (args.tenantKey === undefined) {
-        const back = overShare(prepared.tenantKey);
+        const back = await overShare(prepared.tenantKey);
         if (back) return back;
       }
       let claim: string | undefined;

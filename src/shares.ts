@@ -4,14 +4,26 @@
  * node, as the settings say.
  */
 
-/** What a tenant holds of a resource it can be refused (event streams): a share per tenant, a limit overall. */
+/**
+ * What a tenant holds of a resource it can be refused (event streams, outbound calls): a share per tenant, a
+ * limit overall. A caller at its tenant's share can also wait a little for a place (`take`), in a short
+ * first-come queue per tenant.
+ */
 export class TenantCounter {
   private readonly held = new Map<string, number>();
   private all = 0;
+  /** Callers waiting for a place their tenant gives back, first come first served (`take`). */
+  private readonly waiting = new Map<string, ((taken: boolean) => void)[]>();
+  private waiters = 0;
 
+  /**
+   * `maxWaiting`: callers waiting at once, all tenants together (each tenant at most `perTenant` of them); a
+   * waiter holds whatever its caller holds while it waits (an activity slot), so this bounds that too.
+   */
   constructor(
     readonly perTenant: number,
     readonly overall: number,
+    readonly maxWaiting = 0,
   ) {}
 
   /** Takes one for `tenant`, or says whose limit refuses it. */
@@ -24,12 +36,47 @@ export class TenantCounter {
     return 'taken';
   }
 
+  /**
+   * `tryTake`, and when only the tenant's own share refuses it, a wait of at most `waitMs` for a place one of
+   * the tenant's holders gives back: the first in the tenant's queue gets it. No wait when the queue is full
+   * (`maxWaiting` in all, `perTenant` of this tenant) or the limit overall refuses: refused at once.
+   */
+  async take(tenant: string, waitMs: number): Promise<'taken' | 'tenant' | 'overall'> {
+    const now = this.tryTake(tenant);
+    if (now !== 'tenant') return now;
+    const queue = this.waiting.get(tenant) ?? [];
+    if (waitMs <= 0 || this.waiters >= this.maxWaiting || queue.length >= this.perTenant) return 'tenant';
+    this.waiting.set(tenant, queue);
+    this.waiters++;
+    const taken = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => turn(false), waitMs);
+      const turn = (given: boolean) => {
+        clearTimeout(timer);
+        const i = queue.indexOf(turn);
+        if (i >= 0) queue.splice(i, 1);
+        if (queue.length === 0 && this.waiting.get(tenant) === queue) this.waiting.delete(tenant);
+        this.waiters--;
+        resolve(given);
+      };
+      queue.push(turn);
+    });
+    return taken ? 'taken' : 'tenant';
+  }
+
   /** What all tenants hold now (the operator's metrics read it; it names no tenant). */
   get total(): number {
     return this.all;
   }
 
+  /** Callers waiting for a place now (`take`), all tenants. */
+  get queued(): number {
+    return this.waiters;
+  }
+
+  /** Gives one back: to the tenant's first waiter, if one waits (it holds it from then on), else to the pool. */
   give(tenant: string): void {
+    const next = this.waiting.get(tenant)?.[0];
+    if (next) return next(true);
     const mine = this.held.get(tenant) ?? 0;
     if (mine <= 1) this.held.delete(tenant);
     else this.held.set(tenant, mine - 1);

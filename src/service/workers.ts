@@ -77,7 +77,12 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   });
   d.stops.add('calls database pool', () => callsPool.end());
   d.metrics.watchPool('calls', callsPool);
-  const outboundCalls = new TenantCounter(config.shares.outboundCallsPerTenant, config.shares.outboundCallSlots);
+  // A quarter of the call slots at most wait for their tenant's turn (activities/calls.ts, SHARE_WAIT_MS).
+  const outboundCalls = new TenantCounter(
+    config.shares.outboundCallsPerTenant,
+    config.shares.outboundCallSlots,
+    Math.max(1, Math.floor(config.shares.outboundCallSlots / 4)),
+  );
   const relay = new OutboxRelay({
     pool: d.workerPool,
     // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back to

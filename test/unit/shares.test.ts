@@ -11,6 +11,40 @@ describe('TenantCounter', () => {
     expect(c.tryTake('c')).toBe('taken');
     expect(c.tryTake('a')).toBe('overall');
   });
+
+  it('lets a few callers at their share wait for a place their tenant gives back, first come first served', async () => {
+    const c = new TenantCounter(2, 10, 4);
+    expect([c.tryTake('a'), c.tryTake('a')]).toEqual(['taken', 'taken']);
+    const order: string[] = [];
+    const a3 = c.take('a', 5_000).then((r) => (order.push('a3'), r));
+    const a4 = c.take('a', 5_000).then((r) => (order.push('a4'), r));
+    // The tenant's queue holds at most its share (2): the next is refused at once; another tenant is not queued.
+    expect(await c.take('a', 5_000)).toBe('tenant');
+    expect(await c.take('b', 5_000)).toBe('taken');
+    expect(c.queued).toBe(2);
+    c.give('a');
+    expect(await a3).toBe('taken');
+    // The place went to the waiter, not back to the pool: a newcomer is still refused.
+    expect(c.tryTake('a')).toBe('tenant');
+    c.give('a');
+    expect(await a4).toBe('taken');
+    expect(order).toEqual(['a3', 'a4']);
+    expect(c.total).toBe(3);
+  });
+
+  it('refuses a waiter once its time is up, and waits for no one when the queue overall is full', async () => {
+    const c = new TenantCounter(1, 10, 1);
+    expect(c.tryTake('a')).toBe('taken');
+    expect(c.tryTake('b')).toBe('taken');
+    const waiting = c.take('a', 20);
+    // One waiter in all: b's caller is refused at once.
+    expect(await c.take('b', 5_000)).toBe('tenant');
+    expect(await waiting).toBe('tenant');
+    expect(c.queued).toBe(0);
+    // Gone from the queue: a later give frees the place.
+    c.give('a');
+    expect(c.tryTake('a')).toBe('taken');
+  });
 });
 
 describe('TenantGate', () => {
