@@ -79,16 +79,26 @@ export function createActivities(deps: ActivityDeps) {
      */
     async executeInstanceStep(
       instanceId: string,
-      options: boolean | { finalAttempt?: boolean; callsApart?: boolean } = false,
+      options:
+        boolean | { finalAttempt?: boolean; callsApart?: boolean; ownWorkflow?: boolean; plainOnly?: boolean } = false,
     ): Promise<StepResult> {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
       const attempt = Context.current().info.attempt;
       const o = typeof options === 'boolean' ? { finalAttempt: options } : options;
       return withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, ...o }));
     },
-    /** The last part of an outbound step made apart: its outcome recorded, the instance moved on. */
-    finishOutboundCall(args: { details: CallDetails; outcome: HttpOutcome }): Promise<StepResult> {
-      return orFault(deps, args.details.instanceId, () => finishOutboundCall(deps, args.details, args.outcome));
+    /**
+     * The last part of an outbound step made apart: its outcome recorded, the instance moved on.
+     * `ownWorkflow`: see StepOptions (workflows that pass it show the result themselves).
+     */
+    finishOutboundCall(args: {
+      details: CallDetails;
+      outcome: HttpOutcome;
+      ownWorkflow?: boolean;
+    }): Promise<StepResult> {
+      return orFault(deps, args.details.instanceId, () =>
+        finishOutboundCall(deps, args.details, args.outcome, { ownWorkflow: args.ownWorkflow === true }),
+      );
     },
     peekStep(instanceId: string) {
       return peekStep(deps, instanceId);

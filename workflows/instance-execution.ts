@@ -136,7 +136,11 @@ async function makeCall(
       Math.min(policy.maximumIntervalMs, policy.initialIntervalMs * policy.backoffCoefficient ** (attempt - 1)),
     );
   }
-  return (local ? localSteps : steps).finishOutboundCall({ details: result.details, outcome: result.outcome });
+  return (local ? localSteps : steps).finishOutboundCall({
+    details: result.details,
+    outcome: result.outcome,
+    ...(local ? { ownWorkflow: true } : {}),
+  });
 }
 
 /**
@@ -173,6 +177,8 @@ export interface InstanceExecutionInput {
    * stands instead of signalling it (one request, and eager: the first task comes back to its own worker).
    */
   told?: InstanceTidings;
+  /** The patches this run takes without asking `patched()` (PATCH_LEVEL); runs recorded before have none. */
+  patchLevel?: number;
 }
 
 type Standing = NonNullable<Awaited<ReturnType<Activities['peekStep']>>['instance']>;
@@ -230,6 +236,22 @@ const LOCAL_STEPS_PATCH = 'instance-local-steps';
  * its definition and version, its bookmarks, its incidents, who cancelled it), not only this run's steps.
  */
 const STORY_PATCH = 'instance-story';
+/**
+ * The patches a run takes without asking `patched()`, by the level of the release that started it: the relay
+ * starts every new run with `patchLevel: PATCH_LEVEL`, so that its history carries no patch marker and no
+ * TemporalChangeVersion upsert for them (three of each per instance before: each upsert a visibility write in
+ * Temporal). Runs recorded before carry no level and ask as they did. A patch added later gets the next level,
+ * never one that exists: a run started at level 1 must replay the same under whatever code replays it.
+ */
+export const PATCH_LEVEL = 1;
+const PATCH_LEVELS: Readonly<Record<string, number>> = {
+  [LIFELONG_PATCH]: 1,
+  [STORY_PATCH]: 1,
+  [LOCAL_STEPS_PATCH]: 1,
+};
+/** `patched(id)`, answered by the run's level where the level covers the patch. */
+const takes = (input: InstanceExecutionInput, id: string): boolean =>
+  (input.patchLevel ?? 0) >= (PATCH_LEVELS[id] ?? Number.POSITIVE_INFINITY) || patched(id);
 /** Words from the relay one run takes before it continues as new: its history stays bounded. */
 const TIDINGS_PER_RUN = 500;
 /** Activities named in a run's result and details: the most recent ones. */
@@ -264,7 +286,7 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
   // Given at the start (histories recorded before have no `told`): read as the first signal would be.
   const { told } = input;
   if (told && (!inbox.latest || told.revision > inbox.latest.revision)) inbox.latest = told;
-  if (patched(LIFELONG_PATCH)) return lifelong(input, inbox);
+  if (takes(input, LIFELONG_PATCH)) return lifelong(input, inbox);
   const result = await perDispatchRun(input, inbox);
   // A run of the previous release that was open at the upgrade hands over to the lifelong shape; a history
   // recorded before ends as it was recorded.
@@ -285,7 +307,7 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
   let since = noSteps();
   // Told with a story, and recorded so (patch): the details and the result tell it.
   const telling = (t: InstanceTidings | undefined): t is InstanceTidings & { story: InstanceStory } =>
-    t?.story !== undefined && patched(STORY_PATCH);
+    t?.story !== undefined && takes(input, STORY_PATCH);
   const startedAs = workflowInfo().typedSearchAttributes.get(INSTANCE_STATUS_ATTRIBUTE);
   let shownStatus: string | undefined = startedAs ?? (known ? `${known.status}/${known.subStatus}` : undefined);
   const show = (t: InstanceTidings) => {
@@ -330,11 +352,14 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
       }
       if (tidings.hasWork) {
         // Histories recorded before ran each step as an activity of its own, and waited for the relay's word.
-        const local = patched(LOCAL_STEPS_PATCH);
-        let policy = (await (local ? localSteps : steps).peekStep(input.instanceId)).nextRetry;
+        const local = takes(input, LOCAL_STEPS_PATCH);
+        // Runs from patch level 1 on read no policy before their first step: the step runs a head no strategy
+        // names, and answers the policy of one a strategy names (`plainOnly`). Runs before read it first.
+        const peeks = (input.patchLevel ?? 0) < 1;
+        let policy = peeks ? (await (local ? localSteps : steps).peekStep(input.instanceId)).nextRetry : undefined;
         let last: Standing | undefined;
         for (;;) {
-          const step = await runStep(input.instanceId, policy, showStep, local);
+          const step = await runStep(input.instanceId, policy, showStep, local, !peeks);
           policy = step.nextRetry;
           for (const id of ranIn(step)) {
             executed.push(id);
@@ -377,22 +402,29 @@ async function runStep(
   policy: StepRetryPolicy | undefined,
   calling: (standing: Standing | undefined) => void,
   local = false,
+  plainOnly = false,
 ): Promise<StepResult> {
   const plain = local ? localSteps : steps;
+  // Local steps are this workflow's own: it shows their results itself, and the relay does not tell it again.
+  const own = local ? { ownWorkflow: true } : {};
   let step: StepResult;
   // Outbound calls are left to this workflow (`callsApart`), to be made on the calls task queue. A run
   // started before that replays as it ran: its recorded step results carry no call.
   if (policy) {
     try {
-      step = await stepsWith(policy, local).executeInstanceStep(instanceId, { callsApart: true });
+      step = await stepsWith(policy, local).executeInstanceStep(instanceId, { callsApart: true, ...own });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       // The strategy's attempts ran out on something other than the activity's own fault (its last
       // attempt records that as an incident): run the step once more as final, with the default policy.
-      step = await plain.executeInstanceStep(instanceId, { finalAttempt: true, callsApart: true });
+      step = await plain.executeInstanceStep(instanceId, { finalAttempt: true, callsApart: true, ...own });
     }
   } else {
-    step = await plain.executeInstanceStep(instanceId, { callsApart: true });
+    step = await plain.executeInstanceStep(instanceId, {
+      callsApart: true,
+      ...own,
+      ...(plainOnly ? { plainOnly } : {}),
+    });
   }
   if (step.call) {
     calling(step.instance);

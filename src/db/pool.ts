@@ -172,14 +172,27 @@ export function requestPool(pool: pg.Pool, signal: AbortSignal, share?: Connecti
   });
 }
 
+/** What a transaction says of itself at its start, in the BEGIN's round trip: `OWN_STEP` (src/engine/executor.ts). */
+export type TransactionMark = typeof OWN_STEP;
+/**
+ * A step run by the instance's own workflow: the outbox queues no word of what the workflow reads from the
+ * step's result (migration 020_outbox_own_steps.sql says which changes still queue one).
+ */
+export const OWN_STEP = 'own-step';
+
 /**
  * Runs `fn` in one transaction on one client: COMMIT on success, ROLLBACK on any throw, and the client
- * always goes back to the pool.
+ * always goes back to the pool. `mark`: the transaction is a step of the instance's own workflow.
  */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  mark?: TransactionMark,
+): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    // One round trip: a simple query of two statements, the second a constant.
+    await client.query(mark === OWN_STEP ? `BEGIN; SELECT set_config('wfa.outbox', 'own-step', true)` : 'BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

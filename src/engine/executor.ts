@@ -9,7 +9,7 @@ import {
 import { isTransientError } from '../db/errors.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
-import { type Queryable, withTransaction } from '../db/pool.js';
+import { OWN_STEP, type Queryable, withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
 import { type ActivityType, findActivityType } from './activity-types.js';
 import type { ActivityNode } from './definition-schema.js';
@@ -103,7 +103,21 @@ export interface StepOptions {
    * runs in the calls task queue's own slots, never in a slot a plan batch or another step needs.
    */
   callsApart?: boolean;
+  /**
+   * Run by the instance's own workflow, which shows where the step left the instance from its result: the
+   * step's transactions queue no word to that workflow (migration 020 names the changes that still do).
+   */
+  ownWorkflow?: boolean;
+  /**
+   * Run the head of the schedule only if no resilience strategy names it; a head under a strategy is left
+   * for the caller to run under the strategy's policy (`StepResult.nextRetry`, nothing ran). The workflow's
+   * first step asks so, instead of reading the policy in a step of its own first.
+   */
+  plainOnly?: boolean;
 }
+
+/** The mark of a step's transactions (`StepOptions.ownWorkflow`). */
+const markOf = (options: { ownWorkflow?: boolean }) => (options.ownWorkflow ? OWN_STEP : undefined);
 
 /**
  * Thrown when an activity with a resilience strategy faults and has attempts left: the step's
@@ -168,9 +182,15 @@ interface PendingCall extends CallRequest {
  * same Idempotency-Key (`{instanceId}:{recordId}`), so the receiver can tell.
  */
 export async function runStep(deps: EngineDeps, instanceId: string, options: StepOptions = {}): Promise<StepResult> {
-  const first = await withTransaction(deps.pool, (client) => beginStep(deps, client, instanceId, options));
+  const first = await withTransaction(
+    deps.pool,
+    (client) => beginStep(deps, client, instanceId, options),
+    markOf(options),
+  );
   if (first.kind === 'done')
-    return first.result.hasMoreWork ? continuePureSteps(deps, instanceId, first.result) : first.result;
+    return first.result.hasMoreWork
+      ? continuePureSteps(deps, instanceId, first.result, PURE_RUN_BUDGET_MS, options)
+      : first.result;
   if (options.callsApart) {
     return {
       hasMoreWork: true,
@@ -194,7 +214,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
     deps.outbound,
     deps.callMetrics,
   );
-  return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options));
+  return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options), markOf(options));
 }
 
 /**
@@ -211,6 +231,7 @@ export async function continuePureSteps(
   instanceId: string,
   after: StepResult,
   budgetMs = PURE_RUN_BUDGET_MS,
+  options: Pick<StepOptions, 'ownWorkflow'> = {},
 ): Promise<StepResult> {
   const started = performance.now();
   // Between steps and chunks, other work on this worker gets the event loop (no more than ~15 ms at a time).
@@ -227,21 +248,25 @@ export async function continuePureSteps(
   };
   note(after.executedActivityId);
   while (result.hasMoreWork && !result.nextRetry && performance.now() - started < budgetMs) {
-    const next = await withTransaction(deps.pool, async (client) => {
-      const s = await lockInstance(client, instanceId);
-      // Calls out on another branch: left to the step executor, which resumes a started call first.
-      if (!s || s.callsInFlight?.length) return undefined;
-      const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
-      if (!def || !headIsPure(s, def)) return undefined;
-      const now = nowBy(deps.clock);
-      const writes = await runPureSteps(client, deps.definitions, [s], now, undefined, slice, PURE_STEPS_PER_CHUNK);
-      const last = writes.records[writes.records.length - 1];
-      if (!last) return undefined;
-      await writePureSteps(client, writes);
-      await saveInstance(client, s);
-      for (const r of writes.records) note(r.activity_id);
-      return stepResult(deps, client, s, last.activity_id);
-    });
+    const next = await withTransaction(
+      deps.pool,
+      async (client) => {
+        const s = await lockInstance(client, instanceId);
+        // Calls out on another branch: left to the step executor, which resumes a started call first.
+        if (!s || s.callsInFlight?.length) return undefined;
+        const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
+        if (!def || !headIsPure(s, def)) return undefined;
+        const now = nowBy(deps.clock);
+        const writes = await runPureSteps(client, deps.definitions, [s], now, undefined, slice, PURE_STEPS_PER_CHUNK);
+        const last = writes.records[writes.records.length - 1];
+        if (!last) return undefined;
+        await writePureSteps(client, writes);
+        await saveInstance(client, s);
+        for (const r of writes.records) note(r.activity_id);
+        return stepResult(deps, client, s, last.activity_id);
+      },
+      markOf(options),
+    );
     if (!next) break;
     result = next;
   }
@@ -387,8 +412,13 @@ export async function finishOutboundCall(
   deps: EngineDeps,
   details: CallDetails,
   outcome: HttpOutcome,
+  options: Pick<StepOptions, 'ownWorkflow'> = {},
 ): Promise<StepResult> {
-  return withTransaction(deps.pool, (client) => finishCall(deps, client, details, outcome, { finalAttempt: true }));
+  return withTransaction(
+    deps.pool,
+    (client) => finishCall(deps, client, details, outcome, { ...options, finalAttempt: true }),
+    markOf(options),
+  );
 }
 
 /**
@@ -409,6 +439,10 @@ async function beginStep(
   if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
   const resumed = await resumeStartedCall(deps, client, s, def, now);
   if (resumed) return resumed;
+  if (options.plainOnly) {
+    const nextRetry = await nextRetryPolicy(deps, client, s);
+    if (nextRetry) return done({ hasMoreWork: true, nextRetry, instance: standingOf(s) });
+  }
   const activityId = takeHead(s);
   if (activityId === undefined) {
     settle(s, now);

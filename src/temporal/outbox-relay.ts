@@ -7,7 +7,7 @@ import {
   INSTANCE_STATUS_ATTRIBUTE,
   PLAN_TENANT_ATTRIBUTE,
 } from '../../workflows/search-attributes.js';
-import type { InstanceTidings } from '../../workflows/instance-execution.js';
+import { type InstanceTidings, PATCH_LEVEL } from '../../workflows/instance-execution.js';
 import { clip, type InstanceStory, STORY_LIMITS } from '../../workflows/instance-story.js';
 import { workflowWorkSql } from '../engine/instance-state.js';
 import type { Logger } from '../logger.js';
@@ -299,7 +299,14 @@ export class OutboxRelay {
     try {
       await this.o.client.workflow.start(instanceExecution, {
         ...this.startOptions(row, WorkflowIdReusePolicy.REJECT_DUPLICATE),
-        args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes, told: tidingsOf(row) }],
+        args: [
+          {
+            instanceId: row.instance_id,
+            searchAttributes: this.o.searchAttributes,
+            told: tidingsOf(row),
+            patchLevel: PATCH_LEVEL,
+          },
+        ],
         requestEagerStart: this.o.eager === true,
       });
       return true;
@@ -377,7 +384,7 @@ export class OutboxRelay {
   private signalWithStart(row: ClaimedRow, workflowIdReusePolicy: WorkflowIdReusePolicy) {
     return this.o.client.workflow.signalWithStart(instanceExecution, {
       ...this.startOptions(row, workflowIdReusePolicy),
-      args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes }],
+      args: [{ instanceId: row.instance_id, searchAttributes: this.o.searchAttributes, patchLevel: PATCH_LEVEL }],
       signal: workAvailable,
       signalArgs: [tidingsOf(row)],
     });

@@ -290,6 +290,52 @@ describe('an instance in Temporal', () => {
     expect(activities).toEqual(['callOutbound']);
     const markers = events!.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
     expect(markers.filter((m) => m === 'core_local_activity').length).toBeGreaterThanOrEqual(3);
+    // Started at the current patch level: no patch marker, and no TemporalChangeVersion upsert with it.
+    expect(markers).not.toContain('core_patch');
+    const upserted = events!.flatMap((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    );
+    expect(upserted).not.toContain('TemporalChangeVersion');
+    // Its own steps queued no word to it: not signalled, and no workflow task lost to a word that came in
+    // while it completed; nothing left in the outbox.
+    expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes)).toEqual([]);
+    expect(events!.filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    const { rows: queued } = await h.pool.query('SELECT 1 FROM instance_outbox WHERE instance_id = $1', [id]);
+    expect(queued).toEqual([]);
+  });
+
+  it('is still told what its own step cannot show: a call that faults the instance', async () => {
+    const failing = createServer((_req, res) => res.writeHead(503).end('down'));
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    try {
+      const name = `own-fault-${run}`;
+      const made = await h.request('POST', '/connection-configuration', {
+        body: {
+          name,
+          connectionType: HTTP,
+          connectionConfiguration: { baseUrl: `http://127.0.0.1:${(failing.address() as AddressInfo).port}` },
+        },
+      });
+      expect(made.status).toBe(201);
+      const body = chain(name, [writeLine('start', 'started'), httpCall(name), writeLine('end', 'called')]);
+      expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+      const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
+        .workflowInstanceId as string;
+      const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+      // The relay's word carries the incident: the details name it (the step's result alone could not).
+      const details = await eventually(async () => {
+        const m = await handle
+          .query<{ currentDetails?: string }>('__temporal_workflow_metadata')
+          .catch(() => undefined);
+        return m?.currentDetails?.includes('returned status 503') ? m.currentDetails : undefined;
+      }, 'its details to name the incident');
+      expect(details).toMatch(/^\*\*Running\/Faulted\*\* · faulted: call: /);
+      expect(await instance(id)).toMatchObject({ status: 'Running', subStatus: 'Faulted' });
+      const { events } = await handle.fetchHistory();
+      expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes).length).toBeGreaterThanOrEqual(1);
+    } finally {
+      failing.close();
+    }
   });
 
   it.each([

@@ -253,6 +253,36 @@ describe('the instance workflow', () => {
     await expect(replay(history)).resolves.toBeUndefined();
   });
 
+  // Recorded by the workflow code of patch level 1 (workflows/instance-execution.ts, PATCH_LEVEL): the relay starts
+  // each run with `patchLevel: 1`, so the run asks patched() nothing (no marker, no TemporalChangeVersion upsert),
+  // runs its first step with `plainOnly` instead of a peekStep first, and its own steps queue no word to it. Code
+  // that asked patched() or peeked again for these runs would fail them as nondeterministic.
+  it.each([
+    ['instance-history-level1-migrated-finished.bin', ['start', 'wait', 'done'], 2],
+    ['instance-history-level1-cancelled.bin', undefined, 1],
+    ['instance-history-level1-faulted.bin', undefined, 1],
+    ['instance-history-level1-call-suspended-finished.bin', ['start', 'call', 'wait', 'set'], 1],
+  ])('replays %s, a run started at patch level 1', async (name, ran, version) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const input = payloadJson(events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+    expect(input).toMatchObject({ patchLevel: 1 });
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).not.toContain('core_patch');
+    const localActivities = events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+      .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.data?.payloads?.[0])?.activity_type);
+    expect(localActivities).not.toContain('peekStep');
+    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
+    if (ran) {
+      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
+      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
+    } else {
+      expect(completed).toBeUndefined();
+    }
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
   it.each([
     ['instance-history-per-dispatch-suspended.bin', ['start', 'wait'], 'Running/Suspended'],
     ['instance-history-per-dispatch-finished.bin', ['set'], 'Finished/Finished'],
