@@ -357,11 +357,17 @@ export type PreparedCall =
  * name in the tenant), with nothing held: no transaction, no row lock.
  */
 export async function prepareCall(deps: EngineDeps, instanceId: string, recordId: string): Promise<PreparedCall> {
-  const { rows: records } = await deps.pool.query<{ activity_id: string; activity_type: string; status: string }>(
-    'SELECT activity_id, activity_type, status FROM activity_records WHERE id = $1 AND instance_id = $2',
-    [recordId, instanceId],
+  // The record and its instance in one round trip (nothing is locked: part three re-checks both under the lock).
+  const { rows } = await deps.pool.query<
+    InstanceRow & { record: { activity_id: string; activity_type: string; status: string } | null }
+  >(
+    `SELECT ${INSTANCE_COLUMNS},
+            (SELECT json_build_object('activity_id', r.activity_id, 'activity_type', r.activity_type, 'status', r.status)
+               FROM activity_records r WHERE r.id = $2 AND r.instance_id = $1) AS record
+       FROM workflow_instances WHERE id = $1`,
+    [instanceId, recordId],
   );
-  const record = records[0];
+  const record = rows[0]?.record ?? undefined;
   const details: CallDetails = {
     instanceId,
     recordId,
@@ -369,10 +375,6 @@ export async function prepareCall(deps: EngineDeps, instanceId: string, recordId
     activityType: record?.activity_type ?? OUTBOUND_ACTIVITY_TYPE,
     connectionName: '',
   };
-  const { rows } = await deps.pool.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS} FROM workflow_instances WHERE id = $1`,
-    [instanceId],
-  );
   const s = rows[0] ? instanceFromRow(rows[0]) : undefined;
   if (!s || !record || record.status !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted')
     return { kind: 'skip', details };
@@ -491,6 +493,8 @@ async function resumeStartedCall(
   def: DefinitionVersion,
   now: Date,
 ): Promise<PendingCall | undefined> {
+  // The lock read the calls in flight: none, and none can start while the lock is held (part one runs under it).
+  if (s.callsInFlight?.length === 0) return undefined;
   const { rows: started } = await client.query<{ id: string; activity_id: string }>(
     `SELECT id, activity_id FROM activity_records WHERE instance_id = $1 AND status = 'Running' AND activity_type = $2
       ORDER BY started_at LIMIT 1`,
