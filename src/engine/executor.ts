@@ -434,7 +434,11 @@ async function beginStep(
   options: StepOptions,
 ): Promise<StepStart> {
   const s = await lockInstance(client, instanceId);
-  if (!s || s.status === 'Finished' || s.subStatus === 'Faulted') return done({ hasMoreWork: false });
+  // Where it stands goes with the answer: a workflow whose own earlier attempt finished the instance (its
+  // marker lost with a worker) completes on it, as no word of that end comes (migration 020).
+  if (!s) return done({ hasMoreWork: false });
+  if (s.status === 'Finished' || s.subStatus === 'Faulted')
+    return done({ hasMoreWork: false, instance: standingOf(s) });
   const now = nowBy(deps.clock);
   s.updatedAt = now;
   const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
@@ -449,7 +453,7 @@ async function beginStep(
   if (activityId === undefined) {
     settle(s, now);
     await saveInstance(client, s);
-    return done({ hasMoreWork: false });
+    return done({ hasMoreWork: false, instance: standingOf(s) });
   }
   const activity = findActivity(def.root, activityId);
   const type = activity ? findActivityType(activity.type) : undefined;
@@ -459,7 +463,7 @@ async function beginStep(
       : `Activity ${activityId} does not exist in version ${def.version} of ${def.definitionId}`;
     recordIncident(s, activityId, activity?.type ?? 'unknown', message, now);
     await saveInstance(client, s);
-    return done({ hasMoreWork: false, executedActivityId: activityId });
+    return done({ hasMoreWork: false, executedActivityId: activityId, instance: standingOf(s) });
   }
   return runHead(deps, client, { s, def, activity, type, now }, options);
 }

@@ -1,16 +1,14 @@
--- A step that an instance's own workflow runs (its local activities: the first part of a step, the last part
--- of an outbound call, the pure steps after them) no longer queues a word to that same workflow. The
--- workflow reads where the step left the instance from the step's result and shows it (status, bookmarks,
--- the steps it ran), and it completes by itself when its step finished the instance; the word that followed
--- only made it wake for what it knew already: a signal, a workflow task, and, for the last one, a workflow
--- task failed as "UnhandledCommand" when the signal came in while the workflow was completing (the task then
--- ran again). Seen in bench:engine's outbound-call phase: two signals and two or three workflow tasks more per
--- instance than its workflow needed (bench/README.md).
+-- The step of an instance's own workflow that finishes the instance (the last part of an outbound call, or the
+-- step after it) no longer queues a word to that same workflow: the workflow reads the end from the step's
+-- result and completes by itself. The word only came in while the workflow was completing: a signal, and its
+-- last workflow task failed as "UnhandledCommand" and ran again (seen in bench:engine's outbound-call phase,
+-- bench/README.md).
 --
--- Such a step's transaction says so (`SELECT set_config('wfa.outbox', 'own-step', true)`). It still queues its
--- word when the workflow could not tell the change from the result: a fault or any change of the incidents
--- (the story counts them), a version change (the memo), and an end other than Finished (a cancellation ends
--- the workflow Canceled through the relay). A row queued before by another change stays, and is told.
+-- Such a step's transaction says so (`SELECT set_config('wfa.outbox', 'own-step', true)`). Only an end as
+-- Finished/Finished, with the incidents and the version unchanged, goes untold; every other change of an own
+-- step still queues its word, as before: a word carries the instance's revision, and one that an own step's
+-- change did not queue could leave an older word (told while the steps ran) as the last the workflow shows.
+-- A row queued before by another change stays, and is told (to a closed workflow: nothing happens).
 CREATE OR REPLACE FUNCTION wfa_instance_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   mode text := current_setting('wfa.outbox', true);
@@ -21,8 +19,7 @@ BEGIN
     RETURN NULL;
   END IF;
   IF mode = 'own-step' AND TG_OP = 'UPDATE'
-     AND NEW.sub_status IS DISTINCT FROM 'Faulted'
-     AND (NEW.status IS DISTINCT FROM 'Finished' OR NEW.sub_status = 'Finished')
+     AND NEW.status = 'Finished' AND NEW.sub_status = 'Finished'
      AND NEW.incidents IS NOT DISTINCT FROM OLD.incidents
      AND NEW.version IS NOT DISTINCT FROM OLD.version THEN
     RETURN NULL;
