@@ -368,7 +368,13 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
           }
           // A long run of pure steps names its last few activities and counts the others.
           since.count += (step.alsoExecuted?.count ?? 0) - (step.alsoExecuted?.last.length ?? 0);
-          showStep(step.instance);
+          // An earlier attempt of this step ended the instance, its answer lost: the step tells it as the relay
+          // would have, what ran included (no word follows an own step's end).
+          if (step.told && (!known || step.told.revision > known.revision)) {
+            known = step.told;
+            since = noSteps();
+            show(step.told);
+          } else showStep(step.instance);
           last = step.instance;
           if (!step.hasMoreWork) break;
         }

@@ -176,7 +176,7 @@ export function requestPool(pool: pg.Pool, signal: AbortSignal, share?: Connecti
 export type TransactionMark = typeof OWN_STEP;
 /**
  * A step run by the instance's own workflow: the outbox queues no word of what the workflow reads from the
- * step's result (migration 020_outbox_own_steps.sql says which changes still queue one).
+ * step's result (migrations 020 and 021 say which changes still queue one).
  */
 export const OWN_STEP = 'own-step';
 

@@ -10,11 +10,13 @@ import { isTransientError } from '../db/errors.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { OWN_STEP, type Queryable, withTransaction } from '../db/pool.js';
+import type { InstanceTidings } from '../../workflows/instance-execution.js';
 import type { Logger } from '../logger.js';
 import { type ActivityType, findActivityType } from './activity-types.js';
 import type { ActivityNode } from './definition-schema.js';
 import type { DefinitionCache, DefinitionVersion } from './definitions.js';
 import { findActivity } from './flowchart.js';
+import { readTidings } from './instance-tidings.js';
 import type { CallRequest } from './handlers/index.js';
 import { callRequest } from './handlers/send-http-request.js';
 import { evaluateInputs } from './inputs.js';
@@ -91,6 +93,13 @@ export interface StepResult {
    * next, as an activity of the calls task queue, then hands to `finishOutboundCall`. Names only, no secret.
    */
   call?: { recordId: string; activityId: string; tenantKey: string; retry?: StepRetryPolicy };
+  /**
+   * To the instance's own workflow (`ownWorkflow`), when the step found the instance already Finished/Finished:
+   * where it stands and its story, as the relay would tell it. An earlier attempt of this workflow's own step
+   * ended it and its answer was lost (a failed workflow task runs its local activities again), and no word
+   * follows an own step's end (migration 020), so without this the workflow's result would miss what ran.
+   */
+  told?: InstanceTidings;
 }
 
 export interface StepOptions {
@@ -114,6 +123,13 @@ export interface StepOptions {
    * first step asks so, instead of reading the policy in a step of its own first.
    */
   plainOnly?: boolean;
+}
+
+/** `StepResult.told`, when the step found the instance ended as no word will tell its own workflow. */
+async function toldIfEnded(db: Queryable, s: InstanceState, options: StepOptions): Promise<Pick<StepResult, 'told'>> {
+  if (!options.ownWorkflow || s.status !== 'Finished' || s.subStatus !== 'Finished') return {};
+  const told = await readTidings(db, s.id);
+  return told ? { told } : {};
 }
 
 /** The mark of a step's transactions (`StepOptions.ownWorkflow`). */
@@ -438,7 +454,7 @@ async function beginStep(
   // marker lost with a worker) completes on it, as no word of that end comes (migration 020).
   if (!s) return done({ hasMoreWork: false });
   if (s.status === 'Finished' || s.subStatus === 'Faulted')
-    return done({ hasMoreWork: false, instance: standingOf(s) });
+    return done({ hasMoreWork: false, instance: standingOf(s), ...(await toldIfEnded(client, s, options)) });
   const now = nowBy(deps.clock);
   s.updatedAt = now;
   const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
@@ -643,7 +659,7 @@ async function finishCall(
     // Where the instance stands now: a retried last part whose first attempt committed finds the record
     // closed and the instance moved on, with the work its outcome scheduled still to run.
     return s
-      ? stepResult(deps, client, s, call.activityId)
+      ? { ...(await stepResult(deps, client, s, call.activityId)), ...(await toldIfEnded(client, s, options)) }
       : { hasMoreWork: false, executedActivityId: call.activityId };
   }
   s.updatedAt = now;

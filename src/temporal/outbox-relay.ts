@@ -7,9 +7,8 @@ import {
   INSTANCE_STATUS_ATTRIBUTE,
   PLAN_TENANT_ATTRIBUTE,
 } from '../../workflows/search-attributes.js';
-import { type InstanceTidings, PATCH_LEVEL } from '../../workflows/instance-execution.js';
-import { clip, type InstanceStory, STORY_LIMITS } from '../../workflows/instance-story.js';
-import { workflowWorkSql } from '../engine/instance-state.js';
+import { PATCH_LEVEL } from '../../workflows/instance-execution.js';
+import { absent, readStandings, type Standing, tidingsOf } from '../engine/instance-tidings.js';
 import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
 import { tenantPriority } from './fairness.js';
@@ -50,51 +49,6 @@ export interface OutboxRelayOptions {
    */
   eager?: boolean;
 }
-
-/** Where an instance stands, as the relay tells it, and its story (workflows/instance-story.ts). */
-interface Standing {
-  definition_id: string | null;
-  version: number | null;
-  status: string | null;
-  sub_status: string | null;
-  revision: string | null;
-  has_work: boolean | null;
-  /** The first STORY_LIMITS.waitingOn bookmarks; `bookmark_count` counts them all. */
-  bookmarks: { activityId: string; eventName: string }[] | null;
-  bookmark_count?: number | null;
-  /** Activity records, counted up to STORY_LIMITS.countedActivities + 1. */
-  activity_count?: string | number | null;
-  /** The last STORY_LIMITS.lastActivities records, oldest first: [activity id, status]. */
-  last_activities?: [string, string][] | null;
-  incident_count?: number | null;
-  last_incident?: { activityId?: string; message?: string } | null;
-}
-
-const absent: Standing = {
-  definition_id: null,
-  version: null,
-  status: null,
-  sub_status: null,
-  revision: null,
-  has_work: null,
-  bookmarks: null,
-};
-
-/**
- * The story's columns of the workflow_instances row aliased `i`, read with where it stands: a few bookmarks
- * and their count, the incidents' count and the last one, and its activity records through their
- * (instance_id, id) index: the last few, and a count that stops past STORY_LIMITS.countedActivities.
- */
-const storySql = (i: string) => `
-       (SELECT coalesce(jsonb_agg(b), '[]') FROM (
-          SELECT b FROM jsonb_array_elements(${i}.bookmarks) b LIMIT ${STORY_LIMITS.waitingOn}) f) AS bookmarks,
-       jsonb_array_length(${i}.bookmarks) AS bookmark_count,
-       ${i}.incident_count, ${i}.incidents -> -1 AS last_incident,
-       (SELECT count(*) FROM (SELECT FROM activity_records r WHERE r.instance_id = ${i}.id
-                               LIMIT ${STORY_LIMITS.countedActivities + 1}) c) AS activity_count,
-       ARRAY(SELECT ARRAY[l.activity_id, l.status] FROM (
-               SELECT r.id, r.activity_id, r.status FROM activity_records r WHERE r.instance_id = ${i}.id
-                ORDER BY r.id DESC LIMIT ${STORY_LIMITS.lastActivities}) l ORDER BY l.id) AS last_activities`;
 
 /** An outbox row as a relay claimed it, with where its instance stood. */
 export interface ClaimedRow extends Standing {
@@ -255,19 +209,8 @@ export class OutboxRelay {
       [PASS_SIZE, CLAIM_SECONDS],
     );
     if (claimed.length === 0) return [];
-    const standing = await this.standing(claimed.map((c) => c.instance_id));
+    const standing = await readStandings(this.o.pool, claimed.map((c) => c.instance_id));
     return claimed.map((c) => ({ ...c, ...(standing.get(c.instance_id) ?? absent) }));
-  }
-
-  /** Where these instances stand now, with their story (an instance deleted since is absent). */
-  private async standing(ids: string[]): Promise<Map<string, Standing>> {
-    const { rows } = await this.o.pool.query<Standing & { id: string }>(
-      `SELECT i.id, i.definition_id, i.version, i.status, i.sub_status, i.revision,
-              ${workflowWorkSql('i')} AS has_work, ${storySql('i')}
-         FROM workflow_instances i WHERE i.id = ANY($1::text[])`,
-      [ids],
-    );
-    return new Map(rows.map(({ id, ...s }) => [id, s]));
   }
 
   /**
@@ -346,7 +289,7 @@ export class OutboxRelay {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
     if (row.status === 'Finished') return false;
-    const now = (await this.standing([row.instance_id])).get(row.instance_id);
+    const now = (await readStandings(this.o.pool, [row.instance_id])).get(row.instance_id);
     if (now?.status !== 'Running') return false;
     await this.deleteClosedRun(row.instance_id);
     await this.signalWithStart({ ...row, ...now }, WorkflowIdReusePolicy.ALLOW_DUPLICATE);
@@ -410,42 +353,4 @@ export class OutboxRelay {
         : {}),
     };
   }
-}
-
-/** A name as a word carries it (an activity id, an event name, a definition id): at most STORY_LIMITS.name long. */
-const name = (text: string | null | undefined) => clip(text ?? '', STORY_LIMITS.name);
-
-/** The word a workflow is told: where its instance stands, and its story. */
-function tidingsOf(row: Standing & { cause?: string | null }): InstanceTidings {
-  const bookmarks = (row.bookmarks ?? []).slice(0, STORY_LIMITS.waitingOn);
-  return {
-    revision: Number(row.revision),
-    status: row.status ?? '',
-    subStatus: row.sub_status ?? '',
-    version: row.version ?? 0,
-    hasWork: row.has_work === true,
-    waitingOn: bookmarks.map((b) => `${name(b.eventName)} (${name(b.activityId)})`),
-    story: storyOf(row),
-  };
-}
-
-/** The story of a row read with `storySql`: bounded, names only (workflows/instance-story.ts). */
-function storyOf(row: Standing & { cause?: string | null }): InstanceStory {
-  const counted = Number(row.activity_count ?? 0);
-  const incident = row.last_incident;
-  return {
-    definitionId: name(row.definition_id),
-    activities: Math.min(counted, STORY_LIMITS.countedActivities),
-    ...(counted > STORY_LIMITS.countedActivities ? { moreActivities: true } : {}),
-    lastActivities: (row.last_activities ?? []).map(([id, status]) => ({
-      id: name(id),
-      ...(status !== 'Completed' ? { status } : {}),
-    })),
-    bookmarks: row.bookmark_count ?? row.bookmarks?.length ?? 0,
-    incidents: row.incident_count ?? 0,
-    ...(incident
-      ? { lastIncident: clip(`${name(incident.activityId)}: ${incident.message ?? ''}`, STORY_LIMITS.incident) }
-      : {}),
-    ...(row.cause ? { cause: clip(row.cause, STORY_LIMITS.cause) } : {}),
-  };
 }

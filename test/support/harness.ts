@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Client } from '@temporalio/client';
+import type { WorkerOptions } from '@temporalio/worker';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { createApp } from '../../src/api/app.js';
@@ -75,6 +76,8 @@ export async function createHarness(
     trustedProxies?: string[];
     /** Settings over the harness's own (e.g. the previous keys of a rotation). */
     config?: Partial<Config>;
+    /** Worker options over the harness's own (a test's activity interceptor that loses an answer). */
+    workerOptions?: Partial<WorkerOptions>;
     /** The database of another harness, kept when this one closes (a restart with other settings). */
     database?: string;
     /** METRICS_PUBLIC */
@@ -143,7 +146,7 @@ export async function createHarness(
     listen: false,
     startWorker: opts.worker !== false,
     workflowBundlePath: inject('workflowBundlePath'),
-    workerOptions: { shutdownGraceTime: '2 seconds' },
+    workerOptions: { shutdownGraceTime: '2 seconds', ...opts.workerOptions },
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.spanProcessor ? { spanProcessor: opts.spanProcessor } : {}),
   });
