@@ -77,7 +77,7 @@ export function standingOf(s: InstanceState): InstanceStanding {
 export interface StepResult {
   /** The instance after this step. */
   instance?: InstanceStanding;
-  /** true while the instance has scheduled work it can run now. */
+  /** true while the instance has scheduled work it can run now, or an outbound call out that a step makes again. */
   hasMoreWork: boolean;
   /** The activity that ran in this step, if any (the last one, when the step ran a run of pure steps). */
   executedActivityId?: string;
@@ -128,8 +128,14 @@ export interface StepOptions {
 /** `StepResult.told`, when the step found the instance ended as no word will tell its own workflow. */
 async function toldIfEnded(db: Queryable, s: InstanceState, options: StepOptions): Promise<Pick<StepResult, 'told'>> {
   if (!options.ownWorkflow || s.status !== 'Finished' || s.subStatus !== 'Finished') return {};
-  const told = await readTidings(db, s.id);
-  return told ? { told } : {};
+  try {
+    const told = await readTidings(db, s.id);
+    return told ? { told } : {};
+  } catch (err) {
+    // Only what it names is missed: the workflow still completes on the standing the answer carries.
+    if (isTransientError(err)) throw err;
+    return {};
+  }
 }
 
 /** The mark of a step's transactions (`StepOptions.ownWorkflow`). */
@@ -322,9 +328,11 @@ export async function orFault(
     );
     const message = `The step failed: ${err instanceof Error ? err.message : String(err)}`;
     const now = nowBy(deps.clock);
-    await withTransaction(deps.pool, async (client) => {
+    // Where it stands goes with the answer, as with every step's: a workflow whose own earlier attempt finished
+    // the instance completes on it (no word follows that end, migration 020).
+    const instance = await withTransaction(deps.pool, async (client) => {
       const s = await lockInstance(client, instanceId);
-      if (!s || s.status === 'Finished') return;
+      if (!s || s.status === 'Finished') return s && standingOf(s);
       const { rows } = await client.query<{ id: string; activity_id: string; activity_type: string }>(
         `UPDATE activity_records SET status = 'Faulted', completed_at = $2
           WHERE instance_id = $1 AND status = 'Running' AND activity_type = $3 RETURNING id, activity_id, activity_type`,
@@ -337,8 +345,9 @@ export async function orFault(
       recordIncident(s, activityId, activityType, message, now);
       s.updatedAt = now;
       await saveInstance(client, s);
+      return standingOf(s);
     });
-    return { hasMoreWork: false };
+    return { hasMoreWork: false, ...(instance ? { instance } : {}) };
   }
 }
 
@@ -619,7 +628,12 @@ function retryUnderStrategy(strategyId: string | undefined, options: StepOptions
 }
 
 async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, activityId: string): Promise<StepResult> {
-  const hasMoreWork = s.status === 'Running' && (s.subStatus as string) === 'Executing' && s.scheduled.length > 0;
+  // A call still out counts: the next step makes it again (`resumeStartedCall`), and migration 021 queues no
+  // word after an own step that leaves one out, so the workflow must go on by itself.
+  const hasMoreWork =
+    s.status === 'Running' &&
+    (s.subStatus as string) === 'Executing' &&
+    (s.scheduled.length > 0 || (s.callsInFlight?.length ?? 0) > 0);
   const nextRetry = hasMoreWork ? await nextRetryPolicy(deps, db, s) : undefined;
   return { hasMoreWork, executedActivityId: activityId, instance: standingOf(s), ...(nextRetry ? { nextRetry } : {}) };
 }

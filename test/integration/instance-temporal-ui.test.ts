@@ -13,10 +13,21 @@ import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { OutboxRelay, type ClaimedRow } from '../../src/temporal/outbox-relay.js';
 import { createLogger } from '../../src/logger.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
-import { runStep } from '../../src/engine/executor.js';
+import { finishOutboundCall, runStep } from '../../src/engine/executor.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { payloadJson } from '../support/plans.js';
-import { approvalWithNote, chain, event, fault, finish, lit, setVariable, writeLine } from '../support/workflows.js';
+import {
+  approvalWithNote,
+  chain,
+  connect,
+  event,
+  fault,
+  finish,
+  flowchart,
+  lit,
+  setVariable,
+  writeLine,
+} from '../support/workflows.js';
 
 // Each instance is one Temporal workflow for its whole life (workflows/instance-execution.ts), told every
 // change through the outbox (src/temporal/outbox-relay.ts): what the Temporal UI lists, filters and counts
@@ -359,10 +370,12 @@ describe('an instance in Temporal', () => {
     // step that finds the instance ended tells the workflow what Postgres holds: no word follows an own step's end.
     loseEndingAnswer.add(id);
     const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
-    const result = (await eventually(
-      () => handle.result().catch(() => undefined),
-      'its workflow to complete',
-    )) as { instance: string; executedActivityIds: string[]; activityCount: number; summary: string };
+    const result = (await eventually(() => handle.result().catch(() => undefined), 'its workflow to complete')) as {
+      instance: string;
+      executedActivityIds: string[];
+      activityCount: number;
+      summary: string;
+    };
     expect(loseEndingAnswer.has(id)).toBe(false);
     expect(result).toMatchObject({
       instance: 'Finished/Finished',
@@ -387,6 +400,51 @@ describe('an instance in Temporal', () => {
       },
     });
     expect(await runStep(deps, id, {})).not.toHaveProperty('told');
+  });
+
+  it('goes on by itself after a step of its own that leaves a call out: the answer says there is more work', async () => {
+    const name = `still-out-${run}`;
+    await httpConnection(name, server);
+    const body = flowchart(
+      name,
+      [writeLine('start', 'started'), { ...httpCall(name), id: 'a' }, { ...httpCall(name), id: 'b' }],
+      [connect('start', 'a'), connect('start', 'b')],
+    );
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+    const deps = {
+      pool: h.workerPool,
+      definitions: h.definitions,
+      logger: createLogger('silent'),
+      cipher: createConfigCipher(undefined),
+    };
+    await h.stopWorker();
+    try {
+      const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
+        .workflowInstanceId as string;
+      const a = (await runStep(deps, id, { callsApart: true, ownWorkflow: true })).call!;
+      expect(a.activityId).toBe('a');
+      // `b` out too, as a revert that reopens a started call leaves it (nothing of its own left scheduled).
+      await h.pool.query(
+        `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+         SELECT id, tenant_id, 'b', 'b', 'Elsa.Http.SendHttpRequest', 'b', 'Running', '{}', now() FROM workflow_instances WHERE id = $1`,
+        [id],
+      );
+      await h.pool.query(`UPDATE workflow_instances SET scheduled = '[]' WHERE id = $1`, [id]);
+      const details = {
+        instanceId: id,
+        recordId: a.recordId,
+        activityId: 'a',
+        activityType: 'Elsa.Http.SendHttpRequest',
+        connectionName: name,
+      };
+      // The outbox queues no word after it (migration 021: a call is out), so the answer must send the workflow on.
+      const finished = await finishOutboundCall(deps, details, { ok: true, status: 200 }, { ownWorkflow: true });
+      expect(finished).toMatchObject({ hasMoreWork: true, instance: { status: 'Running', subStatus: 'Executing' } });
+      const next = await runStep(deps, id, { callsApart: true, ownWorkflow: true });
+      expect(next.call?.activityId).toBe('b');
+    } finally {
+      await h.startWorker();
+    }
   });
 
   it('is still told what its own step cannot show: a call that faults the instance', async () => {
