@@ -3,7 +3,7 @@ import type { Filter } from '../../src/alterations/model.js';
 import { instanceIdPages, selectInstanceIds } from '../../src/alterations/filter.js';
 import type { Queryable } from '../../src/db/pool.js';
 import { createHarness, type Harness } from '../support/harness.js';
-import { seedInstances } from '../support/seed.js';
+import { seedInstances, withoutWorkflows } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
 let h: Harness;
@@ -39,6 +39,41 @@ describe('the streamed dry-run', () => {
     expect(r.body).toEqual({ workflowInstanceIds: ids });
     const none = await h.request('POST', '/alterations/dry-run', { body: { definitionIds: ['nothing'] } });
     expect(none.body).toEqual({ workflowInstanceIds: [] });
+  });
+
+  it('writes ids that JSON must escape escaped, on the pages that hold them, and the others as Postgres joined them', async () => {
+    const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('stream-odd') });
+    // Ids the service never makes (it makes UUIDs), as an import or an older release might have left them.
+    const odd = [
+      'plain-1',
+      'with"quote',
+      'back\\slash',
+      'plain-2',
+      'new\nline',
+      'a","b',
+      'plain-3',
+      'ü-tab\t',
+      'plain-4',
+    ];
+    await withoutWorkflows(
+      h.pool,
+      `INSERT INTO workflow_instances
+         (id, tenant_id, definition_id, definition_version_id, version, status, sub_status, created_at, updated_at)
+       SELECT o.id, '', d.definition_id, d.id, d.version, 'Running', 'Suspended',
+              now() + o.n * interval '1 microsecond', now()
+         FROM workflow_definitions d, unnest($2::text[]) WITH ORDINALITY AS o(id, n)
+        WHERE d.id = $1`,
+      [def.body.id, odd],
+    );
+    const filter = { definitionIds: ['stream-odd'] };
+    for (const size of [1, 2, 4, 100]) {
+      const pages: string[][] = [];
+      for await (const page of streamInstanceIds(h.pool, filter, '', size)) pages.push(page);
+      expect(pages.flat()).toEqual(odd);
+    }
+    expect((await h.request('POST', '/alterations/dry-run', { body: filter })).body).toEqual({
+      workflowInstanceIds: odd,
+    });
   });
 
   it('reaches the client a page at a time over HTTP, not as one buffered body', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileFilter, lastJsonString } from '../../src/alterations/filter.js';
+import { compileFilter, joinedPlainly, lastJsonString } from '../../src/alterations/filter.js';
 
 describe("the streamed dry-run's pages", () => {
   it('reads the last id of a page from the end of its JSON text, whatever the id holds', () => {
@@ -8,6 +8,22 @@ describe("the streamed dry-run's pages", () => {
       const text = `[${ids.map((id) => JSON.stringify(id)).join(', ')}]`;
       expect(lastJsonString(text)).toBe(ids[ids.length - 1]);
     }
+  });
+
+  it('sends ids as Postgres joined them only when each is a JSON string as it is', () => {
+    const joined = (ids: string[]) => ids.join('","');
+    for (const ids of [['a'], ['a', 'b'], ['0190c1e2-7d3a-7b1c-9f00-1234567890ab', 'ü', 'x y', 'a,b', '\u007f']])
+      expect(joinedPlainly(joined(ids), ids.length)).toBe(true);
+    for (const ids of [
+      ['x"y'],
+      ['a', 'ends\\'],
+      ['a', '\\"', 'q'],
+      ['a', 'line\nbreak'],
+      ['tab\t'],
+      ['a", "b'],
+      ['","'],
+    ])
+      expect(joinedPlainly(joined(ids), ids.length)).toBe(false);
   });
 
   it('compiles a list of one to an equality and a longer list to ANY, without duplicates', () => {
