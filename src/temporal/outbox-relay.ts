@@ -209,7 +209,10 @@ export class OutboxRelay {
       [PASS_SIZE, CLAIM_SECONDS],
     );
     if (claimed.length === 0) return [];
-    const standing = await readStandings(this.o.pool, claimed.map((c) => c.instance_id));
+    const standing = await readStandings(
+      this.o.pool,
+      claimed.map((c) => c.instance_id),
+    );
     return claimed.map((c) => ({ ...c, ...(standing.get(c.instance_id) ?? absent) }));
   }
 
