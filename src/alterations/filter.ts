@@ -213,6 +213,7 @@ export async function* instanceIdPages(
  * control character, and every quote is one of the `count - 1` separators' two (so no id holds one either).
  */
 export function joinedPlainly(joined: string, count: number): boolean {
+  // eslint-disable-next-line no-control-regex -- the control characters are what JSON must escape
   if (/[\\\u0000-\u001f]/.test(joined)) return false;
   let quotes = 0;
   for (let k = joined.indexOf('"'); k !== -1; k = joined.indexOf('"', k + 1)) quotes++;
