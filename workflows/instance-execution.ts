@@ -371,9 +371,9 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
           // An earlier attempt of this step ended the instance, its answer lost: the step tells it as the relay
           // would have, what ran included (no word follows an own step's end).
           if (step.told && (!known || step.told.revision > known.revision)) {
-            known = step.told;
+            known = step.told as InstanceTidings;
             since = noSteps();
-            show(step.told);
+            show(known);
           } else showStep(step.instance);
           last = step.instance;
           if (!step.hasMoreWork) break;

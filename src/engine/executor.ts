@@ -10,13 +10,11 @@ import { isTransientError } from '../db/errors.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { OWN_STEP, type Queryable, withTransaction } from '../db/pool.js';
-import type { InstanceTidings } from '../../workflows/instance-execution.js';
 import type { Logger } from '../logger.js';
 import { type ActivityType, findActivityType } from './activity-types.js';
 import type { ActivityNode } from './definition-schema.js';
 import type { DefinitionCache, DefinitionVersion } from './definitions.js';
 import { findActivity } from './flowchart.js';
-import { readTidings } from './instance-tidings.js';
 import type { CallRequest } from './handlers/index.js';
 import { callRequest } from './handlers/send-http-request.js';
 import { evaluateInputs } from './inputs.js';
@@ -49,6 +47,22 @@ export interface EngineDeps {
   /** Counts and times outbound calls for the operator's metrics (src/metrics/service-metrics.ts). */
   callMetrics?: CallObserver | undefined;
   clock?: Clock;
+  /**
+   * Where an instance stands, as the relay would tell its workflow (src/temporal/instance-tidings.ts, given by
+   * the worker): for `StepResult.told`. Without it a step tells nothing of its own.
+   */
+  tidings?: (db: Queryable, instanceId: string) => Promise<StepTidings | undefined>;
+}
+
+/** The word an instance's workflow is told (workflows/instance-execution.ts `InstanceTidings`), as a step carries it. */
+export interface StepTidings {
+  revision: number;
+  status: string;
+  subStatus: string;
+  version: number;
+  hasWork: boolean;
+  waitingOn?: string[];
+  story?: unknown;
 }
 
 /** Where an instance stands after a step: what its execution workflow shows in the Temporal UI. */
@@ -99,7 +113,7 @@ export interface StepResult {
    * ended it and its answer was lost (a failed workflow task runs its local activities again), and no word
    * follows an own step's end (migration 020), so without this the workflow's result would miss what ran.
    */
-  told?: InstanceTidings;
+  told?: StepTidings;
 }
 
 export interface StepOptions {
@@ -126,10 +140,15 @@ export interface StepOptions {
 }
 
 /** `StepResult.told`, when the step found the instance ended as no word will tell its own workflow. */
-async function toldIfEnded(db: Queryable, s: InstanceState, options: StepOptions): Promise<Pick<StepResult, 'told'>> {
-  if (!options.ownWorkflow || s.status !== 'Finished' || s.subStatus !== 'Finished') return {};
+async function toldIfEnded(
+  deps: EngineDeps,
+  db: Queryable,
+  s: InstanceState,
+  options: StepOptions,
+): Promise<Pick<StepResult, 'told'>> {
+  if (!deps.tidings || !options.ownWorkflow || s.status !== 'Finished' || s.subStatus !== 'Finished') return {};
   try {
-    const told = await readTidings(db, s.id);
+    const told = await deps.tidings(db, s.id);
     return told ? { told } : {};
   } catch (err) {
     // Only what it names is missed: the workflow still completes on the standing the answer carries.
@@ -463,7 +482,7 @@ async function beginStep(
   // marker lost with a worker) completes on it, as no word of that end comes (migration 020).
   if (!s) return done({ hasMoreWork: false });
   if (s.status === 'Finished' || s.subStatus === 'Faulted')
-    return done({ hasMoreWork: false, instance: standingOf(s), ...(await toldIfEnded(client, s, options)) });
+    return done({ hasMoreWork: false, instance: standingOf(s), ...(await toldIfEnded(deps, client, s, options)) });
   const now = nowBy(deps.clock);
   s.updatedAt = now;
   const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
@@ -673,7 +692,7 @@ async function finishCall(
     // Where the instance stands now: a retried last part whose first attempt committed finds the record
     // closed and the instance moved on, with the work its outcome scheduled still to run.
     return s
-      ? { ...(await stepResult(deps, client, s, call.activityId)), ...(await toldIfEnded(client, s, options)) }
+      ? { ...(await stepResult(deps, client, s, call.activityId)), ...(await toldIfEnded(deps, client, s, options)) }
       : { hasMoreWork: false, executedActivityId: call.activityId };
   }
   s.updatedAt = now;

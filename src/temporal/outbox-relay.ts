@@ -8,7 +8,7 @@ import {
   PLAN_TENANT_ATTRIBUTE,
 } from '../../workflows/search-attributes.js';
 import { PATCH_LEVEL } from '../../workflows/instance-execution.js';
-import { absent, readStandings, type Standing, tidingsOf } from '../engine/instance-tidings.js';
+import { absent, readStandings, type Standing, tidingsOf } from './instance-tidings.js';
 import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
 import { tenantPriority } from './fairness.js';

@@ -6,6 +6,7 @@ import { type ActivityDeps, createActivities } from '../../activities/index.js';
 import { type CallDeps, createCallActivities } from '../../activities/calls.js';
 import { batchesTaskQueue, callsTaskQueue } from '../../workflows/task-queues.js';
 import { bundleWorkflowsApart } from './bundle.js';
+import { readTidings } from './instance-tidings.js';
 
 export { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from './bundle.js';
 /** Compiled (dist/src/temporal/worker.js): `npm run build` bundled the workflows once, next to dist/src. */
@@ -45,7 +46,8 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     taskQueue: setup.taskQueue,
     // From source, the code is bundled in a child process (src/temporal/bundle.ts), never in this one.
     workflowBundle: bundle ? { codePath: bundle } : { code: await bundleWorkflowsApart() },
-    activities: createActivities(setup.deps),
+    // A step tells its own workflow the word it missed (StepResult.told), read as the relay reads it.
+    activities: createActivities({ tidings: readTidings, ...setup.deps }),
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     ...(setup.maxConcurrentLocalActivities
       ? { maxConcurrentLocalActivityExecutions: setup.maxConcurrentLocalActivities }

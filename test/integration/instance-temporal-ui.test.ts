@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js';
 import { cachedCliPath } from '../../src/temporal/cli-binary.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { OutboxRelay, type ClaimedRow } from '../../src/temporal/outbox-relay.js';
+import { readTidings } from '../../src/temporal/instance-tidings.js';
 import { createLogger } from '../../src/logger.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
 import { finishOutboundCall, runStep } from '../../src/engine/executor.js';
@@ -390,6 +391,7 @@ describe('an instance in Temporal', () => {
       definitions: h.definitions,
       logger: createLogger('silent'),
       cipher: createConfigCipher(undefined),
+      tidings: readTidings,
     };
     expect(await runStep(deps, id, { ownWorkflow: true })).toMatchObject({
       hasMoreWork: false,

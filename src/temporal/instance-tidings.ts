@@ -2,12 +2,13 @@
  * The word an instance's workflow is told (workflows/instance-execution.ts `InstanceTidings`): where the
  * instance stands in Postgres, and its story (workflows/instance-story.ts), read in one statement. The outbox
  * relay tells it after a change commits; a step tells it itself when the instance ended by an earlier attempt
- * of the workflow's own step, whose end no word follows (migration 020).
+ * of the workflow's own step, whose end no word follows (migration 020): the worker gives the engine this read
+ * (`EngineDeps.tidings`, src/temporal/worker.ts), as the engine is below the workflows' layer.
  */
 import type { InstanceTidings } from '../../workflows/instance-execution.js';
 import { clip, type InstanceStory, STORY_LIMITS } from '../../workflows/instance-story.js';
 import type { Queryable } from '../db/pool.js';
-import { workflowWorkSql } from './instance-state.js';
+import { workflowWorkSql } from '../engine/instance-state.js';
 
 /** Where an instance stands, as the relay tells it, and its story (workflows/instance-story.ts). */
 export interface Standing {
