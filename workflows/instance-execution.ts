@@ -16,6 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { StepTidings } from '../src/engine/executor.js';
 import type { CallActivities, CallResult } from '../activities/calls.js';
 import { callsTaskQueue } from './task-queues.js';
 import { TRANSIENT_RETRY } from './retry.js';
@@ -145,17 +146,10 @@ async function makeCall(
 
 /**
  * What the outbox relay tells an instance's workflow (src/temporal/outbox-relay.ts): where the instance
- * stands after a change committed in Postgres. `revision` orders them: an older word is ignored.
+ * stands after a change committed in Postgres (its fields: `StepTidings`, the shape a step's answer carries too).
+ * `revision` orders them: an older word is ignored.
  */
-export interface InstanceTidings {
-  revision: number;
-  status: string;
-  subStatus: string;
-  version: number;
-  /** The instance has work that needs its workflow: an outbound call, or a step a resilience strategy retries. */
-  hasWork: boolean;
-  /** Events it waits on, as `eventName (activityId)` (with `story`, the first few: `story.bookmarks` counts them). */
-  waitingOn?: string[];
+export interface InstanceTidings extends StepTidings {
   /**
    * What Postgres holds beyond the status (workflows/instance-story.ts): its definition, what ran, its
    * incidents, what made the change. Relays of the release before told no story.

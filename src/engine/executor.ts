@@ -54,13 +54,18 @@ export interface EngineDeps {
   tidings?: (db: Queryable, instanceId: string) => Promise<StepTidings | undefined>;
 }
 
-/** The word an instance's workflow is told (workflows/instance-execution.ts `InstanceTidings`), as a step carries it. */
+/**
+ * The word an instance's workflow is told (workflows/instance-execution.ts `InstanceTidings`, whose `story` the
+ * workflow's layer types), as the relay sends it and a step's answer carries it.
+ */
 export interface StepTidings {
   revision: number;
   status: string;
   subStatus: string;
   version: number;
+  /** The instance has work that needs its workflow: an outbound call, or a step a resilience strategy retries. */
   hasWork: boolean;
+  /** Events it waits on, as `eventName (activityId)` (with `story`, the first few: `story.bookmarks` counts them). */
   waitingOn?: string[];
   story?: unknown;
 }

@@ -14,7 +14,7 @@ import { OutboxRelay, type ClaimedRow } from '../../src/temporal/outbox-relay.js
 import { readTidings } from '../../src/temporal/instance-tidings.js';
 import { createLogger } from '../../src/logger.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
-import { finishOutboundCall, runStep } from '../../src/engine/executor.js';
+import { finishOutboundCall, orFault, runStep } from '../../src/engine/executor.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { payloadJson } from '../support/plans.js';
 import {
@@ -98,6 +98,23 @@ const listed = async (query: string) => {
 const MIGRATION_013 = fileURLToPath(new URL('../../src/db/migrations/013_outbox_unmade_calls.sql', import.meta.url));
 
 const instance = async (id: string) => (await h.request('GET', `/workflow-instances/${id}`)).body;
+
+/** The worker's step dependencies, for a test that runs a step as the instance's workflow would. */
+const stepDeps = () => ({
+  pool: h.workerPool,
+  definitions: h.definitions,
+  logger: createLogger('silent'),
+  cipher: createConfigCipher(undefined),
+  tidings: readTidings,
+});
+
+/** Publishes `start` → `call` (through the connection `name`) → `end` as the definition `name`, and starts an instance. */
+async function startCallInstance(name: string): Promise<string> {
+  const body = chain(name, [writeLine('start', 'started'), httpCall(name), writeLine('end', 'called')]);
+  expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+  return (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
+    .workflowInstanceId as string;
+}
 
 /** A Send HTTP Request activity `call` through the HTTP connection `connectionName`. */
 const httpCall = (connectionName: string, method = 'GET', path = '/ping') => ({
@@ -310,10 +327,7 @@ describe('an instance in Temporal', () => {
   it('runs its steps inside its workflow tasks: one activity task, for its outbound call', async () => {
     const name = `steps-${run}`;
     await httpConnection(name, server);
-    const body = chain(name, [writeLine('start', 'started'), httpCall(name), writeLine('end', 'called')]);
-    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
-    const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
-      .workflowInstanceId as string;
+    const id = await startCallInstance(name);
     const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
     await eventually(() => handle.describe().then(() => true), 'its workflow');
     // `start` ran inside Postgres with the POST; `call` and `end` in this workflow, which ended without a word after.
@@ -361,10 +375,7 @@ describe('an instance in Temporal', () => {
   it('names every step in its Result when the answer of the step that ended it was lost', async () => {
     const name = `lost-${run}`;
     await httpConnection(name, server);
-    const body = chain(name, [writeLine('start', 'started'), httpCall(name), writeLine('end', 'called')]);
-    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
-    const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
-      .workflowInstanceId as string;
+    const id = await startCallInstance(name);
     // `end` commits the instance Finished, then its answer is lost and the step runs again (as a failed workflow
     // task's local activities do: before migration 021 a word for the call's last part came in while the task
     // that completed the workflow ran, failing it as UnhandledCommand, and the Result named `start, call`). The
@@ -386,13 +397,7 @@ describe('an instance in Temporal', () => {
     expect(result.summary).toContain('ran start, call, end');
     expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
     // Any step of its own that finds the instance ended tells it so; a step of another caller does not.
-    const deps = {
-      pool: h.workerPool,
-      definitions: h.definitions,
-      logger: createLogger('silent'),
-      cipher: createConfigCipher(undefined),
-      tidings: readTidings,
-    };
+    const deps = stepDeps();
     expect(await runStep(deps, id, { ownWorkflow: true })).toMatchObject({
       hasMoreWork: false,
       told: {
@@ -402,6 +407,32 @@ describe('an instance in Temporal', () => {
       },
     });
     expect(await runStep(deps, id, {})).not.toHaveProperty('told');
+    // So does the call's last part, run again on the ended instance.
+    const { rows } = await h.pool.query<{ id: string }>(
+      `SELECT id FROM activity_records WHERE instance_id = $1 AND activity_id = 'call'`,
+      [id],
+    );
+    const details = {
+      instanceId: id,
+      recordId: rows[0]!.id,
+      activityId: 'call',
+      activityType: 'Elsa.Http.SendHttpRequest',
+      connectionName: name,
+    };
+    expect(await finishOutboundCall(deps, details, { ok: true, status: 200 }, { ownWorkflow: true })).toMatchObject({
+      hasMoreWork: false,
+      told: { status: 'Finished', story: { activities: 3 } },
+    });
+    // A read of the word that fails for good leaves it out; the standing still goes with the answer.
+    const failing = { ...deps, tidings: () => Promise.reject(new Error('the read failed')) };
+    const without = await runStep(failing, id, { ownWorkflow: true });
+    expect(without).toMatchObject({ hasMoreWork: false, instance: { status: 'Finished', subStatus: 'Finished' } });
+    expect(without).not.toHaveProperty('told');
+    // A step that fails for good on the ended instance answers with where it stands too.
+    expect(await orFault(deps, id, () => Promise.reject(new Error('a step that cannot succeed')))).toMatchObject({
+      hasMoreWork: false,
+      instance: { status: 'Finished', subStatus: 'Finished' },
+    });
   });
 
   it('goes on by itself after a step of its own that leaves a call out: the answer says there is more work', async () => {
@@ -413,12 +444,7 @@ describe('an instance in Temporal', () => {
       [connect('start', 'a'), connect('start', 'b')],
     );
     expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
-    const deps = {
-      pool: h.workerPool,
-      definitions: h.definitions,
-      logger: createLogger('silent'),
-      cipher: createConfigCipher(undefined),
-    };
+    const deps = stepDeps();
     await h.stopWorker();
     try {
       const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
@@ -455,10 +481,7 @@ describe('an instance in Temporal', () => {
     try {
       const name = `own-fault-${run}`;
       await httpConnection(name, failing);
-      const body = chain(name, [writeLine('start', 'started'), httpCall(name), writeLine('end', 'called')]);
-      expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
-      const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
-        .workflowInstanceId as string;
+      const id = await startCallInstance(name);
       const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
       // The relay's word carries the incident: the details name it (the step's result alone could not).
       const details = await eventually(async () => {
@@ -503,12 +526,7 @@ describe('an instance in Temporal', () => {
           .workflowInstanceId as string;
         // What the step inside the instance's workflow commits before its workflow task is lost (a worker killed,
         // a task timed out): the call recorded as started, not made. The workflow then replays to what it is told.
-        const deps = {
-          pool: h.workerPool,
-          definitions: h.definitions,
-          logger: createLogger('silent'),
-          cipher: createConfigCipher(undefined),
-        };
+        const deps = stepDeps();
         recordId = (await runStep(deps, id, { callsApart: true })).call?.recordId;
         expect(recordId).toBeDefined();
         expect(await instance(id)).toMatchObject({ status: 'Running', subStatus: 'Executing' });
