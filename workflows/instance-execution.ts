@@ -16,7 +16,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { StepTidings } from '../src/engine/executor.js';
 import type { CallActivities, CallResult } from '../activities/calls.js';
 import { callsTaskQueue } from './task-queues.js';
 import { TRANSIENT_RETRY } from './retry.js';
@@ -143,6 +142,9 @@ async function makeCall(
     ...(local ? { ownWorkflow: true } : {}),
   });
 }
+
+/** The word's fields as a step's answer carries them (src/engine/executor.ts `StepTidings`). */
+type StepTidings = NonNullable<Awaited<ReturnType<Activities['executeInstanceStep']>>['told']>;
 
 /**
  * What the outbox relay tells an instance's workflow (src/temporal/outbox-relay.ts): where the instance
