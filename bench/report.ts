@@ -30,7 +30,15 @@ export interface SizeResult {
   };
   raw: { ms: number; runsMs?: number[]; rows: number; verified: number; ok: boolean };
   ratio: number;
-  dryRun: { medianMs: number; runsMs: number[]; count: number; ok: boolean; countOnlyMedianMs?: number };
+  dryRun: {
+    medianMs: number;
+    runsMs: number[];
+    count: number;
+    ok: boolean;
+    countOnlyMedianMs?: number;
+    /** The same, read by a client in a process of its own over HTTP (bench/dry-run-client.ts). */
+    overHttp?: { medianMs: number; runsMs: number[]; countOnlyMedianMs: number; countOnlyMs: number[]; ok: boolean };
+  };
   memory: {
     rssBeforePlanMb: number;
     rssPeakDuringPlanMb: number;
@@ -173,6 +181,10 @@ export function printTable(results: BenchResults, file: string): void {
     ['ratio plan / raw UPDATE', (s) => `${s.ratio}x`],
     ['dry-run median of 5 (count)', (s) => `${s.dryRun.medianMs} ms (${s.dryRun.count})`],
     ['dry-run countOnly median of 5', (s) => `${s.dryRun.countOnlyMedianMs ?? '-'} ms`],
+    [
+      'dry-run over HTTP, another process (count only)',
+      (s) => (s.dryRun.overHttp ? `${s.dryRun.overHttp.medianMs} ms (${s.dryRun.overHttp.countOnlyMedianMs} ms)` : '-'),
+    ],
     ['RSS before plan / peak during plan', (s) => `${s.memory.rssBeforePlanMb} / ${s.memory.rssPeakDuringPlanMb} MB`],
     [
       'heapUsed peak / live after major GC (max, n)',

@@ -1,5 +1,9 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 import { createApiKey } from '../src/auth/api-keys.js';
@@ -7,6 +11,7 @@ import { tuneHeapGrowth } from '../src/memory.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
+import { serveApi } from '../src/api/server.js';
 import { createLogger } from '../src/logger.js';
 import { createService } from '../src/service/index.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
@@ -31,7 +36,8 @@ export const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
 /** How the bench learns that a plan ended: its event stream (default), or `poll` (every POLL_MS). */
 export const WAIT_VIA: 'events' | 'poll' = process.env.BENCH_WAIT === 'poll' ? 'poll' : 'events';
 export const PLAN_TIMEOUT_MS = Number(process.env.BENCH_PLAN_TIMEOUT_MS ?? 30 * 60_000);
-export const DRY_RUNS = 5;
+/** BENCH_DRY_RUNS: how many dry-runs (and countOnly requests) each way; 5 by default. */
+export const DRY_RUNS = Number(process.env.BENCH_DRY_RUNS ?? 5);
 
 // ---------------------------------------------------------------------------------------------------
 // One size, in a child process
@@ -165,7 +171,7 @@ async function startBenchService(n: number) {
     await service.stop();
     await benchPool.end();
   };
-  return { config, service, benchPool, api, stop };
+  return { config, service, benchPool, api, key: admin.key, stop };
 }
 
 /** Definition through the API, N instances in one statement, statistics. */
@@ -442,8 +448,48 @@ async function rawUpdate(benchPool: pg.Pool, n: number) {
   };
 }
 
-/** Dry-run latency, the median of DRY_RUNS, on a vacuumed table with statistics. */
-async function dryRuns(api: Api, benchPool: pg.Pool, filter: unknown, n: number) {
+/**
+ * The dry-run as a client in a process of its own sees it, over HTTP (bench/dry-run-client.ts): the service
+ * listens on a free port of 127.0.0.1 for as long as the client runs.
+ */
+async function dryRunsOverHttp(
+  app: { fetch: (r: Request) => Response | Promise<Response> },
+  key: string,
+  filter: unknown,
+) {
+  const server = serveApi(app, { port: 0, hostname: '127.0.0.1' });
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const root = path.resolve(import.meta.dirname, '..');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(root, 'bench', 'dry-run-client.ts'),
+        JSON.stringify({ url, key, filter, runs: DRY_RUNS }),
+      ],
+      { cwd: root, maxBuffer: 1 << 20 },
+    );
+    return JSON.parse(stdout) as { runsMs: number[]; counts: number[]; countOnlyMs: number[]; countOnly: number[] };
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+/**
+ * Dry-run latency, the median of DRY_RUNS, on a vacuumed table with statistics: read in this process (the
+ * service's app called directly, the bench's reading on the service's thread) and, after it, by a client in
+ * a process of its own over HTTP, as a user's would be.
+ */
+async function dryRuns(
+  api: Api,
+  benchPool: pg.Pool,
+  filter: unknown,
+  n: number,
+  http?: { app: Parameters<typeof dryRunsOverHttp>[0]; key: string },
+) {
   await benchPool.query('VACUUM ANALYZE workflow_instances');
   const runsMs: number[] = [];
   let count = -1;
@@ -476,12 +522,31 @@ async function dryRuns(api: Api, benchPool: pg.Pool, filter: unknown, n: number)
     expectStatus(r, 200, 'dry-run countOnly');
     if (r.body.count !== n) throw new Error(`countOnly answered ${r.body.count}, not ${n}`);
   }
-  return { medianMs: stat(runsMs).medianMs, runsMs, count, ok: count === n, countOnlyMedianMs: stat(countMs).medianMs };
+  const overHttp = http ? await dryRunsOverHttp(http.app, http.key, filter) : undefined;
+  const httpOk = !overHttp || (overHttp.counts.every((c) => c === n) && overHttp.countOnly.every((c) => c === n));
+  return {
+    medianMs: stat(runsMs).medianMs,
+    runsMs,
+    count,
+    ok: count === n && httpOk,
+    countOnlyMedianMs: stat(countMs).medianMs,
+    ...(overHttp
+      ? {
+          overHttp: {
+            medianMs: stat(overHttp.runsMs).medianMs,
+            runsMs: overHttp.runsMs,
+            countOnlyMedianMs: stat(overHttp.countOnlyMs).medianMs,
+            countOnlyMs: overHttp.countOnlyMs,
+            ok: httpOk,
+          },
+        }
+      : {}),
+  };
 }
 
 export async function runSize(n: number): Promise<SizeResult> {
   const log = (msg: string) => process.stdout.write(`[bench N=${n}] ${msg}\n`);
-  const { config, service, benchPool, api, stop } = await startBenchService(n);
+  const { config, service, benchPool, api, key, stop } = await startBenchService(n);
   try {
     const seedMs = await seed(api, benchPool, n);
     log(`seeded ${n} instances in ${round(seedMs / 1000, 2)} s`);
@@ -520,8 +585,10 @@ export async function runSize(n: number): Promise<SizeResult> {
     );
     const raw = await rawUpdate(benchPool, n);
     log(`raw UPDATE in ${round(raw.ms / 1000, 2)} s (median of ${raw.result.runsMs.length})`);
-    const dryRun = await dryRuns(api, benchPool, filter, n);
-    log(`dry-run median ${dryRun.medianMs} ms (${dryRun.count} ids)`);
+    const dryRun = await dryRuns(api, benchPool, filter, n, { app: service.app!, key });
+    log(
+      `dry-run median ${dryRun.medianMs} ms (${dryRun.count} ids); over HTTP from another process ${dryRun.overHttp?.medianMs} ms, countOnly ${dryRun.overHttp?.countOnlyMedianMs} ms`,
+    );
 
     return {
       n,
@@ -566,12 +633,13 @@ export async function runSize(n: number): Promise<SizeResult> {
 export async function runDryRunOnly(
   n: number,
 ): Promise<{ n: number; seedMs: number; dryRun: Awaited<ReturnType<typeof dryRuns>> }> {
-  const { benchPool, api, stop } = await startBenchService(n);
+  const { service, benchPool, api, key, stop } = await startBenchService(n);
   try {
     const seedMs = await seed(api, benchPool, n);
-    const dryRun = await dryRuns(api, benchPool, { definitionIds: [DEFINITION_ID] }, n);
+    const dryRun = await dryRuns(api, benchPool, { definitionIds: [DEFINITION_ID] }, n, { app: service.app!, key });
     process.stdout.write(
-      `[bench N=${n}] dry-run median ${dryRun.medianMs} ms of ${dryRun.runsMs.join(' / ')} (${dryRun.count} ids); countOnly median ${dryRun.countOnlyMedianMs} ms\n`,
+      `[bench N=${n}] dry-run median ${dryRun.medianMs} ms of ${dryRun.runsMs.join(' / ')} (${dryRun.count} ids); countOnly median ${dryRun.countOnlyMedianMs} ms\n` +
+        `[bench N=${n}] over HTTP from another process: dry-run median ${dryRun.overHttp?.medianMs} ms of ${dryRun.overHttp?.runsMs.join(' / ')}; countOnly median ${dryRun.overHttp?.countOnlyMedianMs} ms of ${dryRun.overHttp?.countOnlyMs.join(' / ')}\n`,
     );
     return { n, seedMs: round(seedMs), dryRun };
   } finally {
