@@ -34,7 +34,18 @@ const present = <T>(list: readonly T[] | null | undefined): list is readonly T[]
  * without any constraint selects nothing unless `emptyFilterSelectsAll` is true, so a typo can never
  * widen a plan to every instance.
  */
-export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter {
+export function compileFilter(
+  filter: Filter,
+  tenantKey: string,
+  o: {
+    /**
+     * definitionIds as the instances of those definitions' versions: the same instances (migration 022 holds an
+     * instance's definition to its version's), read from the small (tenant_id, definition_version_id) index.
+     * For a count; a list in order reads (tenant_id, definition_id, created_at, id) instead.
+     */
+    definitionsByVersion?: boolean;
+  } = {},
+): CompiledFilter {
   const params: unknown[] = [tenantKey];
   const clauses: string[] = [];
   const param = (value: unknown, cast = '') => {
@@ -57,7 +68,16 @@ export function compileFilter(filter: Filter, tenantKey: string): CompiledFilter
   inList('i.id', filter.workflowInstanceIds);
   inList('i.correlation_id', filter.correlationIds);
   inList('i.name', filter.names);
-  inList('i.definition_id', filter.definitionIds);
+  if (o.definitionsByVersion && present(filter.definitionIds)) {
+    const distinct = [...new Set(filter.definitionIds)];
+    const ofDefinitions =
+      distinct.length === 1
+        ? `d.definition_id = ${param(distinct[0], '::text')}`
+        : `d.definition_id = ANY(${param(distinct, '::text[]')})`;
+    clauses.push(
+      `i.definition_version_id = ANY(ARRAY(SELECT d.id FROM workflow_definitions d WHERE ${ofDefinitions}))`,
+    );
+  } else inList('i.definition_id', filter.definitionIds);
   inList('i.definition_version_id', filter.definitionVersionIds);
   inList('i.status', filter.statuses);
   inList('i.sub_status', filter.subStatuses);
@@ -234,9 +254,13 @@ export function lastJsonString(array: string): string {
   throw new Error('not a JSON array of strings');
 }
 
-/** How many instances the filter selects (`POST /alterations/dry-run?countOnly=true`): one count, no ids. */
+/**
+ * How many instances the filter selects (`POST /alterations/dry-run?countOnly=true`): one count, no ids. By
+ * definition, the instances of its versions are counted (the same ones): from an index of about 6 MB for
+ * 1,000,000 instances, in 53–80 ms, where reading the table (290 MB) took 150–230 ms (bench/README.md).
+ */
 export async function countInstances(db: Queryable, filter: Filter, tenantKey: string): Promise<number> {
-  const compiled = compileFilter(filter, tenantKey);
+  const compiled = compileFilter(filter, tenantKey, { definitionsByVersion: true });
   if (!compiled.selects) return 0;
   const { rows } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM workflow_instances i WHERE ${compiled.where}`,

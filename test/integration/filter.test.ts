@@ -187,6 +187,44 @@ describe('the instance filter', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('counts (countOnly) the instances it lists, by definition across its versions, within the tenant', async () => {
+    const count = async (filter: unknown) => {
+      const r = await h.request('POST', '/alterations/dry-run?countOnly=true', { body: filter });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.count as number;
+    };
+    // flow-two's instances are on two versions; flow-one is a definition of tenant-b too, with an instance there.
+    for (const filter of [
+      { definitionIds: ['flow-two'] },
+      { definitionIds: ['flow-one'] },
+      { definitionIds: ['flow-one', 'flow-two', 'flow-one'] },
+      { definitionIds: ['no-such-definition'] },
+      { definitionIds: ['flow-two'], definitionVersionIds: [faultyV1] },
+      { definitionIds: ['flow-one', 'flow-two'], statuses: ['Running'] },
+      { definitionIds: ['flow-one'], isSystem: false },
+    ]) {
+      expect(await count(filter), JSON.stringify(filter)).toBe((await dryRun(filter)).length);
+    }
+    expect(await count({ definitionIds: ['flow-two'] })).toBe(2);
+    expect(await count({ definitionIds: ['flow-one'] })).toBe(3);
+  });
+
+  it("holds an instance's definition to its version's (migration 022)", async () => {
+    const { rows } = await h.pool.query<{ id: string }>(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'flow-one' AND tenant_id = ''",
+    );
+    const wrong = h.pool.query(
+      `INSERT INTO workflow_instances (id, tenant_id, definition_id, definition_version_id, version, status, sub_status,
+                                       variables, scheduled, bookmarks, created_at, updated_at)
+       VALUES ('mismatched', '', 'flow-two', $1, 1, 'Running', 'Suspended', '{}', '[]', '[]', now(), now())`,
+      [rows[0]!.id],
+    );
+    await expect(wrong).rejects.toMatchObject({ code: '23503' });
+    await expect(
+      h.pool.query("UPDATE workflow_instances SET definition_id = 'flow-two' WHERE id = $1", [ids.i1]),
+    ).rejects.toMatchObject({ code: '23503' });
+  });
+
   it('is served by indexes', async () => {
     // The search text sits beside the instances, behind a trigram index, kept by triggers.
     const { rows: defs } = await h.pool.query(
