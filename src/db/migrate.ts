@@ -54,12 +54,20 @@ export async function migrate(pool: pg.Pool, logger?: Logger, opts: { upTo?: num
       const sql = await readFile(path.join(MIGRATIONS_DIR, m.file), 'utf8');
       try {
         await client.query('BEGIN');
+        // A migration that reads every row of a big table (a VALIDATE) is not cut off by the pool's statement
+        // timeout, which is for requests.
+        await client.query('SET LOCAL statement_timeout = 0');
         await client.query(sql);
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw new Error(`Migration ${m.file} failed; nothing of it was applied`, { cause: err });
+        // Postgres's detail names the row a check failed on (`Key (…)=(…) is not present in …`).
+        const detail = (err as { detail?: unknown }).detail;
+        throw new Error(
+          `Migration ${m.file} failed; nothing of it was applied${typeof detail === 'string' ? ` (${detail})` : ''}`,
+          { cause: err },
+        );
       }
       applied.push(m.version);
       logger?.info({ migration: m.file }, 'applied migration');

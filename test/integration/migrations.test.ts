@@ -128,4 +128,41 @@ describe('migrations', () => {
     const { rows } = await pool.query('SELECT plan_id, count(*)::int AS n FROM alteration_jobs GROUP BY plan_id');
     expect(rows).toEqual([{ plan_id: 'kept', n: 2 }]);
   });
+
+  it("022/023 hold an instance's definition to its version's: checked over rows written before, a mismatch named", async () => {
+    const url = await freshDatabase();
+    const pool = createPool(url, 2);
+    pools.push(pool);
+    await migrate(pool, undefined, { upTo: 21 });
+    await pool.query(`
+      INSERT INTO workflow_definitions (id, tenant_id, definition_id, version, is_latest, variables, root, options)
+      VALUES ('one:1', '', 'one', 1, true, '[]', '{}', '{}'), ('two:1', '', 'two', 1, true, '[]', '{}', '{}');
+      INSERT INTO workflow_instances (id, tenant_id, definition_id, definition_version_id, version, status, sub_status,
+                                      variables, scheduled, bookmarks, created_at, updated_at)
+      VALUES ('fine', '', 'one', 'one:1', 1, 'Running', 'Suspended', '{}', '[]', '[]', now(), now()),
+             ('changed-by-hand', '', 'two', 'one:1', 1, 'Running', 'Suspended', '{}', '[]', '[]', now(), now());`);
+    // 022 applies (it reads no row); 023's check fails on the mismatched row, naming its key, and nothing of it stays.
+    await expect(migrate(pool)).rejects.toThrow(
+      /Migration 023_\S+ failed; nothing of it was applied \(Key \(definition_id, definition_version_id\)=\(two, one:1\) is not present/,
+    );
+    const versions = async () =>
+      (await pool.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map(
+        (r) => r.version,
+      );
+    expect((await versions()).slice(-2)).toEqual([21, 22]);
+    // Rows written after 022 are held to it already.
+    await expect(
+      pool.query(`INSERT INTO workflow_instances (id, tenant_id, definition_id, definition_version_id, version, status,
+                    sub_status, variables, scheduled, bookmarks, created_at, updated_at)
+                  VALUES ('new', '', 'two', 'one:1', 1, 'Running', 'Suspended', '{}', '[]', '[]', now(), now())`),
+    ).rejects.toMatchObject({ code: '23503' });
+    // Put right as docs/operations.md says, the next start applies 023.
+    await pool.query(`UPDATE workflow_instances i SET definition_id = d.definition_id FROM workflow_definitions d
+                       WHERE d.id = i.definition_version_id AND i.definition_id <> d.definition_id`);
+    expect(await migrate(pool)).toContain(23);
+    const { rows } = await pool.query<{ convalidated: boolean }>(
+      "SELECT convalidated FROM pg_constraint WHERE conname = 'workflow_instances_version_of_definition'",
+    );
+    expect(rows).toEqual([{ convalidated: true }]);
+  });
 });
