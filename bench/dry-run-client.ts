@@ -38,10 +38,9 @@ async function streamed(): Promise<{ ms: number; count: number }> {
 async function countOnly(): Promise<{ ms: number; count: number }> {
   const t0 = performance.now();
   const res = await fetch(`${o.url}/alterations/dry-run?countOnly=true`, { method: 'POST', headers, body });
+  if (res.status !== 200) throw new Error(`countOnly: HTTP ${res.status} ${await res.text()}`);
   const answer = (await res.json()) as { count?: number };
-  const ms = performance.now() - t0;
-  if (res.status !== 200) throw new Error(`countOnly: HTTP ${res.status} ${JSON.stringify(answer)}`);
-  return { ms, count: answer.count ?? -1 };
+  return { ms: performance.now() - t0, count: answer.count ?? -1 };
 }
 
 const out = { runsMs: [] as number[], counts: [] as number[], countOnlyMs: [] as number[], countOnly: [] as number[] };

@@ -38,6 +38,7 @@ export const WAIT_VIA: 'events' | 'poll' = process.env.BENCH_WAIT === 'poll' ? '
 export const PLAN_TIMEOUT_MS = Number(process.env.BENCH_PLAN_TIMEOUT_MS ?? 30 * 60_000);
 /** BENCH_DRY_RUNS: how many dry-runs (and countOnly requests) each way; 5 by default. */
 export const DRY_RUNS = Number(process.env.BENCH_DRY_RUNS ?? 5);
+if (!Number.isInteger(DRY_RUNS) || DRY_RUNS < 1) throw new Error('BENCH_DRY_RUNS must be a whole number of 1 or more');
 
 // ---------------------------------------------------------------------------------------------------
 // One size, in a child process
