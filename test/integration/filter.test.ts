@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countInstances } from '../../src/alterations/filter.js';
+import type { Queryable } from '../../src/db/pool.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
 import { chain, event, fault, writeLine } from '../support/workflows.js';
@@ -207,6 +209,33 @@ describe('the instance filter', () => {
     }
     expect(await count({ definitionIds: ['flow-two'] })).toBe(2);
     expect(await count({ definitionIds: ['flow-one'] })).toBe(3);
+  });
+
+  it("counts by definition from the versions' small index, not from the instances' rows", async () => {
+    const { rows: defs } = await h.pool.query<{ id: string }>(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'flow-one' AND tenant_id = ''",
+    );
+    await seedInstances(h.pool, { definitionVersionId: defs[0]!.id, count: 2000, tenantId: 'tenant-d' });
+    await h.pool.query('VACUUM ANALYZE workflow_instances');
+    const statements: { text: string; values: unknown[] }[] = [];
+    const recording = {
+      query: (text: string, values: unknown[]) => {
+        statements.push({ text, values });
+        return h.pool.query(text, values);
+      },
+    } as unknown as Queryable;
+    expect(await countInstances(recording, { definitionIds: ['flow-one'] }, 'tenant-d')).toBe(2000);
+    const client = await h.pool.connect();
+    try {
+      await client.query('SET enable_seqscan = off');
+      const { rows } = await client.query(`EXPLAIN ${statements[0]!.text}`, statements[0]!.values);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan).toContain('workflow_instances_tenant_definition_version');
+      expect(plan).not.toContain('workflow_instances_tenant_definition_created');
+    } finally {
+      await client.query('RESET enable_seqscan');
+      client.release();
+    }
   });
 
   it("holds an instance's definition to its version's (migration 022)", async () => {
