@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -18,6 +19,15 @@ async function freshDatabase(): Promise<string> {
   const url = new URL(inject('pgAdminUrl'));
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** A pool (closed after the tests) on a fresh database migrated up to `upTo` (every migration without it). */
+async function migratedDatabase(upTo?: number, options: Parameters<typeof createPool>[1] = 2) {
+  const url = await freshDatabase();
+  const pool = createPool(url, options);
+  pools.push(pool);
+  await migrate(pool, undefined, upTo === undefined ? {} : { upTo });
+  return { url, pool };
 }
 
 afterAll(async () => {
@@ -61,10 +71,7 @@ describe('migrations', () => {
   });
 
   it('008 keeps a plan left mid-way by the release before: its jobs, ids and order read the same', async () => {
-    const url = await freshDatabase();
-    const pool = createPool(url, 2);
-    pools.push(pool);
-    await migrate(pool, undefined, { upTo: 7 });
+    const { pool } = await migratedDatabase(7);
     // As release 7 left it: 2,500 jobs with a row each, the first 1,200 Completed, the rest Pending.
     await pool.query(`
       INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, job_total, created_at, started_at)
@@ -110,10 +117,7 @@ describe('migrations', () => {
   });
 
   it('009: a deleted plan takes its jobs with it (a statement trigger instead of the per-row foreign key)', async () => {
-    const url = await freshDatabase();
-    const pool = createPool(url, 2);
-    pools.push(pool);
-    await migrate(pool);
+    const { pool } = await migratedDatabase();
     await pool.query(`
       INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, job_total, created_at)
       VALUES ('gone', 'default', '[]', '{}', 'h', 4, 3, now()), ('kept', 'default', '[]', '{}', 'h', 4, 2, now());
@@ -130,10 +134,7 @@ describe('migrations', () => {
   });
 
   it("022/023 hold an instance's definition to its version's: checked over rows written before, a mismatch named", async () => {
-    const url = await freshDatabase();
-    const pool = createPool(url, 2);
-    pools.push(pool);
-    await migrate(pool, undefined, { upTo: 21 });
+    const { pool } = await migratedDatabase(21);
     await pool.query(`
       INSERT INTO workflow_definitions (id, tenant_id, definition_id, version, is_latest, variables, root, options)
       VALUES ('one:1', '', 'one', 1, true, '[]', '{}', '{}'), ('two:1', '', 'two', 1, true, '[]', '{}', '{}');
@@ -164,5 +165,21 @@ describe('migrations', () => {
       "SELECT convalidated FROM pg_constraint WHERE conname = 'workflow_instances_version_of_definition'",
     );
     expect(rows).toEqual([{ convalidated: true }]);
+  });
+
+  it("a migration waits as long as it must, whatever the pool's statement timeout (023 behind a lock held 1.5 s)", async () => {
+    const { url, pool } = await migratedDatabase(22, { max: 2, statementTimeoutMs: 500 });
+    // Another transaction holds the lock VALIDATE takes, for three times the pool's statement timeout.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE workflow_instances IN SHARE UPDATE EXCLUSIVE MODE');
+      const released = sleep(1_500).then(() => holder.query('COMMIT'));
+      expect(await migrate(pool)).toEqual([23]);
+      await released;
+    } finally {
+      await holder.end();
+    }
   });
 });
