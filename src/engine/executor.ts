@@ -25,6 +25,7 @@ import {
   type InstanceRow,
   type InstanceState,
   lockInstance,
+  lockInstanceAndRecord,
   saveInstance,
 } from './instance-state.js';
 import { headIsPure, PURE_RUN_BUDGET_MS, PURE_STEPS_PER_CHUNK, runPureSteps, writePureSteps } from './pure-steps.js';
@@ -676,11 +677,7 @@ async function finishCall(
   options: StepOptions,
 ): Promise<StepResult> {
   const now = nowBy(deps.clock);
-  const s = await lockInstance(client, call.instanceId);
-  const { rows } = await client.query<{ status: string }>(
-    'SELECT status FROM activity_records WHERE id = $1 FOR UPDATE',
-    [call.recordId],
-  );
+  const { s, recordStatus } = await lockInstanceAndRecord(client, call.instanceId, call.recordId);
   const finishRecord = (status: 'Completed' | 'Faulted') =>
     client.query(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [
       call.recordId,
@@ -688,8 +685,8 @@ async function finishCall(
       now,
     ]);
   const succeeded = outcome.ok && outcome.status >= 200 && outcome.status <= 299;
-  if (!s || rows[0]?.status !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted') {
-    if (rows[0]?.status === 'Running') await finishRecord(succeeded ? 'Completed' : 'Faulted');
+  if (!s || recordStatus !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted') {
+    if (recordStatus === 'Running') await finishRecord(succeeded ? 'Completed' : 'Faulted');
     deps.logger.info(
       { instanceId: call.instanceId, activityId: call.activityId },
       'outbound call finished after its instance moved on; outcome recorded on the activity record only',

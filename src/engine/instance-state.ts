@@ -152,6 +152,28 @@ export async function lockInstance(
   return rows[0] ? instanceFromRow(rows[0]) : undefined;
 }
 
+/**
+ * `lockInstance`, and in the same round trip the activity record `recordId` of that instance row-locked too,
+ * in the order every writer of both takes them: the instance first (the materialized CTE locks its row before
+ * the outer query's subquery locks the record's). No instance: no record either (records go with it).
+ */
+export async function lockInstanceAndRecord(
+  client: Queryable,
+  id: string,
+  recordId: string,
+): Promise<{ s: InstanceState | undefined; recordStatus: string | undefined }> {
+  const { rows } = await client.query<InstanceRow & { record_status: string | null }>(
+    `WITH i AS MATERIALIZED (
+       SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
+        WHERE id = $1 FOR UPDATE)
+     SELECT i.*, (SELECT r.status FROM activity_records r WHERE r.id = $2 AND r.instance_id = i.id FOR UPDATE) AS record_status
+       FROM i`,
+    [id, recordId],
+  );
+  const row = rows[0];
+  return { s: row ? instanceFromRow(row) : undefined, recordStatus: row?.record_status ?? undefined };
+}
+
 /** Writes back the mutable state of one instance. */
 export async function saveInstance(client: Queryable, s: InstanceState): Promise<void> {
   await writeInstanceStates(client, [s]);
