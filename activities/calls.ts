@@ -83,6 +83,8 @@ export function createCallActivities(deps: CallDeps) {
       tenantKey?: string;
       activityId?: string;
       turnBack?: 'result';
+      /** The connection the step's first part resolved: read with the record (workflows since it pass it). */
+      connectionName?: string;
     }): Promise<CallResult> {
       const details = (): CallDetails => ({
         instanceId: args.instanceId,
@@ -120,7 +122,7 @@ export function createCallActivities(deps: CallDeps) {
       }
       let prepared;
       try {
-        prepared = await prepareCall(deps, args.instanceId, args.recordId);
+        prepared = await prepareCall(deps, args.instanceId, args.recordId, args.connectionName);
       } catch (err) {
         if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
         if (isTransientError(err)) throw err;

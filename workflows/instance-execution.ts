@@ -103,6 +103,7 @@ async function makeCall(
         tenantKey: call.tenantKey,
         activityId: call.activityId,
         turnBack: 'result',
+        ...(call.connectionName !== undefined ? { connectionName: call.connectionName } : {}),
       });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;

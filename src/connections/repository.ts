@@ -225,6 +225,11 @@ export async function connectionNames(db: Queryable, tenantKey: string, connecti
   return rows.map((r) => r.name);
 }
 
+/** The connections named `name` the tenant sees, its own first (SQL expressions of the tenant and the name). */
+const byName = (tenant: string, name: string, table = 'connection_configurations') =>
+  `${table}.name = ${name} AND ${table}.tenant_id IN (${tenant}, '${AGNOSTIC_TENANT}')
+      ORDER BY (${table}.tenant_id = '${AGNOSTIC_TENANT}') LIMIT 1`;
+
 /** A connection by name in the tenant; the tenant's own wins over a tenant-agnostic one of the same name. */
 export async function findConnectionByName(
   db: Queryable,
@@ -232,12 +237,45 @@ export async function findConnectionByName(
   tenantKey: string,
   name: string,
 ): Promise<Connection | undefined> {
-  const { rows } = await db.query<Row>(
-    `SELECT ${COLUMNS} FROM connection_configurations WHERE name = $2 AND tenant_id IN ($1, '${AGNOSTIC_TENANT}')
-      ORDER BY (tenant_id = '${AGNOSTIC_TENANT}') LIMIT 1`,
-    [tenantKey, name],
-  );
+  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM connection_configurations WHERE ${byName('$1', '$2')}`, [
+    tenantKey,
+    name,
+  ]);
   return rows[0] ? fromRow(rows[0], cipher) : undefined;
+}
+
+/** A connection row as `connectionByNameSql` answers it: JSON, the ciphertext in base64. */
+export interface ConnectionJson extends Omit<Row, 'configuration_encrypted' | 'created_at' | 'updated_at'> {
+  configuration_encrypted: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * `findConnectionByName` as a scalar subquery (the tenant and the name as SQL expressions), for a statement that
+ * reads what else it needs in the same round trip: the connection as JSON, or NULL; `connectionFromJson` reads it.
+ */
+export function connectionByNameSql(tenant: string, name: string): string {
+  return `(SELECT json_build_object('id', c.id, 'tenant_id', c.tenant_id, 'name', c.name, 'description', c.description,
+            'connection_type', c.connection_type, 'configuration', c.configuration,
+            'configuration_encrypted', encode(c.configuration_encrypted, 'base64'),
+            'created_at', c.created_at, 'updated_at', c.updated_at)
+       FROM connection_configurations c WHERE ${byName(tenant, name, 'c')})`;
+}
+
+/** The connection `connectionByNameSql` read (decrypted as `findConnectionByName` answers it); undefined for none. */
+export function connectionFromJson(json: ConnectionJson | null, cipher: ConfigCipher): Connection | undefined {
+  if (!json) return undefined;
+  return fromRow(
+    {
+      ...json,
+      configuration_encrypted:
+        json.configuration_encrypted === null ? null : Buffer.from(json.configuration_encrypted, 'base64'),
+      created_at: new Date(json.created_at),
+      updated_at: new Date(json.updated_at),
+    },
+    cipher,
+  );
 }
 
 /**

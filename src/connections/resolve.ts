@@ -2,7 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import type { ActivityType } from '../vocabulary/descriptors.js';
 import type { Logger } from '../logger.js';
 import type { ConfigCipher } from './cipher.js';
-import { findConnectionByName } from './repository.js';
+import { type Connection, findConnectionByName } from './repository.js';
 import { findConnectionType } from './types.js';
 
 /** What the first connection input of an activity resolved to. */
@@ -36,6 +36,11 @@ export async function resolveConnectionInput(
   type: ActivityType,
   inputs: Record<string, unknown>,
   context: { instanceId: string; activityId: string },
+  /**
+   * The connection of this name, read already (in the caller's statement): not read again when the input selects
+   * it. `connection` decrypts it, so a name the input no longer selects costs nothing.
+   */
+  known?: { name: string; connection: () => Connection | undefined },
 ): Promise<ConnectionInput | undefined> {
   const input = type.inputs.find((i) => i.connectionType !== undefined);
   if (!input?.connectionType) return undefined;
@@ -48,7 +53,10 @@ export async function resolveConnectionInput(
     );
     return { ...base, name: null };
   }
-  const found = await findConnectionByName(db, cipher, tenantKey, name);
+  const found =
+    known !== undefined && known.name === name
+      ? known.connection()
+      : await findConnectionByName(db, cipher, tenantKey, name);
   if (!found || found.connectionType !== input.connectionType) {
     logger.warn(
       { ...context, input: input.name, connectionName: name, connectionType: input.connectionType },

@@ -7,6 +7,7 @@ import {
   sendThroughConnection,
 } from '../connections/http.js';
 import { isTransientError } from '../db/errors.js';
+import { type ConnectionJson, connectionByNameSql, connectionFromJson } from '../connections/repository.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { OWN_STEP, type Queryable, withTransaction } from '../db/pool.js';
@@ -112,7 +113,14 @@ export interface StepResult {
    * With `callsApart`: the step started an outbound call (its record is Running) that the workflow makes
    * next, as an activity of the calls task queue, then hands to `finishOutboundCall`. Names only, no secret.
    */
-  call?: { recordId: string; activityId: string; tenantKey: string; retry?: StepRetryPolicy };
+  call?: {
+    recordId: string;
+    activityId: string;
+    tenantKey: string;
+    /** The connection it resolved: the calls activity reads it with the record (`prepareCall`). */
+    connectionName?: string;
+    retry?: StepRetryPolicy;
+  };
   /**
    * To the instance's own workflow (`ownWorkflow`), when the step found the instance already Finished/Finished:
    * where it stands and its story, as the relay would tell it. An earlier attempt of this workflow's own step
@@ -246,6 +254,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
         recordId: first.recordId,
         activityId: first.activityId,
         tenantKey: first.tenantKey,
+        ...(first.connectionName ? { connectionName: first.connectionName } : {}),
         ...(first.retry ? { retry: first.retry } : {}),
       },
     };
@@ -406,16 +415,28 @@ export type PreparedCall =
  * first part recorded it (inputs evaluated again from the instance's variables, the connection resolved by
  * name in the tenant), with nothing held: no transaction, no row lock.
  */
-export async function prepareCall(deps: EngineDeps, instanceId: string, recordId: string): Promise<PreparedCall> {
-  // The record and its instance in one round trip (nothing is locked: part three re-checks both under the lock).
+export async function prepareCall(
+  deps: EngineDeps,
+  instanceId: string,
+  recordId: string,
+  /** The connection the first part resolved (`StepResult.call.connectionName`): read in the same round trip. */
+  connectionName?: string,
+): Promise<PreparedCall> {
+  // The record, its instance and the connection the call named in one round trip (nothing is locked: part three
+  // re-checks both under the lock). Inputs are evaluated again below; a connection they no longer name is read apart.
+  const hinted = connectionName !== undefined;
   const { rows } = await deps.pool.query<
-    InstanceRow & { record: { activity_id: string; activity_type: string; status: string } | null }
+    InstanceRow & {
+      record: { activity_id: string; activity_type: string; status: string } | null;
+      connection?: ConnectionJson | null;
+    }
   >(
     `SELECT ${INSTANCE_COLUMNS},
             (SELECT json_build_object('activity_id', r.activity_id, 'activity_type', r.activity_type, 'status', r.status)
                FROM activity_records r WHERE r.id = $2 AND r.instance_id = $1) AS record
+            ${hinted ? `, ${connectionByNameSql('workflow_instances.tenant_id', '$3')} AS connection` : ''}
        FROM workflow_instances WHERE id = $1`,
-    [instanceId, recordId],
+    hinted ? [instanceId, recordId, connectionName] : [instanceId, recordId],
   );
   const record = rows[0]?.record ?? undefined;
   const details: CallDetails = {
@@ -433,10 +454,18 @@ export async function prepareCall(deps: EngineDeps, instanceId: string, recordId
   const type = activity ? findActivityType(activity.type) : undefined;
   if (!def || !activity || !type) return { kind: 'skip', details, why: 'its activity no longer exists' };
   const inputs = evaluateInputs(type, activity, def, s.variables);
-  const connection = await resolveConnectionInput(deps.pool, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
-    instanceId,
-    activityId: activity.id,
-  });
+  const connection = await resolveConnectionInput(
+    deps.pool,
+    deps.cipher,
+    deps.logger,
+    s.tenantKey,
+    type,
+    inputs,
+    { instanceId, activityId: activity.id },
+    hinted
+      ? { name: connectionName, connection: () => connectionFromJson(rows[0]!.connection ?? null, deps.cipher) }
+      : undefined,
+  );
   details.connectionName = connection?.name ?? '';
   if (typeof inputs.resultVariable === 'string' && inputs.resultVariable)
     details.resultVariable = inputs.resultVariable;

@@ -17,7 +17,7 @@ let recordId: string;
 beforeAll(async () => {
   h = await createHarness({ worker: false });
   const def = await h.request('POST', '/workflow-definitions', { body: approvalWithNote('locks-def') });
-  [instanceId] = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 1 });
+  instanceId = (await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 1 }))[0]!;
   const { rows } = await withoutWorkflows<{ id: string }>(
     h.pool,
     `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, status, started_at)
