@@ -13,6 +13,8 @@ import { approvalWithNote } from '../support/workflows.js';
 let h: Harness;
 let instanceId: string;
 let recordId: string;
+/** A Running record of another instance. */
+let othersRecordId: string;
 
 beforeAll(async () => {
   h = await createHarness({ worker: false });
@@ -25,6 +27,14 @@ beforeAll(async () => {
     [instanceId],
   );
   recordId = rows[0]!.id;
+  const other = (await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 1 }))[0]!;
+  const { rows: others } = await withoutWorkflows<{ id: string }>(
+    h.pool,
+    `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, status, started_at)
+     VALUES ($1, '', 'call', 'flow1:call', 'Elsa.Http.SendHttpRequest', 'Running', now()) RETURNING id::text`,
+    [other],
+  );
+  othersRecordId = others[0]!.id;
 });
 afterAll(() => h?.close());
 
@@ -63,6 +73,7 @@ describe('lockInstanceAndRecord', () => {
       // A record of another instance, or none: no status; an instance that is gone: neither.
       await client.query('BEGIN');
       expect((await lockInstanceAndRecord(client, instanceId, '999999999')).recordStatus).toBeUndefined();
+      expect((await lockInstanceAndRecord(client, instanceId, othersRecordId)).recordStatus).toBeUndefined();
       expect(await lockInstanceAndRecord(client, 'no-such-instance', recordId)).toEqual({
         s: undefined,
         recordStatus: undefined,

@@ -27,12 +27,15 @@ beforeAll(async () => {
     body: { name: 'ep', connectionType: HTTP, connectionConfiguration: { baseUrl: 'http://10.1.2.3:8080/' } },
   });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
-  // A tenant-agnostic connection of the same name (stored in the clear), and one of another name: the
-  // tenant's own wins over the first.
+  // A tenant-agnostic connection of the same name (stored in the clear), which the tenant's own wins over;
+  // another tenant's of the same name, which the tenant never sees; and one of another name whose ciphertext no
+  // key opens, so that reading it fails if it is decrypted at all.
   await h.pool.query(
-    `INSERT INTO connection_configurations (id, tenant_id, name, connection_type, configuration, created_at, updated_at)
-     VALUES ('agnostic-ep', '*', 'ep', $1, '{"baseUrl": "http://10.9.9.9/"}', now(), now()),
-            ('agnostic-other', '*', 'other', $1, '{"baseUrl": "http://10.8.8.8/"}', now(), now())`,
+    `INSERT INTO connection_configurations
+       (id, tenant_id, name, connection_type, configuration, configuration_encrypted, created_at, updated_at)
+     VALUES ('agnostic-ep', '*', 'ep', $1, '{"baseUrl": "http://10.9.9.9/"}', NULL, now(), now()),
+            ('tenant-b-ep', 'tenant-b', 'ep', $1, '{"baseUrl": "http://10.7.7.7/"}', NULL, now(), now()),
+            ('undecryptable', '', 'other', $1, NULL, '\\x00010203', now(), now())`,
     [HTTP],
   );
   const def = await h.request('POST', '/workflow-definitions', {
@@ -104,8 +107,9 @@ describe('prepareCall', () => {
     });
   });
 
-  it('reads the connection the inputs select when they no longer select the one named', async () => {
+  it('reads the connection the inputs select when they no longer select the one named, never decrypting that one', async () => {
     const apart = await prepared();
+    // 'other' cannot be decrypted: a stale name costs a read, not a failed call.
     const stale = await prepared('other');
     expect(stale.statements).toBe(2);
     expect(stale.result).toEqual(apart.result);
@@ -122,6 +126,7 @@ describe('prepareCall', () => {
     // The tenant-agnostic one of the name, now the only one the tenant sees.
     expect(together.result).toMatchObject({ connection: { baseUrl: 'http://10.9.9.9/' } });
     await h.pool.query(`DELETE FROM connection_configurations WHERE id = 'agnostic-ep'`);
+    // Only another tenant's 'ep' is left: not this tenant's to use.
     const none = await prepared('ep');
     expect(none.result).toEqual((await prepared()).result);
     expect(none.result).toMatchObject({ kind: 'skip', why: 'its connection or inputs no longer resolve' });
