@@ -340,6 +340,14 @@ describe('an instance in Temporal', () => {
     const { events } = await handle.fetchHistory();
     const activities = events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
     expect(activities).toEqual(['callOutbound']);
+    // The call's activity is given the connection its first part resolved (by name, no secret), so that it reads it
+    // with the record in one statement (`prepareCall`).
+    const callInput = events!.flatMap((e) =>
+      e.activityTaskScheduledEventAttributes
+        ? [payloadJson(e.activityTaskScheduledEventAttributes.input?.payloads?.[0]) as { connectionName?: string }]
+        : [],
+    );
+    expect(callInput.map((i) => i.connectionName)).toEqual([name]);
     const markers = events!.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
     // Its steps are local activities: the call's first part and its last, and no step that only read the retry
     // policy first (patch level 1 runs the first step `plainOnly`).
