@@ -534,6 +534,48 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await context.close();
   });
 
+  it('filters by its activity and timestamp rows, each row a group of its own that the Plan JSON follows', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/new-plan`);
+    await page.getByLabel('Correlation ids').fill(`console-${run}-2\nconsole-${run}-3`);
+    await page.getByText('More filters').click();
+    const stamp = page.getByRole('group', { name: 'Timestamp filter 1' });
+    await stamp.getByLabel('Timestamp').selectOption('CreatedAt');
+    await stamp.getByLabel('Comparison').selectOption('LessThan');
+    await stamp.getByLabel('Date and time').fill('2000-01-01T00:00:00Z');
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('0 instances match.').waitFor();
+    // The row kept its values, a second empty row follows it, and the Plan JSON says the same.
+    const kept = page.getByRole('group', { name: 'Timestamp filter 1' });
+    expect(await kept.getByLabel('Comparison').inputValue()).toBe('LessThan');
+    expect(await page.getByRole('group', { name: 'Timestamp filter 2' }).getByLabel('Date and time').inputValue()).toBe(
+      '',
+    );
+    expect(JSON.parse(await page.getByLabel('Plan JSON').inputValue()).filter.timestampFilters).toEqual([
+      { column: 'CreatedAt', operator: 'LessThan', timestamp: '2000-01-01T00:00:00Z' },
+    ]);
+    await kept.getByLabel('Comparison').selectOption('GreaterThan');
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('2 instances match.').waitFor();
+    // An activity row: no instance has a record of this activity.
+    await page
+      .getByRole('group', { name: 'Activity filter 1' })
+      .getByLabel('Activity id')
+      .fill(`no-such-activity-${run}`);
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('0 instances match.').waitFor();
+    const filter = JSON.parse(await page.getByLabel('Plan JSON').inputValue()).filter;
+    expect(filter.activityFilters).toEqual([{ activityId: `no-such-activity-${run}` }]);
+    expect(filter.timestampFilters).toEqual([
+      { column: 'CreatedAt', operator: 'GreaterThan', timestamp: '2000-01-01T00:00:00Z' },
+    ]);
+    expect(
+      await page.getByRole('group', { name: 'Activity filter 2' }).getByLabel('Activity status').inputValue(),
+    ).toBe('');
+    await expectAccessible(page, 'New plan with activity and timestamp rows');
+    await context.close();
+  });
+
   it('walks New plan by keyboard alone (Tab, Enter, Space) to a submitted plan', async () => {
     const { context, page } = await signedIn(`op-${run}`);
     /** Presses Tab until the focused element's accessible name is `name`. */

@@ -1,4 +1,5 @@
 import { type Context, Hono } from 'hono';
+import type { Child } from 'hono/jsx';
 import type { z } from '@hono/zod-openapi';
 import { countInstances } from '../../alterations/filter.js';
 import { type ApprovalPolicy, getPolicy } from '../../alterations/governance.js';
@@ -261,49 +262,47 @@ function FilterFields(props: { form: PlanForm; errors: Map<string, string>; focu
             no="No system instances"
           />
         </div>
-        <fieldset id="activity-filters">
-          <legend>
-            Activity filters (an instance matches when it has an activity record matching every field of a row)
-          </legend>
-          <FieldErrorText id="activity-filters" message={errors.get('activity-filters')} />
-          {activityRows.map((row, i) => (
-            <fieldset class="row">
-              <legend>{`Activity filter ${i + 1}`}</legend>
-              <div class="inline-fields">
-                <TextField id={`af-${i}-activityId`} label="Activity id" value={row.activityId} errors={errors} />
-                <TextField id={`af-${i}-nodeId`} label="Node id" value={row.nodeId} errors={errors} />
-                <TextField id={`af-${i}-name`} label="Activity name" value={row.name} errors={errors} />
-                <Select
-                  id={`af-${i}-status`}
-                  label="Activity status"
-                  value={row.status}
-                  choices={ACTIVITY_STATUSES}
-                  any="Any"
-                />
-              </div>
-            </fieldset>
-          ))}
-        </fieldset>
-        <fieldset id="timestamp-filters">
-          <legend>Timestamp filters</legend>
-          <FieldErrorText id="timestamp-filters" message={errors.get('timestamp-filters')} />
-          {timestampRows.map((row, i) => (
-            <fieldset class="row">
-              <legend>{`Timestamp filter ${i + 1}`}</legend>
-              <div class="inline-fields">
-                <Select id={`tf-${i}-column`} label="Timestamp" value={row.column} choices={TIMESTAMP_COLUMNS} />
-                <Select id={`tf-${i}-operator`} label="Comparison" value={row.operator} choices={TIMESTAMP_OPERATORS} />
-                <TextField
-                  id={`tf-${i}-timestamp`}
-                  label="Date and time"
-                  value={row.timestamp}
-                  errors={errors}
-                  hint="ISO 8601 with offset, e.g. 2026-11-22T04:30:00Z"
-                />
-              </div>
-            </fieldset>
-          ))}
-        </fieldset>
+        <FilterRows
+          id="activity-filters"
+          legend="Activity filters (an instance matches when it has an activity record matching every field of a row)"
+          rowLegend="Activity filter"
+          rows={activityRows}
+          errors={errors}
+          fields={(row, i) => (
+            <>
+              <TextField id={`af-${i}-activityId`} label="Activity id" value={row.activityId} errors={errors} />
+              <TextField id={`af-${i}-nodeId`} label="Node id" value={row.nodeId} errors={errors} />
+              <TextField id={`af-${i}-name`} label="Activity name" value={row.name} errors={errors} />
+              <Select
+                id={`af-${i}-status`}
+                label="Activity status"
+                value={row.status}
+                choices={ACTIVITY_STATUSES}
+                any="Any"
+              />
+            </>
+          )}
+        />
+        <FilterRows
+          id="timestamp-filters"
+          legend="Timestamp filters"
+          rowLegend="Timestamp filter"
+          rows={timestampRows}
+          errors={errors}
+          fields={(row, i) => (
+            <>
+              <Select id={`tf-${i}-column`} label="Timestamp" value={row.column} choices={TIMESTAMP_COLUMNS} />
+              <Select id={`tf-${i}-operator`} label="Comparison" value={row.operator} choices={TIMESTAMP_OPERATORS} />
+              <TextField
+                id={`tf-${i}-timestamp`}
+                label="Date and time"
+                value={row.timestamp}
+                errors={errors}
+                hint="ISO 8601 with offset, e.g. 2026-11-22T04:30:00Z"
+              />
+            </>
+          )}
+        />
       </details>
       <label>
         <input
@@ -318,6 +317,29 @@ function FilterFields(props: { form: PlanForm; errors: Map<string, string>; focu
       <small id="f-emptyFilterSelectsAll-hint">
         Without this, a filter with nothing filled in selects nothing: a forgotten field never alters everything.
       </small>
+    </fieldset>
+  );
+}
+
+/** A fieldset of filter rows, each its own fieldset named by its number (the rows' fields given by `fields`). */
+function FilterRows<R>(props: {
+  id: string;
+  legend: string;
+  rowLegend: string;
+  rows: readonly R[];
+  errors: Map<string, string>;
+  fields: (row: R, index: number) => Child;
+}) {
+  return (
+    <fieldset id={props.id}>
+      <legend>{props.legend}</legend>
+      <FieldErrorText id={props.id} message={props.errors.get(props.id)} />
+      {props.rows.map((row, i) => (
+        <fieldset class="row">
+          <legend>{`${props.rowLegend} ${i + 1}`}</legend>
+          <div class="inline-fields">{props.fields(row, i)}</div>
+        </fieldset>
+      ))}
     </fieldset>
   );
 }
