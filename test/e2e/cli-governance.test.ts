@@ -178,6 +178,9 @@ describe('wfa and change management', () => {
     const refused = await wfa(['plans', 'resume', planId]);
     expect(refused.code).not.toBe(0);
     expect(refused.err).toContain(`the next one opens at ${notBefore.replace('Z', '.000Z')}`);
+    // The API's advice, in the CLI's words: the option to pass, not a request body.
+    expect(refused.err).toContain(`Resume with wfa plans resume ${planId} --ignore-schedule to run it now`);
+    expect(refused.err).not.toContain('ignoreSchedule');
     const forced = await wfa(['plans', 'resume', planId, '--ignore-schedule']);
     expect(forced.code).toBe(0);
     const done = await until(

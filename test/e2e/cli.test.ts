@@ -102,6 +102,33 @@ describe('wfa, spawned against a running service', () => {
     expect(JSON.parse(json.out).variables.find((v: { id: string }) => v.id === 'note').value).toBe(hostile);
   });
 
+  it('heads the sections of an instance it shows: no variables said in words, its incidents under a heading', async () => {
+    const plain = chain('cli-plain', [writeLine('start', 'hello'), event('wait', 'go')]);
+    expect((await wfa(['definitions', 'publish', await file('plain-def.json', plain)])).code).toBe(0);
+    const { rows } = await pool.query<{ id: string }>(
+      "SELECT id FROM workflow_definitions WHERE definition_id = 'cli-plain'",
+    );
+    const [id] = await seedInstances(pool, { definitionVersionId: rows[0]!.id, count: 1, namePrefix: 'bare-' });
+    await pool.query(`UPDATE workflow_instances SET sub_status = 'Faulted', incidents = $2::jsonb WHERE id = $1`, [
+      id,
+      JSON.stringify([
+        {
+          activityId: 'charge',
+          activityType: 'Elsa.Fault',
+          message: 'card declined',
+          timestamp: new Date().toISOString(),
+        },
+      ]),
+    ]);
+    const shown = await wfa(['instances', 'show', id!]);
+    expect(shown.code).toBe(0);
+    expect(shown.out).toContain('No variables.');
+    expect(shown.out).not.toContain('(none)');
+    expect(shown.out).toMatch(
+      /Incidents:\nACTIVITYID\s+ACTIVITYTYPE\s+MESSAGE\s+TIMESTAMP\ncharge\s+Elsa\.Fault\s+card declined/,
+    );
+  });
+
   it('exits 1 from --watch when jobs failed, and lists them with --failed', async () => {
     const plan = await file('bad-var.json', {
       alterations: [{ type: 'ModifyVariable', variableId: 'nope', value: 1 }],

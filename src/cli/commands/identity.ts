@@ -9,11 +9,13 @@ import { readStdinLine } from '../input.js';
 import { readHidden } from '../prompt.js';
 import { targetOf } from '../target.js';
 
-/** `wfa login` and `wfa logout`: the credentials kept under ~/.config/wfa. */
+/** `wfa login` and `wfa logout`: the credentials kept under $XDG_CONFIG_HOME/wfa (~/.config/wfa by default). */
 export function registerIdentity(program: Command, cli: Cli): void {
   program
     .command('login')
-    .description('sign in and store the credentials (0600) under ~/.config/wfa; WFA_URL and WFA_API_KEY override them')
+    .description(
+      'sign in and store the credentials (0600) under $XDG_CONFIG_HOME/wfa (~/.config/wfa by default); WFA_URL and WFA_API_KEY override them',
+    )
     .option('--username <name>', 'user name', 'admin')
     .option(
       '--password <password>',

@@ -110,11 +110,15 @@ function instanceText(i: InstanceView): string {
   return [
     safeCell(`${i.id}  ${i.definitionId} v${i.version}  ${i.status}/${i.subStatus}`),
     '',
-    table(
-      i.variables.map((v) => ({ variable: v.id, type: v.typeName, value: v.value })),
-      ['variable', 'type', 'value'],
-    ),
-    ...(i.incidents.length ? ['', table(i.incidents, ['activityId', 'activityType', 'message', 'timestamp'])] : []),
+    i.variables.length
+      ? table(
+          i.variables.map((v) => ({ variable: v.id, type: v.typeName, value: v.value })),
+          ['variable', 'type', 'value'],
+        )
+      : 'No variables.',
+    ...(i.incidents.length
+      ? ['', 'Incidents:', table(i.incidents, ['activityId', 'activityType', 'message', 'timestamp'])]
+      : []),
     ...(i.bookmarks.length
       ? ['', `Waiting on: ${safeCell(i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', '))}`]
       : []),

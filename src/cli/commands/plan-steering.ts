@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { ProblemError } from '../../client/index.js';
 import type { Cli } from '../context.js';
 import { CliFailure } from '../failure.js';
 import { planStatusName, safeCell } from '../format.js';
@@ -19,7 +20,13 @@ export function addPlanSteering(plans: Command, cli: Cli): void {
     .description('resume a paused plan where it stopped (outside its maintenance windows: --ignore-schedule)')
     .option('--ignore-schedule', 'run now, outside its windows too, to its end (its schedule is dropped)')
     .action(async (planId: string, o: { ignoreSchedule?: boolean }) => {
-      const r = await (await cli.client()).plans.resume(planId, o.ignoreSchedule ? { ignoreSchedule: true } : {});
+      const r = await (
+        await cli.client()
+      ).plans
+        .resume(planId, o.ignoreSchedule ? { ignoreSchedule: true } : {})
+        .catch((err: unknown) => {
+          throw inCliWords(err, planId);
+        });
       cli.print(() => `Resumed plan ${planId}: ${planStatusName(r.status)}`, r);
     });
   addRollout(plans, cli);
@@ -61,4 +68,12 @@ function addRollout(plans: Command, cli: Cli): void {
       const plan = await (await cli.client()).plans.rollout(planId, patch);
       cli.print(() => showPlan(plan), plan);
     });
+}
+
+/** The API's advice for a resume outside the plan's windows (`{"ignoreSchedule": true}`), said as the CLI's option. */
+function inCliWords(err: unknown, planId: string): unknown {
+  const advice = '{"ignoreSchedule": true}';
+  if (!(err instanceof ProblemError) || err.status !== 409 || !err.detail.includes(advice)) return err;
+  const detail = err.detail.replace(advice, `wfa plans resume ${planId} --ignore-schedule`);
+  return new ProblemError(err.status, err.title, detail, err.errors, { ...err.problem, detail });
 }
