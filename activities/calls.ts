@@ -35,8 +35,13 @@ export const SHARE_FULL = 'TenantOutboundShareFull';
 
 /** How long after its connection's `timeoutMs` a delivery's claim on its call outlives it (a stalled worker). */
 const CLAIM_MARGIN_MS = 5_000;
-/** How often a call whose earlier delivery is still out looks again (at most; sooner when that one is due). */
-const CALL_OUT_RECHECK_MS = 5_000;
+/**
+ * How often a call whose earlier delivery is still out looks again (at most; sooner when that one is due):
+ * that delivery ends when its endpoint answers, which nothing here hears of, so the call goes out within about
+ * this long after it. A rare path (a revert of a Cancel made while the call was out, a worker that lost
+ * touch), so the looks cost little; 5 s before, which a user saw as the reopened call's delay.
+ */
+const CALL_OUT_RECHECK_MS = 2_000;
 /**
  * How long a call over its tenant's share waits in the activity for a place one of the tenant's calls gives
  * back, before it is turned back (the worker's short queue: `TenantCounter.take`).
