@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     const claim = uses.postgres || uses.devServer ? await claimDataDir(config.dataDir, uses, logger) : undefined;
     // Before anything is printed, generated or started: a taken port is one message naming it.
     await assertPortsFree(portsOf(role, config)).catch(async (err: unknown) => {
-      await claim?.release();
+      await claim?.release(true);
       throw err;
     });
     if (claim) life.add('data folder claim', () => claim.release());

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -25,13 +25,18 @@ interface Say {
   info(obj: object, msg: string): void;
 }
 
-/** Claims `dataDir` for this process, stopping what an earlier, killed run left running in it. */
+/**
+ * Claims `dataDir` for this process, stopping what an earlier, killed run left running in it. `release`
+ * gives the claim back; `release(true)`, for a start that stopped before it used the folder (a taken port),
+ * also removes the folders this claim made, if they are still empty: a failed first start leaves none behind.
+ */
 export async function claimDataDir(
   dataDir: string,
   uses: { postgres: boolean; devServer: boolean },
   logger: Say,
-): Promise<{ release(): Promise<void> }> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+): Promise<{ release(unused?: boolean): Promise<void> }> {
+  // The first folder made (the data folder, or a parent of it made with it); undefined when it was there.
+  const made = await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const pidFile = path.join(dataDir, SERVICE_PID_FILE);
   const other = await pidIn(pidFile);
   if (other !== undefined && other !== process.pid && (await running(other, isService))) {
@@ -62,10 +67,24 @@ export async function claimDataDir(
     });
   }
   return {
-    async release() {
+    async release(unused = false) {
       if ((await pidIn(pidFile)) === process.pid) await rm(pidFile, { force: true });
+      if (unused && made !== undefined) await removeEmptyUpTo(dataDir, made);
     },
   };
+}
+
+/** Removes `dir` and its parents up to `top`, each only while empty (rmdir refuses a folder with anything in it). */
+async function removeEmptyUpTo(dir: string, top: string): Promise<void> {
+  const last = path.resolve(top);
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      await rmdir(d);
+    } catch {
+      return;
+    }
+    if (d === last || path.dirname(d) === d) return;
+  }
 }
 
 interface Leftover {

@@ -211,6 +211,26 @@ describe('npm start in embedded mode', () => {
     }
   });
 
+  it('leaves no data folder of its own making behind when a taken port stops its first start', async () => {
+    const parent = await freshDataDir();
+    // Two levels the start makes (DATA_DIR and its parent), below a folder that was there before.
+    const dataDir = path.join(parent, 'made', 'data');
+    const ports = await freePorts();
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(ports.api, '127.0.0.1', resolve));
+    try {
+      const service = spawnService(dataDir, ports);
+      const code = await exitWithin(service, 60_000).then((e) => (e === 'hung' ? e : e.code));
+      expect(code).toBe(1);
+      expect(service.err()).toMatch(new RegExp(`^Startup failed: Port ${ports.api} \\(PORT\\) is already in use`));
+      expect(existsSync(path.join(parent, 'made'))).toBe(false);
+      // The folder that was there before stays, as an existing DATA_DIR does (the tests above).
+      expect(readdirSync(parent)).toEqual([]);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+
   it('stops what it started when a later step fails (here the Temporal dev server), exit 1, nothing left', async () => {
     const dataDir = await freshDataDir();
     const service = spawnService(dataDir, await freePorts(), {
