@@ -555,6 +555,21 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       { column: 'CreatedAt', operator: 'LessThan', timestamp: '2000-01-01T00:00:00Z' },
     ]);
     await kept.getByLabel('Comparison').selectOption('GreaterThan');
+    // The other fields under More filters: names, and the two three-way choices.
+    await page.getByLabel('Instance names').fill(`${MARKUP} #2\n${MARKUP} #3`);
+    await page.getByLabel('Incidents').selectOption({ label: 'Without incidents' });
+    await page.getByLabel('System instances').selectOption({ label: 'No system instances' });
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('2 instances match.').waitFor();
+    expect(JSON.parse(await page.getByLabel('Plan JSON').inputValue()).filter).toMatchObject({
+      names: [`${MARKUP} #2`, `${MARKUP} #3`],
+      hasIncidents: false,
+      isSystem: false,
+    });
+    await page.getByLabel('Incidents').selectOption({ label: 'With incidents' });
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('0 instances match.').waitFor();
+    await page.getByLabel('Incidents').selectOption({ label: 'Any' });
     await page.getByRole('button', { name: 'Dry run' }).click();
     await page.getByText('2 instances match.').waitFor();
     // An activity row: no instance has a record of this activity.
