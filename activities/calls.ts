@@ -36,12 +36,17 @@ export const SHARE_FULL = 'TenantOutboundShareFull';
 /** How long after its connection's `timeoutMs` a delivery's claim on its call outlives it (a stalled worker). */
 const CLAIM_MARGIN_MS = 5_000;
 /**
- * How often a call whose earlier delivery is still out looks again (at most; sooner when that one is due):
- * that delivery ends when its endpoint answers, which nothing here hears of, so the call goes out within about
- * this long after it. A rare path (a revert of a Cancel made while the call was out, a worker that lost
- * touch), so the looks cost little; 5 s before, which a user saw as the reopened call's delay.
+ * How soon a call whose earlier delivery is still out looks again (never after that delivery's claim lapses).
+ * That delivery ends when its endpoint answers, which nothing here hears of: a delivery out for a short while
+ * (a Cancel's, reopened by a revert) is looked at again after about 2 s, so the call goes out soon after it
+ * ends; one out for long (its worker died, its claim runs to the connection's timeoutMs) ever less often, a
+ * quarter of the time it has been out, up to 10 s: a five-minute claim costs about 35 looks, not 150.
  */
+export function recheckAfterMs(outForMs: number): number {
+  return Math.min(CALL_OUT_RECHECK_MAX_MS, Math.max(CALL_OUT_RECHECK_MS, outForMs / 4));
+}
 const CALL_OUT_RECHECK_MS = 2_000;
+const CALL_OUT_RECHECK_MAX_MS = 10_000;
 /**
  * How long a call over its tenant's share waits in the activity for a place one of the tenant's calls gives
  * back, before it is turned back (the worker's short queue: `TenantCounter.take`).
@@ -156,11 +161,14 @@ export function createCallActivities(deps: CallDeps) {
       let claim: string | undefined;
       try {
         const claimed = await claimCall(deps.pool, args.recordId, prepared.connection.timeoutMs + CLAIM_MARGIN_MS);
-        if (typeof claimed === 'number')
+        if (typeof claimed === 'number') {
+          // The earlier delivery's claim was made as this one's would be: for timeoutMs and the margin.
+          const outForMs = prepared.connection.timeoutMs + CLAIM_MARGIN_MS - claimed;
           return turnBack(
-            Math.min(CALL_OUT_RECHECK_MS, claimed),
+            Math.min(recheckAfterMs(outForMs), claimed),
             'an earlier delivery of this call is still out; the call waits until it has ended',
           );
+        }
         claim = claimed.claim;
         const outcome = await withHeartbeat(() =>
           sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { runWfa, startWfa } from '../support/wfa.js';
-import { seedInstances } from '../support/seed.js';
+import { seedInstances, withoutWorkflows } from '../support/seed.js';
 import { approvalWithNote, chain, event, writeLine } from '../support/workflows.js';
 
 const run = randomBytes(4).toString('hex');
@@ -109,17 +109,22 @@ describe('wfa, spawned against a running service', () => {
       "SELECT id FROM workflow_definitions WHERE definition_id = 'cli-plain'",
     );
     const [id] = await seedInstances(pool, { definitionVersionId: rows[0]!.id, count: 1, namePrefix: 'bare-' });
-    await pool.query(`UPDATE workflow_instances SET sub_status = 'Faulted', incidents = $2::jsonb WHERE id = $1`, [
-      id,
-      JSON.stringify([
-        {
-          activityId: 'charge',
-          activityType: 'Elsa.Fault',
-          message: 'card declined',
-          timestamp: new Date().toISOString(),
-        },
-      ]),
-    ]);
+    // Written as the seed is, with the outbox off: no workflow is started for the row.
+    await withoutWorkflows(
+      pool,
+      `UPDATE workflow_instances SET sub_status = 'Faulted', incidents = $2::jsonb WHERE id = $1`,
+      [
+        id,
+        JSON.stringify([
+          {
+            activityId: 'charge',
+            activityType: 'Elsa.Fault',
+            message: 'card declined',
+            timestamp: new Date().toISOString(),
+          },
+        ]),
+      ],
+    );
     const shown = await wfa(['instances', 'show', id!]);
     expect(shown.code).toBe(0);
     expect(shown.out).toContain('No variables.');

@@ -74,6 +74,10 @@ function addRollout(plans: Command, cli: Cli): void {
 function inCliWords(err: unknown, planId: string): unknown {
   const advice = '{"ignoreSchedule": true}';
   if (!(err instanceof ProblemError) || err.status !== 409 || !err.detail.includes(advice)) return err;
-  const detail = err.detail.replace(advice, `wfa plans resume ${planId} --ignore-schedule`);
+  // An id that starts with "-" goes after "--", or it would be read as an option.
+  const command = planId.startsWith('-')
+    ? `wfa plans resume --ignore-schedule -- ${planId}`
+    : `wfa plans resume ${planId} --ignore-schedule`;
+  const detail = err.detail.replace(advice, () => command);
   return new ProblemError(err.status, err.title, detail, err.errors, { ...err.problem, detail });
 }
