@@ -20,9 +20,8 @@ export function addPlanSteering(plans: Command, cli: Cli): void {
     .description('resume a paused plan where it stopped (outside its maintenance windows: --ignore-schedule)')
     .option('--ignore-schedule', 'run now, outside its windows too, to its end (its schedule is dropped)')
     .action(async (planId: string, o: { ignoreSchedule?: boolean }) => {
-      const r = await (
-        await cli.client()
-      ).plans
+      const client = await cli.client();
+      const r = await client.plans
         .resume(planId, o.ignoreSchedule ? { ignoreSchedule: true } : {})
         .catch((err: unknown) => {
           throw inCliWords(err, planId);
