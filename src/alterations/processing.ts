@@ -258,9 +258,13 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
 async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: BatchArgs): Promise<BatchOutcome> {
   const clock = () => nowBy(deps.clock);
   const started = clock();
-  const { rows } = await client.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR SHARE`, [
-    args.planId,
-  ]);
+  // With the plan read, the transaction says what it is (migration 019's `wfa.cause`): the outbox rows of the
+  // instances it writes name the plan (their workflows say "cancelled by plan …"). One round trip, not two.
+  const { rows } = await client.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM alteration_plans CROSS JOIN (SELECT set_config('wfa.cause', $2, true)) AS cause(v)
+      WHERE id = $1 FOR SHARE OF alteration_plans`,
+    [args.planId, `plan ${args.planId}`],
+  );
   const plan = rows[0];
   if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
   const control = controlOf(plan);
@@ -290,8 +294,6 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
   const slice = new TimeSlice();
   const outcomes = await alterJobs(deps, client, plan, jobs, instances, now, slice);
-  // The instances' outbox rows name the plan (migration 019): their workflows say "cancelled by plan …".
-  await client.query(`SELECT set_config('wfa.cause', $1, true)`, [`plan ${args.planId}`]);
   if (!locked) await confirmRefusals(client, jobs, outcomes, instances);
   await saveInstances(client, deps.definitions, outcomes, now, instances, slice, !locked);
   const failed = outcomes.filter((o) => !o.ok).length;
