@@ -865,7 +865,11 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     // Paused by its schedule, it can still be paused by hand (to hold across windows): Pause is there.
     expect(await page.getByRole('button', { name: 'Pause' }).isVisible()).toBe(true);
     await page.getByRole('button', { name: 'Resume' }).click();
-    await page.getByRole('alert').filter({ hasText: 'is outside its maintenance windows' }).waitFor();
+    const refused = page.getByRole('alert').filter({ hasText: 'is outside its maintenance windows' });
+    await refused.waitFor();
+    // Its advice in the checkbox's words (and its field's name), never the API's request syntax.
+    expect(await refused.innerText()).toContain('Resume it ignoring the schedule (ignoreSchedule) to run it now');
+    expect(await refused.innerText()).not.toContain('{');
     expect(await planStatus(planId)).toBe(7);
     await page.getByLabel('Resume ignoring the schedule').check();
     await page.getByRole('button', { name: 'Resume' }).click();

@@ -69,14 +69,17 @@ function addRollout(plans: Command, cli: Cli): void {
     });
 }
 
-/** The API's advice for a resume outside the plan's windows (`{"ignoreSchedule": true}`), said as the CLI's option. */
+/**
+ * A resume refused outside the plan's windows: the API's advice, in words of no one client ("Resume it ignoring
+ * the schedule (ignoreSchedule) …", src/alterations/plans.ts `RESUME_ADVICE`), with the CLI's command in their place.
+ */
 function inCliWords(err: unknown, planId: string): unknown {
-  const advice = '{"ignoreSchedule": true}';
+  const advice = 'Resume it ignoring the schedule (ignoreSchedule)';
   if (!(err instanceof ProblemError) || err.status !== 409 || !err.detail.includes(advice)) return err;
   // An id that starts with "-" goes after "--", or it would be read as an option.
   const command = planId.startsWith('-')
     ? `wfa plans resume --ignore-schedule -- ${planId}`
     : `wfa plans resume ${planId} --ignore-schedule`;
-  const detail = err.detail.replace(advice, () => command);
+  const detail = err.detail.replace(advice, () => `Resume with ${command}`);
   return new ProblemError(err.status, err.title, detail, err.errors, { ...err.problem, detail });
 }
