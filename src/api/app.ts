@@ -25,7 +25,6 @@ import { instanceRoutes } from './routes/instances.js';
 import { probeRoutes } from './routes/probes.js';
 import { serviceRoutes } from './routes/service.js';
 import { routeLabel } from './route-label.js';
-import { consoleRoutes } from '../console/routes.js';
 
 /**
  * A request without a principal holds its place at least this long (src/shares.ts): with the default 4
@@ -179,8 +178,8 @@ export function createApp(given: AppDeps) {
   const streams = new TenantCounter(deps.config.shares.eventStreamsPerTenant, deps.config.shares.eventStreamsPerNode);
   deps.metrics?.watchEventStreams(() => streams.total);
   app.route('/', planEventRoutes(streams, deps.shutdown));
-  // The operator's console (src/console/): its pages' event streams share the API's count per tenant.
-  app.route('/console', consoleRoutes(streams, deps.shutdown));
+  // The operator's console (src/console/surface.ts): its pages' event streams share the API's count per tenant.
+  for (const surface of deps.surfaces ?? []) app.route(surface.path, surface.routes({ streams, shutdown: deps.shutdown }));
   app.route('/', connectionRoutes());
   app.route('/', catalogRoutes());
 

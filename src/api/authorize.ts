@@ -7,7 +7,6 @@ import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, TooManyAttemptsError, UnauthorizedError } from '../errors.js';
 import { addressKey, ADDRESS_RULE, countAttempt } from '../auth/throttle.js';
 import { type AppDeps, type AppEnv, clientAddress } from './context.js';
-import { consoleIdentity, isConsolePath } from '../console/session.js';
 
 /** Reads the credentials of a request: `ApiKey <key>` or `Bearer <access token>`. */
 export async function authenticate(
@@ -74,8 +73,9 @@ export async function authenticate(
  * needs a principal (a public route ignores it, as before).
  */
 export async function identify(c: Context<AppEnv>): Promise<Identity> {
-  // The console's pages authenticate by their session cookie, and only by it (src/console/session.ts).
-  if (isConsolePath(c.req.path)) return consoleIdentity(c);
+  // A surface beside the API authenticates its own paths, and only it (the console: by its session cookie).
+  const surface = c.get('deps').surfaces?.find((s) => s.owns(c.req.path));
+  if (surface) return surface.identify(c);
   const header = c.req.header('authorization');
   if (!header || header.trim() === '') return { none: true };
   try {

@@ -1,4 +1,5 @@
 import { type BlockList, isIP } from 'node:net';
+import type { Context, Hono } from 'hono';
 import type { Tracer } from '@opentelemetry/api';
 import type pg from 'pg';
 import { type Identity, type Principal, tenantKey } from '../auth/principal.js';
@@ -12,6 +13,7 @@ import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { TemporalLink } from '../temporal/link.js';
 import type { PlanProcessing } from '../temporal/plans.js';
 import type { PlanStatusListener } from '../alterations/status-listener.js';
+import type { TenantCounter } from '../shares.js';
 import { inNetworks, networkList, unmapped } from '../vocabulary/networks.js';
 
 /** Everything the HTTP layer needs, handed to the app factory (no module-level singletons). */
@@ -67,6 +69,23 @@ export interface AppDeps {
   blockedAddresses?: Map<string, number> | undefined;
   /** `GET /health/ready` and `GET /health`: the dependencies' checks, at most a second old (set by the app). */
   probes?: CachedProbes | undefined;
+  /** Parts of the HTTP app beside the API with credentials of their own: the console (src/console/surface.ts). */
+  surfaces?: readonly Surface[] | undefined;
+}
+
+/**
+ * A part of the HTTP app mounted beside the API that authenticates its requests its own way (the console: by
+ * its session cookie). The API knows it only by this shape: the process puts it in (src/service/api.ts).
+ */
+export interface Surface {
+  /** Where its routes are mounted: `/console`. */
+  path: string;
+  /** Whether it authenticates a request to this path (its static assets need no credentials). */
+  owns(path: string): boolean;
+  /** What the request's credentials come to, found before routing as the API's are (src/api/authorize.ts). */
+  identify(c: Context<AppEnv>): Promise<Identity>;
+  /** Its routes; its event streams count in the API's per tenant and per node, and end with the process. */
+  routes(shared: { streams: TenantCounter; shutdown?: AbortSignal | undefined }): Hono<AppEnv>;
 }
 
 export interface AppEnv {

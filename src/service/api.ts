@@ -6,6 +6,7 @@ import { createProbeApp } from '../api/probe-app.js';
 import { serveApi } from '../api/server.js';
 import { PlanStatusListener } from '../alterations/status-listener.js';
 import { hashApiKey } from '../auth/api-keys.js';
+import { consoleSurface } from '../console/surface.js';
 import { startIdentityPurge } from '../auth/purge.js';
 import { createPool } from '../db/pool.js';
 import type { PostgresConnection } from '../db/postgres-connection.js';
@@ -39,6 +40,7 @@ export async function startApi(
     adminApiKeyHash: config.adminApiKey ? hashApiKey(config.adminApiKey) : undefined,
     planStatus,
     shutdown: shutdown.signal,
+    surfaces: [consoleSurface],
   });
   let server: ServerType | undefined;
   if (o.listen) {

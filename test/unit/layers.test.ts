@@ -16,7 +16,10 @@ const LAYERS: string[][] = [
   ['activities'],
   ['workflows'],
   ['src/temporal', 'src/metrics'],
-  ['src/api', 'src/console', 'src/client'],
+  ['src/api', 'src/client'],
+  // The console is mounted by the process (src/service/api.ts) and drives the API's commands; the API knows
+  // it only as a `Surface` (src/api/context.ts).
+  ['src/console'],
   ['src/service', 'src/cli', 'src/build'],
   ['src/main'],
 ];
