@@ -179,7 +179,8 @@ export function createApp(given: AppDeps) {
   deps.metrics?.watchEventStreams(() => streams.total);
   app.route('/', planEventRoutes(streams, deps.shutdown));
   // The operator's console (src/console/surface.ts): its pages' event streams share the API's count per tenant.
-  for (const surface of deps.surfaces ?? []) app.route(surface.path, surface.routes({ streams, shutdown: deps.shutdown }));
+  for (const surface of deps.surfaces ?? [])
+    app.route(surface.path, surface.routes({ streams, shutdown: deps.shutdown }));
   app.route('/', connectionRoutes());
   app.route('/', catalogRoutes());
 
