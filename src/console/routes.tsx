@@ -16,7 +16,7 @@ import { newPlanRoutes } from './pages/new-plan.js';
 import { planRoutes } from './pages/plan.js';
 import { plansRoutes } from './pages/plans.js';
 import { signInRoutes, signOutRoute } from './pages/sign-in.js';
-import { checkSameOrigin, clearSessionCookie } from './session.js';
+import { checkSameOrigin, clearSessionCookie, isConsolePath, ownOrigin } from './session.js';
 import { requirePermission, type ShellOf } from './shell.js';
 
 /**
@@ -141,19 +141,34 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   app.onError(async (err, c) => {
     if (wantsData(c)) return handleError(err, c);
     const p = await problemOf(err, c);
-    const back = c.req.header('referer');
+    const back = backLink(c.req.header('referer'), ownOrigin(c));
     return renderPage(
       c,
       <Layout shell={shell(c)} title={p.title}>
         <h1>{p.status === 403 ? 'Not allowed' : p.status === 404 ? 'Not found' : 'That did not work'}</h1>
         <ProblemBox problem={p} />
         <p>
-          {back && back.startsWith(new URL(c.req.url).origin) ? <a href={back}>Back</a> : null}{' '}
-          <a href="/console/plans">Plans</a>
+          {back ? <a href={back}>Back</a> : null} <a href="/console/plans">Plans</a>
         </p>
       </Layout>,
       p.status as 400,
     );
   });
   return app;
+}
+
+/**
+ * The page the browser came from, as a link back: only a console page of this origin, and written as a path,
+ * so that it cannot lead anywhere else (`http://host:port.evil.example/`, `http://host:port@evil.example/`
+ * start with the origin's characters and are other hosts).
+ */
+function backLink(referer: string | undefined, origin: string | undefined): string | undefined {
+  if (!referer || !origin) return undefined;
+  try {
+    const from = new URL(referer);
+    if (from.origin.toLowerCase() !== origin || !isConsolePath(from.pathname)) return undefined;
+    return `${from.pathname}${from.search}`;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -246,6 +247,34 @@ describe('wfa, spawned against a running service', () => {
     const list = await wfa(['--json', 'plans', 'list'], { WFA_API_KEY: '' });
     expect(list.code).toBe(0);
     expect((JSON.parse(list.out) as { items: { id: string }[] }).items.map((p) => p.id)).toContain(`cli-ok-${run}`);
+    // Another server (a mistyped --url, a WFA_URL left from another project) gets none of them, even when
+    // the access token has expired and a refresh would be due.
+    const heard: string[] = [];
+    const other = createHttpServer((req, res) => {
+      heard.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`);
+      res.writeHead(401).end();
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+    try {
+      for (const expired of [false, true]) {
+        if (expired) {
+          const stored = JSON.parse(await readFile(credentials, 'utf8')) as Record<string, unknown>;
+          await writeFile(credentials, JSON.stringify({ ...stored, accessTokenExpiresAt: 0 }), { mode: 0o600 });
+        }
+        for (const env of [{ WFA_URL: elsewhere }, {}]) {
+          const args = 'WFA_URL' in env ? ['plans', 'list'] : ['--url', elsewhere, 'plans', 'list'];
+          const r = await wfa(args, { WFA_API_KEY: '', ...env });
+          expect(r.code).toBe(2);
+          expect(r.err).toContain(`Not signed in to ${elsewhere}: the stored sign-in is for ${url}`);
+        }
+      }
+      expect(heard).toEqual([]);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+    // Its own server still takes them (refreshing the expired token).
+    expect((await wfa(['plans', 'list'], { WFA_API_KEY: '' })).code).toBe(0);
     const wrong = await wfa(['login', '--password', 'wrong-password'], { WFA_API_KEY: '' });
     expect(wrong.code).toBe(1);
     expect(wrong.err).toMatch(/^error: /);

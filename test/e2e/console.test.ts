@@ -331,6 +331,25 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await context.close();
   });
 
+  it('links Back from a problem page only to a console page of its own origin, never to a look-alike host', async () => {
+    const host = new URL(base).host;
+    const backOf = async (referer: string) => {
+      // A query value with NUL: refused by the input rule before any session is looked at.
+      const r = await fetch(`${base}/console/plans?x=%00`, { headers: { referer } });
+      expect(r.status).toBe(400);
+      return /<a href="([^"]*)">Back<\/a>/.exec(await r.text())?.[1];
+    };
+    expect(await backOf(`${base}/console/plans?status=4`)).toBe('/console/plans?status=4');
+    for (const elsewhere of [
+      `http://${host}.evil.example/console/plans`,
+      `http://${host}@evil.example/console/plans`,
+      `http://evil.example/console/plans`,
+      `${base}/docs`,
+      'not a URL',
+    ])
+      expect(await backOf(elsewhere), elsewhere).toBeUndefined();
+  });
+
   it('lists plans newest first with live status, filters them by status, and pages them', async () => {
     const { context, page } = await signedIn(`op-${run}`);
     const rows = page.getByRole('region', { name: 'Plans, newest first' }).getByRole('row');
