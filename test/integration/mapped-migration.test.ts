@@ -89,6 +89,23 @@ describe('a migration of 10,000 instances whose waiting activity was renamed', (
     expect(await records()).toEqual([{ activity_id: 'wait', status: 'Running', n: COUNT }]);
   }, 180_000);
 
+  it('refuses a mapping onto an activity of another type: the job names both, the instance stays', async () => {
+    const r = await h.request('POST', '/alterations/run', {
+      body: {
+        alterations: [{ type: 'Migrate', targetVersion: 2, activityMappings: [{ source: 'wait', target: 'after' }] }],
+        workflowInstanceIds: ids.slice(0, 2),
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    for (const result of r.body.results) {
+      expect(result.isSuccessful).toBe(false);
+      expect(result.log.at(-1).message).toBe(
+        'Activity wait (Elsa.Event) cannot be carried to after (Elsa.WriteLine) in version 2: an activity is carried only to one of its own type',
+      );
+    }
+    expect(await where()).toEqual([{ version: 1, waits: 'wait', n: COUNT }]);
+  });
+
   it('moves every instance with the drafted mapping; the event then runs version 2', async () => {
     const draft = await h.request('GET', `/workflow-definitions/${DEFINITION}/migration-draft?from=1&to=2`);
     expect(draft.status).toBe(200);

@@ -4,7 +4,7 @@ import { findActivity, nodeIdOf } from '../../engine/flowchart.js';
 import type { Bookmark } from '../../engine/instance-state.js';
 import { convertValue, isVariableType } from '../../engine/values.js';
 import { Int32 } from '../../vocabulary/input.js';
-import { defineAlterationType, Identifier, versionKey } from './spec.js';
+import { currentDefinition, defineAlterationType, Identifier, versionKey } from './spec.js';
 
 const ActivityMapping = z
   .strictObject({
@@ -17,7 +17,8 @@ const ActivityMapping = z
  * Moves the instance to another version of its definition. Every activity it waits in (a bookmark), has
  * scheduled or has a call out for is carried to the target version: to the mapping's `target` where its id is
  * a `source` (section 10), else to the same id; where that id does not exist in the target version the
- * alteration fails and the instance is left as it was. A waiting activity keeps the event it waits on, and
+ * alteration fails and the instance is left as it was, as it is where a mapping names a target of another
+ * type (`otherType`). A waiting activity keeps the event it waits on, and
  * its Running record moves with it (the journal keeps the old ids). An activity whose outbound call is out
  * keeps its id: its outcome comes back to that id.
  */
@@ -62,6 +63,8 @@ export const migrate = defineAlterationType({
       [...s.scheduled.map(to), ...(s.callsInFlight ?? [])].find((id) => !findActivity(target.root, id));
     if (missing !== undefined) return `Activity ${missing} does not exist in version ${a.targetVersion}`;
     if (moves.size > 0) {
+      const refused = otherType(s.bookmarks, s.scheduled, to, currentDefinition(s, defs), target);
+      if (refused) return refused;
       // Chained moves (two Migrates in one job) compose: the record to move is the one the instance had.
       const moved = [...(s.movedActivities ?? [])];
       for (const b of s.bookmarks) {
@@ -100,6 +103,29 @@ export const migrate = defineAlterationType({
   summary: (a) =>
     `Migrate to version ${a.targetVersion}${a.activityMappings?.length ? ` (${a.activityMappings.length} activities mapped)` : ''}`,
 });
+
+/**
+ * A mapping carries an activity only to one of its own type: a bookmark moved onto an activity that does not
+ * wait (a SetVariable, say) would complete it at the event without running it, and a scheduled step would run
+ * as another kind of step. The message names both; undefined when every moved activity keeps its type.
+ */
+function otherType(
+  bookmarks: readonly Bookmark[],
+  scheduled: readonly string[],
+  to: (id: string) => string,
+  current: DefinitionVersion,
+  target: DefinitionVersion,
+): string | undefined {
+  for (const id of [...bookmarks.map((b) => b.activityId), ...scheduled]) {
+    const goesTo = to(id);
+    if (goesTo === id) continue;
+    const from = findActivity(current.root, id)?.type;
+    const into = findActivity(target.root, goesTo)?.type;
+    if (from !== undefined && into !== undefined && from !== into)
+      return `Activity ${id} (${from}) cannot be carried to ${goesTo} (${into}) in version ${target.version}: an activity is carried only to one of its own type`;
+  }
+  return undefined;
+}
 
 /** An alteration's mappings as a map, made once per alteration (the same object is applied to every job). */
 const mappingMaps = new WeakMap<object, Map<string, string>>();
