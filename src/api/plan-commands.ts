@@ -14,6 +14,7 @@ import {
 import type { PlanView } from '../alterations/views.js';
 import { type Principal, tenantKey, tenantOut } from '../auth/principal.js';
 import { signalPlanChanged, startPlanWorkflow } from '../temporal/plans.js';
+import { ConflictError } from '../errors.js';
 import type { AppDeps } from './context.js';
 
 /**
@@ -56,6 +57,23 @@ export async function submitPlanCommand(deps: Deps, principal: Principal, body: 
     scheduled: stored.schedule !== null,
   });
   return { planId };
+}
+
+/**
+ * `POST /alterations/run` under the tenant's approval policy: a change the policy would hold for a second
+ * principal as a plan (always; above a threshold the distinct ids exceed) is not made at once either, or the
+ * policy would be one request away from moot. A 409 says to submit it as a plan; under `never` (and at or
+ * below the threshold) it runs. Retries are not held: they run again what faulted, as an incident needs.
+ */
+export async function checkRunAllowed(deps: Deps, principal: Principal, workflowInstanceIds: readonly string[]) {
+  const policy = await getPolicy(deps.pool, tenantKey(principal.tenantId));
+  const count = new Set(workflowInstanceIds).size;
+  if (!approvalNeeded(policy, false, count)) return;
+  throw new ConflictError(
+    `The tenant's approval policy (${
+      policy.approval === 'always' ? 'always' : `above ${policy.approvalThreshold} instances`
+    }) holds this change for a second principal's approval: submit it as a plan (POST /alterations/submit with filter.workflowInstanceIds) to have it approved`,
+  );
 }
 
 /** Pauses a plan (batches in flight finish); answers once they have. */

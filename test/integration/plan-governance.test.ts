@@ -556,6 +556,41 @@ describe('the policy decides', () => {
   });
 });
 
+describe('alterations run at once', () => {
+  it('are held as a plan would be: 409 under always and above the threshold, naming the way; retries run', async () => {
+    // In id order, the order `amounts` answers in.
+    const ids = (await seed(3)).ids.sort();
+    const runNow = (workflowInstanceIds: string[], value: number) =>
+      h.request('POST', '/alterations/run', { body: { alterations: setAmount(value), workflowInstanceIds } });
+    const policy = (body: Record<string, unknown>) => h.request('PUT', '/alterations/policy', { body });
+    try {
+      expect((await policy({ approval: 'always', approvalThreshold: null, approvalTtlSeconds: 3600 })).status).toBe(
+        200,
+      );
+      const held = await runNow(ids.slice(0, 1), 7);
+      expect(held.status, JSON.stringify(held.body)).toBe(409);
+      expect(held.body.detail).toContain("The tenant's approval policy (always) holds this change");
+      expect(held.body.detail).toContain('POST /alterations/submit');
+      expect(await amounts(ids)).toEqual([0, 0, 0]);
+      // A retry runs again what faulted: not held (an incident cannot wait for a second principal).
+      const retried = await h.request('POST', '/alterations/workflows/retry', { body: { workflowInstanceIds: ids } });
+      expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+
+      expect((await policy({ approval: 'above', approvalThreshold: 2, approvalTtlSeconds: 3600 })).status).toBe(200);
+      const under = await runNow([ids[0]!, ids[1]!, ids[1]!], 8);
+      expect(under.status, JSON.stringify(under.body)).toBe(200);
+      const over = await runNow(ids, 9);
+      expect(over.status, JSON.stringify(over.body)).toBe(409);
+      expect(over.body.detail).toContain('(above 2 instances)');
+      expect(await amounts(ids)).toEqual([8, 8, 0]);
+    } finally {
+      await policy(NEVER);
+    }
+    expect((await runNow(ids, 10)).status).toBe(200);
+    expect(await amounts(ids)).toEqual([10, 10, 10]);
+  });
+});
+
 describe('Migrate with activity mappings', () => {
   const migId = `mig-${run}`;
   /** v1 waits at "review"; v2 renamed it "review2" (same type and name) and dropped "gone". */

@@ -24,6 +24,7 @@ import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissi
 import { type AppEnv, callerTenant } from '../context.js';
 import {
   cancelPlanCommand,
+  checkRunAllowed,
   pausePlanCommand,
   resumePlanCommand,
   revertPlanCommand,
@@ -285,11 +286,16 @@ const run = secureRoute(EXECUTE, {
   method: 'post',
   path: '/alterations/run',
   tags: TAGS,
-  summary: 'Apply alterations now to explicit instances; one result per distinct id, in request order',
+  summary:
+    "Apply alterations now to explicit instances; one result per distinct id, in request order (a 409 where the tenant's approval policy would hold them as a plan)",
   request: jsonBody(
     z.strictObject({ alterations: Alterations, workflowInstanceIds: InstanceIds }).openapi('RunAlterationsRequest'),
   ),
-  responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...BODY_ROUTE_PROBLEMS },
+  responses: {
+    200: jsonContent(RunResponseSchema, 'One result per distinct instance id'),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(409),
+  },
 });
 
 const RetrySchema = z
@@ -440,6 +446,7 @@ export function alterationRoutes() {
 
   app.openapi(run, async (c) => {
     const body = c.req.valid('json');
+    await checkRunAllowed(c.get('deps'), c.get('principal'), body.workflowInstanceIds);
     const results = await runAlterations(c.get('deps'), callerTenant(c), body.workflowInstanceIds, body.alterations);
     return c.json({ results }, 200);
   });
