@@ -670,6 +670,7 @@ export async function submitRevert(
   planId: string,
   id: string | undefined,
   now = new Date(),
+  submission: Submission = {},
 ): Promise<{ planId: string; original: PlanRow }> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<PlanRow>(
@@ -690,16 +691,23 @@ export async function submitRevert(
         `Plan ${planId} is ${statusName(original.status)}: only a Completed, Failed or Cancelled plan can be reverted`,
       );
     const newPlanId = id ?? newId();
+    // A revert is a bulk change like any plan: its reverter recorded, and held for approval where the
+    // tenant's policy holds it (src/api/plan-commands.ts `revertPlanCommand`).
+    const approval = submission.approval ?? null;
     const inserted = await client.query(
-      `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, revert_of)
-       VALUES ($1, $2, '[]'::jsonb, $3::jsonb, $4, 0, $5, $6) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO alteration_plans
+         (id, tenant_id, alterations, filter, request_hash, status, created_at, revert_of, submitted_by, approval)
+       VALUES ($1, $2, '[]'::jsonb, $3::jsonb, $4, $5, $6, $7, $8::jsonb, $9::jsonb) ON CONFLICT (id) DO NOTHING`,
       [
         newPlanId,
         tenantKey,
         JSON.stringify(original.filter),
         createHash('sha256').update(`revert:${planId}`).digest('hex'),
+        approval ? PLAN_STATUS.AwaitingApproval : PLAN_STATUS.Pending,
         now,
         planId,
+        submission.submittedBy ? JSON.stringify(submission.submittedBy) : null,
+        approval && JSON.stringify(approval),
       ],
     );
     if (inserted.rowCount !== 1) throw new ConflictError(`Plan id ${newPlanId} is already used by a different plan`);

@@ -120,12 +120,22 @@ export async function cancelPlanCommand(deps: Deps, principal: Principal, planId
 
 /** Stores and starts the plan that reverts a finished plan; answers its id. */
 export async function revertPlanCommand(deps: Deps, principal: Principal, planId: string, id: string | undefined) {
-  const reverted = await submitRevert(deps.pool, tenantKey(principal.tenantId), planId, id);
+  const tenant = tenantKey(principal.tenantId);
+  const submittedBy = principalRef(principal);
+  const now = new Date();
+  // A revert changes instances in bulk as its plan did: the tenant's policy holds it as it would hold a plan
+  // over the instances it restores (the reverted plan's completed jobs), and its reverter is recorded.
+  const policy = await getPolicy(deps.pool, tenant);
+  const matched = policy.approval === 'never' ? 0 : (await getPlanView(deps.pool, tenant, planId)).jobCounts.completed;
+  const approval = approvalNeeded(policy, false, matched) ? pendingApproval(policy, submittedBy, matched, now) : null;
+  const reverted = await submitRevert(deps.pool, tenant, planId, id, now, { submittedBy, approval });
+  const stored = await getPlanView(deps.pool, tenant, reverted.planId);
   await startPlanWorkflow(deps.temporal.current(), deps.planProcessing, reverted.planId, {
     tenantId: tenantOut(reverted.original.tenant_id),
     alterations: [],
     filter: reverted.original.filter,
     revertOf: planId,
+    approval: stored.status === PLAN_STATUS.AwaitingApproval ? stored.approval : null,
   });
   return { planId: reverted.planId };
 }

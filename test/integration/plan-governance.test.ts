@@ -591,6 +591,39 @@ describe('alterations run at once', () => {
   });
 });
 
+describe('a revert under the policy', () => {
+  it('is held for approval like the plan it reverts, with its reverter as who asked; approved, it restores', async () => {
+    const { ids, filter } = await seed(2);
+    const done = await submit({ alterations: setAmount(3), filter });
+    await untilPlan(done, (pl) => pl.status === 4, 'to complete');
+    expect(await amounts(ids)).toEqual([3, 3]);
+    expect(
+      (
+        await h.request('PUT', '/alterations/policy', {
+          body: { approval: 'above', approvalThreshold: 1, approvalTtlSeconds: 3600 },
+        })
+      ).status,
+    ).toBe(200);
+    try {
+      const r = await h.request('POST', `/alterations/${done}/revert`, { body: {} });
+      expect(r.status, JSON.stringify(r.body)).toBe(202);
+      const revertId = r.body.planId as string;
+      await workflowStatus(revertId, 'AwaitingApproval');
+      const { plan } = await view(revertId);
+      expect(plan.status).toBe(8);
+      expect(plan.approval).toMatchObject({ state: 'Pending', matchedCount: 2, requestedBy: { kind: 'apiKey' } });
+      expect(await amounts(ids)).toEqual([3, 3]);
+      // Four eyes: not by the principal that asked for it; by a second one, and then it restores.
+      expect((await approve(revertId, {})).status).toBe(403);
+      expect((await approve(revertId, bearer(p.bob.token))).status).toBe(202);
+      await untilPlan(revertId, (pl) => pl.status === 4, 'to complete');
+      expect(await amounts(ids)).toEqual([0, 0]);
+    } finally {
+      await h.request('PUT', '/alterations/policy', { body: NEVER });
+    }
+  });
+});
+
 describe('Migrate with activity mappings', () => {
   const migId = `mig-${run}`;
   /** v1 waits at "review"; v2 renamed it "review2" (same type and name) and dropped "gone". */
