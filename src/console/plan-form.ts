@@ -415,7 +415,9 @@ export function fieldIdOf(path: string): string | undefined {
 export function errorsByField(errors: FieldError[]): Map<string, string> {
   const out = new Map<string, string>();
   for (const e of errors) {
-    const id = fieldIdOf(e.path) ?? 'plan-json';
+    // A key the API does not know has no field of the form (the form builds only known keys): a typo in typed
+    // Plan JSON is said there, with its path, or nobody would see it.
+    const id = (e.message.startsWith('Unknown property') ? undefined : fieldIdOf(e.path)) ?? 'plan-json';
     const message = id === 'plan-json' && e.path ? `${e.path}: ${e.message}` : e.message;
     out.set(id, out.has(id) ? `${out.get(id)}; ${message}` : message);
   }

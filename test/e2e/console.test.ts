@@ -553,6 +553,32 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await context.close();
   });
 
+  it('never submits typed Plan JSON narrower than typed: a typo is named at Plan JSON, and pressed again, refused again', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    await page.goto(`${base}/console/new-plan`);
+    const json = page.getByLabel('Plan JSON');
+    const typo = {
+      id: `typo-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'typo' }],
+      // "correlationId" for "correlationIds": the user meant one instance; without it the plan is wider.
+      filter: { definitionIds: [definitionId], correlationId: [`console-${run}-3`] },
+      rollout: { rate: 100, canaryy: 1 },
+    };
+    await json.fill(JSON.stringify(typo));
+    for (const press of [1, 2]) {
+      await page.getByRole('button', { name: 'Submit plan' }).click();
+      // Said at Plan JSON (the field it describes), with each unknown key's path.
+      await page.getByText('/filter/correlationId: Unknown property "correlationId"').waitFor();
+      await page.getByText('/rollout/canaryy: Unknown property "canaryy"').waitFor();
+      expect(await json.getAttribute('aria-invalid'), `press ${press}`).toBe('true');
+      expect(await json.getAttribute('aria-describedby'), `press ${press}`).toContain('plan-json-error');
+      expect(JSON.parse(await json.inputValue()), `press ${press}`).toEqual(typo);
+      expect(page.url(), `press ${press}`).toBe(`${base}/console/new-plan`);
+    }
+    expect((await call('GET', `/alterations/typo-${run}`)).status).toBe(404);
+    await context.close();
+  });
+
   it('filters by its activity and timestamp rows, each row a group of its own that the Plan JSON follows', async () => {
     const { context, page } = await signedIn(`op-${run}`);
     await page.goto(`${base}/console/new-plan`);

@@ -65,6 +65,8 @@ interface View {
   form: PlanForm;
   /** Plan JSON as shown: what the form builds, or what was typed when it could not be used. */
   json: string;
+  /** Plan JSON is what the next press uses, as if edited (typed JSON the form cannot show whole). */
+  jsonInCharge?: boolean;
   outcome: Outcome;
   /** The tenant's approval policy, said beside "Ask for approval". */
   policy: ApprovalPolicy;
@@ -671,7 +673,7 @@ function NewPlanPage(props: View) {
           values.
           {outcome.jsonNote ? ` ${outcome.jsonNote}` : ''}
         </small>
-        <input type="hidden" name="plan-json-fingerprint" value={fingerprint(props.json)} />
+        <input type="hidden" name="plan-json-fingerprint" value={props.jsonInCharge ? '' : fingerprint(props.json)} />
         <div class="actions">
           <button type="submit" name="action" value="preview" class="secondary">
             Preview
@@ -729,6 +731,15 @@ function readPosted(f: URLSearchParams): {
   return { form, body, typedJson: typed };
 }
 
+/** The same JSON content, whatever the order of object keys. */
+function sameContent(a: unknown, b: unknown): boolean {
+  const sorted = (_key: string, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+      : v;
+  return JSON.stringify(a, sorted) === JSON.stringify(b, sorted);
+}
+
 function previewLimitOf(form: PlanForm): number | string {
   const n = Number(form.previewLimit);
   return Number.isFinite(n) ? n : form.previewLimit;
@@ -777,6 +788,7 @@ export function newPlanRoutes(shell: ShellOf) {
     const { form } = posted;
     const outcome: Outcome = { errors: new Map() };
     let json: string | undefined;
+    let jsonInCharge = false;
     const fail = (errors: readonly FieldError[]) => {
       outcome.errors = errorsByField([...errors]);
       outcome.focus = [...outcome.errors.keys()][0];
@@ -787,7 +799,13 @@ export function newPlanRoutes(shell: ShellOf) {
       outcome.focus = 'plan-json';
       json = posted.typedJson;
     } else {
-      if (posted.typedJson !== undefined) outcome.jsonNote = 'The form now shows the Plan JSON you entered.';
+      // Typed Plan JSON the form cannot show whole (a key it does not know, a typo) stays what the buttons use,
+      // also on the next press: never the narrower body the form would build from it.
+      const whole = posted.typedJson === undefined || sameContent(bodyFromForm(form), posted.body);
+      if (posted.typedJson !== undefined)
+        outcome.jsonNote = whole
+          ? 'The form now shows the Plan JSON you entered.'
+          : 'The form cannot show all of the Plan JSON you entered: Dry run, Preview and Submit plan use Plan JSON as it stands.';
       const body = (posted.typedJson !== undefined ? posted.body : bodyFromForm(form)) as Record<string, unknown>;
       if (action.startsWith('add:')) {
         const type = action.slice(4) as AlterationRow['type'];
@@ -853,6 +871,7 @@ export function newPlanRoutes(shell: ShellOf) {
       // Add, Remove and a draft change the form: Plan JSON follows it. Otherwise it shows the body that was used.
       const changed = ['add:', 'remove:', 'draft:'].some((a) => action.startsWith(a));
       json = planJsonText(changed ? bodyFromForm(form) : body);
+      jsonInCharge = !whole && !changed;
     }
     const status = outcome.problem ? outcome.problem.status : outcome.errors.size ? 400 : 200;
     if (outcome.errors.size && !outcome.problem) {
@@ -870,6 +889,7 @@ export function newPlanRoutes(shell: ShellOf) {
         shell={shell(c)}
         form={form}
         json={json ?? ''}
+        jsonInCharge={jsonInCharge}
         outcome={outcome}
         policy={await getPolicy(c.get('deps').pool, callerTenant(c))}
       />,
