@@ -507,7 +507,13 @@ export async function listPlans(
  * lock on the plan row, so this waits for them to commit; no job runs after it returns. A finished plan is
  * a 409.
  */
-export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: string, now = new Date()): Promise<void> {
+export async function cancelPlan(
+  pool: pg.Pool,
+  tenantKey: string,
+  planId: string,
+  now = new Date(),
+  withdrawnBy?: PrincipalRef,
+): Promise<void> {
   await withTransaction(pool, async (client) => {
     // NO KEY UPDATE, not UPDATE: a batch in flight inserts its counts and jobs (foreign keys to this row,
     // which take KEY SHARE); FOR UPDATE would also wait on those.
@@ -525,15 +531,16 @@ export async function cancelPlan(pool: pg.Pool, tenantKey: string, planId: strin
          FROM alteration_plans p WHERE p.id = $1`,
       [planId],
     );
-    // A plan awaiting approval that is cancelled is withdrawn (section 10): its approval says so.
+    // A plan awaiting approval that is cancelled is withdrawn (section 10): its approval says so, and by whom.
     await client.query(
       `UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4,
               pause_reason = NULL, resumes_at = NULL, steering = steering + 1,
               approval = CASE WHEN status = ${PLAN_STATUS.AwaitingApproval}
-                              THEN approval || jsonb_build_object('state', 'Withdrawn', 'decidedAt', to_jsonb($5::text))
+                              THEN approval || jsonb_build_object('state', 'Withdrawn', 'decidedAt', to_jsonb($5::text),
+                                                                  'decidedBy', $6::jsonb)
                               ELSE approval END
         WHERE id = $1`,
-      [planId, PLAN_STATUS.Cancelled, now, left[0]!.n, now.toISOString()],
+      [planId, PLAN_STATUS.Cancelled, now, left[0]!.n, now.toISOString(), JSON.stringify(withdrawnBy ?? null)],
     );
   });
 }

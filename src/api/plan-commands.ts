@@ -112,7 +112,9 @@ export async function rolloutPlanCommand(
 
 /** Cancels a plan: pending jobs Cancelled, the plan Cancelled. */
 export async function cancelPlanCommand(deps: Deps, principal: Principal, planId: string) {
-  await cancelPlan(deps.pool, tenantKey(principal.tenantId), planId);
+  // A plan awaiting approval is withdrawn by the cancel: its record says by whom (its submitter, or another
+  // principal with alterations:execute).
+  await cancelPlan(deps.pool, tenantKey(principal.tenantId), planId, new Date(), principalRef(principal));
   // A paused or throttled workflow is waiting: it ends now instead of at its next look at the row.
   await signalPlanChanged(deps.temporal.current(), planId, deps.logger);
   return { planId, status: PLAN_STATUS.Cancelled as PlanStatus };

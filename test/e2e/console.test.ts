@@ -870,7 +870,11 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await page.getByText('Withdrawn: the plan awaited approval').waitFor();
     await eventually(async () => (await statusOf(page).innerText()) === 'Cancelled', 'Cancelled');
     await page.getByRole('region', { name: 'Approval' }).getByText('Withdrawn', { exact: true }).waitFor();
-    expect((await call('GET', `/alterations/${withdrawn}`)).body.plan.approval.state).toBe('Withdrawn');
+    // Withdrawn by someone else than its submitter (the admin key): the record says who.
+    expect((await call('GET', `/alterations/${withdrawn}`)).body.plan.approval).toMatchObject({
+      state: 'Withdrawn',
+      decidedBy: { kind: 'user', name: `op-${run}` },
+    });
     await page.getByRole('link', { name: 'Approvals' }).click();
     await page.getByText('Nothing is awaiting approval.').waitFor();
     await context.close();

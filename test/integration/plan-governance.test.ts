@@ -438,6 +438,8 @@ describe('a plan that asks for approval', () => {
       comment: 'not now',
     });
     expect(plan.approval.decidedAt).not.toBeNull();
+    // The record says who withdrew it.
+    expect(plan.approval.decidedBy).toMatchObject({ kind: 'apiKey', id: p.aliceKey.id });
     expect(await h.client.workflow.getHandle(planWorkflowId(planId)).result()).toMatchObject({ status: 'Cancelled' });
     expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 0 });
     expect(await instanceRows(ids)).toEqual(before);
@@ -466,6 +468,8 @@ describe('a plan that asks for approval', () => {
     expect(jobs).toEqual([]);
     expect(plan.approval).toMatchObject({ state: 'Withdrawn', requestedBy: { kind: 'apiKey', id: p.aliceKey.id } });
     expect(plan.approval.decidedAt).not.toBeNull();
+    // The record says who withdrew it.
+    expect(plan.approval.decidedBy).toMatchObject({ kind: 'apiKey', id: p.aliceKey.id });
     expect(await h.client.workflow.getHandle(planWorkflowId(planId)).result()).toMatchObject({ status: 'Cancelled' });
     expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 0 });
     expect(await instanceRows(ids)).toEqual(before);
