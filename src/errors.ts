@@ -105,6 +105,12 @@ export function zodFieldErrors(
           path: pointer([...base, key]),
           message: `Unknown property "${key}"${unknownIn ? ` ${unknownIn}` : ''}`,
         });
+    } else if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) {
+      // A field left out says so: "Required", not "received undefined".
+      out.push({
+        path: pointer(base),
+        message: issue.message.replace(/^Invalid input: (.*), received undefined$/, 'Required: $1'),
+      });
     } else {
       out.push({ path: pointer(base), message: issue.message });
     }

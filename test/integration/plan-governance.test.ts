@@ -294,6 +294,17 @@ describe('the approval policy', () => {
     if (path) expect(r.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     expect((await h.request('GET', '/alterations/policy')).body).toEqual(NEVER);
   });
+
+  it('says a field left out is required (a threshold of null must be sent as null)', async () => {
+    const r = await h.request('PUT', '/alterations/policy', { body: { approval: 'always' } });
+    expect(r.status).toBe(400);
+    expect(r.body.errors).toEqual(
+      expect.arrayContaining([
+        { path: '/approvalThreshold', message: 'Required: expected number' },
+        { path: '/approvalTtlSeconds', message: 'Required: expected number' },
+      ]),
+    );
+  });
 });
 
 describe('a plan that asks for approval', () => {
