@@ -269,12 +269,18 @@ describe('wfa, spawned against a running service', () => {
           expect(r.err).toContain(`Not signed in to ${elsewhere}: the stored sign-in is for ${url}`);
         }
       }
+      // Nor does a sign-out aimed at it (with WFA_API_KEY set too): the session is revoked where it lives.
+      const out = await wfa(['logout'], { WFA_URL: elsewhere });
+      expect(out.code).toBe(0);
       expect(heard).toEqual([]);
     } finally {
       await new Promise((resolve) => other.close(resolve));
     }
-    // Its own server still takes them (refreshing the expired token).
-    expect((await wfa(['plans', 'list'], { WFA_API_KEY: '' })).code).toBe(0);
+    // Signed out: the stored session was revoked at its own server, and the file is gone.
+    expect((await wfa(['plans', 'list'], { WFA_API_KEY: '' })).code).toBe(2);
+    await expect(stat(credentials)).rejects.toThrow();
+    const login2 = await wfa(['login', '--username', 'admin'], { WFA_API_KEY: '' }, `${password}\n`);
+    expect(login2.code).toBe(0);
     const wrong = await wfa(['login', '--password', 'wrong-password'], { WFA_API_KEY: '' });
     expect(wrong.code).toBe(1);
     expect(wrong.err).toMatch(/^error: /);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createClient } from '../../client/index.js';
-import { usable } from '../connect.js';
+import { connect, usable } from '../connect.js';
 import type { Cli } from '../context.js';
 import { loadCredentials, removeCredentials, saveCredentials } from '../credentials.js';
 import { CliFailure } from '../failure.js';
@@ -30,7 +30,14 @@ export function registerIdentity(program: Command, cli: Cli): void {
     .action(async () => {
       const { configDir } = cli.env;
       const stored = await loadCredentials(configDir);
-      if (stored?.accessToken) await (await cli.client()).identity.logout(stored.refreshToken).catch(() => undefined);
+      // The session is revoked where it was signed in (the stored URL), never at --url or WFA_URL: another
+      // server would be handed the refresh token (and WFA_API_KEY is not the session's credential).
+      if (stored?.accessToken) {
+        const own = await connect({ ...cli.env, apiKey: undefined }, stored, stored.url, cli.bounds()).catch(
+          () => undefined,
+        );
+        await own?.identity.logout(stored.refreshToken).catch(() => undefined);
+      }
       await removeCredentials(configDir);
       cli.print(() => 'Signed out', { ok: true });
     });
