@@ -63,7 +63,8 @@ export async function submitPlanCommand(deps: Deps, principal: Principal, body: 
  * `POST /alterations/run` under the tenant's approval policy: a change the policy would hold for a second
  * principal as a plan (always; above a threshold the distinct ids exceed) is not made at once either, or the
  * policy would be one request away from moot. A 409 says to submit it as a plan; under `never` (and at or
- * below the threshold) it runs. Retries are not held: they run again what faulted, as an incident needs.
+ * below the threshold) it runs. A retry of what faulted is not held (an incident cannot wait); a retry naming
+ * `activityIds` schedules them whether they faulted or not, and is held as a run.
  */
 export async function checkRunAllowed(deps: Deps, principal: Principal, workflowInstanceIds: readonly string[]) {
   const policy = await getPolicy(deps.pool, tenantKey(principal.tenantId));

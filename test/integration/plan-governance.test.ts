@@ -590,6 +590,13 @@ describe('alterations run at once', () => {
       // A retry runs again what faulted: not held (an incident cannot wait for a second principal).
       const retried = await h.request('POST', '/alterations/workflows/retry', { body: { workflowInstanceIds: ids } });
       expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+      // One naming activities schedules them, faulted or not: held as a run, by POST and by GET.
+      const named = await h.request('POST', '/alterations/workflows/retry', {
+        body: { workflowInstanceIds: ids, activityIds: ['set'] },
+      });
+      expect(named.status, JSON.stringify(named.body)).toBe(409);
+      const query = `workflowInstanceIds=${ids[0]}&activityIds=set`;
+      expect((await h.request('GET', `/alterations/workflows/retry?${query}`)).status).toBe(409);
 
       expect((await policy({ approval: 'above', approvalThreshold: 2, approvalTtlSeconds: 3600 })).status).toBe(200);
       const under = await runNow([ids[0]!, ids[1]!, ids[1]!], 8);

@@ -316,7 +316,10 @@ const retryGet = secureRoute(EXECUTE, {
       activityIds: repeated(z.string().min(1).max(500)).optional(),
     }),
   },
-  responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...problems(400, 401, 403) },
+  responses: {
+    200: jsonContent(RunResponseSchema, 'One result per distinct instance id'),
+    ...problems(400, 401, 403, 409),
+  },
 });
 
 const retryPost = secureRoute(EXECUTE, {
@@ -325,7 +328,11 @@ const retryPost = secureRoute(EXECUTE, {
   tags: TAGS,
   summary: 'Retry faulted activities: each is scheduled again, its incidents cleared, the instance dispatched',
   request: jsonBody(RetrySchema),
-  responses: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id'), ...BODY_ROUTE_PROBLEMS },
+  responses: {
+    200: jsonContent(RunResponseSchema, 'One result per distinct instance id'),
+    ...BODY_ROUTE_PROBLEMS,
+    ...problems(409),
+  },
 });
 
 export function alterationRoutes() {
@@ -453,12 +460,15 @@ export function alterationRoutes() {
 
   app.openapi(retryGet, async (c) => {
     const q = c.req.valid('query');
+    if (q.activityIds?.length) await checkRunAllowed(c.get('deps'), c.get('principal'), q.workflowInstanceIds);
     const results = await retryInstances(c.get('deps'), callerTenant(c), q.workflowInstanceIds, q.activityIds);
     return c.json({ results }, 200);
   });
 
   app.openapi(retryPost, async (c) => {
     const body = c.req.valid('json');
+    // Named activities are scheduled whether they faulted or not: a change the policy holds like a run.
+    if (body.activityIds?.length) await checkRunAllowed(c.get('deps'), c.get('principal'), body.workflowInstanceIds);
     const results = await retryInstances(
       c.get('deps'),
       callerTenant(c),
