@@ -106,6 +106,37 @@ describe('a migration of 10,000 instances whose waiting activity was renamed', (
     expect(await where()).toEqual([{ version: 1, waits: 'wait', n: COUNT }]);
   });
 
+  it('refuses to carry a wait onto another type under the same id, alone or as the first of two Migrates', async () => {
+    // Version 3: `wait` is now a WriteLine, `await-approval` the Event.
+    const v3 = await h.request('POST', '/workflow-definitions', {
+      body: flowchart(
+        DEFINITION,
+        [writeLine('start', 'started'), writeLine('wait', 'not a wait'), event('await-approval', 'approve')],
+        [connect('start', 'wait'), connect('wait', 'await-approval')],
+      ),
+    });
+    expect(v3.status, JSON.stringify(v3.body)).toBe(201);
+    const typeChange =
+      'Activity wait (Elsa.Event) cannot be carried to wait (Elsa.WriteLine) in version 3: an activity is carried only to one of its own type';
+    for (const alterations of [
+      [{ type: 'Migrate', targetVersion: 3 }],
+      [
+        { type: 'Migrate', targetVersion: 3 },
+        { type: 'Migrate', targetVersion: 2, activityMappings: [{ source: 'wait', target: 'await-approval' }] },
+      ],
+    ]) {
+      const r = await h.request('POST', '/alterations/run', {
+        body: { alterations, workflowInstanceIds: ids.slice(0, 2) },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      for (const result of r.body.results) {
+        expect(result.isSuccessful).toBe(false);
+        expect(result.log.at(-1).message).toBe(typeChange);
+      }
+    }
+    expect(await where()).toEqual([{ version: 1, waits: 'wait', n: COUNT }]);
+  });
+
   it('moves every instance with the drafted mapping; the event then runs version 2', async () => {
     const draft = await h.request('GET', `/workflow-definitions/${DEFINITION}/migration-draft?from=1&to=2`);
     expect(draft.status).toBe(200);

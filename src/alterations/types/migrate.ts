@@ -54,17 +54,21 @@ export const migrate = defineAlterationType({
     const call = (s.callsInFlight ?? []).find((id) => to(id) !== id);
     if (call !== undefined)
       return `Activity ${call} has an outbound call out: it keeps its id until the call's outcome is in`;
-    // Without mappings the bookmarks are checked once per list and target: a job of many Migrates over an
-    // instance waiting on thousands of bookmarks checks them once.
-    const missing =
+    // Every activity carried must exist in the target, as one of its own type. Without mappings the bookmarks
+    // are checked once per list, version and target: a job of many Migrates over an instance waiting on
+    // thousands of bookmarks checks them once.
+    const current = currentDefinition(s, defs);
+    const refused =
       (moves.size === 0
-        ? missingBookmark(s.bookmarks, target)
-        : s.bookmarks.map((b) => to(b.activityId)).find((id) => !findActivity(target.root, id))) ??
-      [...s.scheduled.map(to), ...(s.callsInFlight ?? [])].find((id) => !findActivity(target.root, id));
-    if (missing !== undefined) return `Activity ${missing} does not exist in version ${a.targetVersion}`;
+        ? bookmarkProblem(s.bookmarks, current, target)
+        : carryProblem(
+            s.bookmarks.map((b) => b.activityId),
+            to,
+            current,
+            target,
+          )) ?? carryProblem([...s.scheduled, ...(s.callsInFlight ?? [])], to, current, target);
+    if (refused !== undefined) return refused;
     if (moves.size > 0) {
-      const refused = otherType(s.bookmarks, s.scheduled, to, currentDefinition(s, defs), target);
-      if (refused) return refused;
       // Chained moves (two Migrates in one job) compose: the record to move is the one the instance had.
       const moved = [...(s.movedActivities ?? [])];
       for (const b of s.bookmarks) {
@@ -105,24 +109,25 @@ export const migrate = defineAlterationType({
 });
 
 /**
- * A mapping carries an activity only to one of its own type: a bookmark moved onto an activity that does not
- * wait (a SetVariable, say) would complete it at the event without running it, and a scheduled step would run
- * as another kind of step. The message names both; undefined when every moved activity keeps its type.
+ * Why an activity cannot be carried to the target version, or undefined: its id there (`to`) does not exist,
+ * or names an activity of another type. A bookmark carried onto an activity that does not wait (a SetVariable,
+ * say) would complete it at the event without running it, and a scheduled step would run as another kind of
+ * step; this holds for an activity that keeps its id as for a mapped one, so that two Migrates in one job
+ * cannot carry a wait onto another type in two moves.
  */
-function otherType(
-  bookmarks: readonly Bookmark[],
-  scheduled: readonly string[],
+function carryProblem(
+  ids: readonly string[],
   to: (id: string) => string,
   current: DefinitionVersion,
   target: DefinitionVersion,
 ): string | undefined {
-  for (const id of [...bookmarks.map((b) => b.activityId), ...scheduled]) {
+  for (const id of ids) {
     const goesTo = to(id);
-    if (goesTo === id) continue;
+    const into = findActivity(target.root, goesTo);
+    if (!into) return `Activity ${goesTo} does not exist in version ${target.version}`;
     const from = findActivity(current.root, id)?.type;
-    const into = findActivity(target.root, goesTo)?.type;
-    if (from !== undefined && into !== undefined && from !== into)
-      return `Activity ${id} (${from}) cannot be carried to ${goesTo} (${into}) in version ${target.version}: an activity is carried only to one of its own type`;
+    if (from !== undefined && from !== into.type)
+      return `Activity ${id} (${from}) cannot be carried to ${goesTo} (${into.type}) in version ${target.version}: an activity is carried only to one of its own type`;
   }
   return undefined;
 }
@@ -138,18 +143,33 @@ function mappingsOf(mappings: readonly { source: string; target: string }[] | nu
 }
 
 /**
- * The first bookmark whose activity the target version lacks, remembered per bookmark list and target: a
- * state's `bookmarks` is replaced, never changed in place (`AlterationTypeSpec.apply`), so the same list gives
+ * `carryProblem` of an instance's bookmarks without mappings, remembered per bookmark list, version and target:
+ * a state's `bookmarks` is replaced, never changed in place (`AlterationTypeSpec.apply`), so the same list gives
  * the same answer.
  */
-const bookmarkChecks = new WeakMap<readonly Bookmark[], WeakMap<DefinitionVersion, string | null>>();
-function missingBookmark(bookmarks: readonly Bookmark[], target: DefinitionVersion): string | undefined {
-  let byTarget = bookmarkChecks.get(bookmarks);
-  if (!byTarget) bookmarkChecks.set(bookmarks, (byTarget = new WeakMap()));
-  let missing = byTarget.get(target);
-  if (missing === undefined) {
-    missing = bookmarks.find((b) => !findActivity(target.root, b.activityId))?.activityId ?? null;
-    byTarget.set(target, missing);
+const bookmarkChecks = new WeakMap<
+  readonly Bookmark[],
+  WeakMap<DefinitionVersion, WeakMap<DefinitionVersion, string | null>>
+>();
+function bookmarkProblem(
+  bookmarks: readonly Bookmark[],
+  current: DefinitionVersion,
+  target: DefinitionVersion,
+): string | undefined {
+  let byCurrent = bookmarkChecks.get(bookmarks);
+  if (!byCurrent) bookmarkChecks.set(bookmarks, (byCurrent = new WeakMap()));
+  let byTarget = byCurrent.get(current);
+  if (!byTarget) byCurrent.set(current, (byTarget = new WeakMap()));
+  let problem = byTarget.get(target);
+  if (problem === undefined) {
+    problem =
+      carryProblem(
+        bookmarks.map((b) => b.activityId),
+        (id) => id,
+        current,
+        target,
+      ) ?? null;
+    byTarget.set(target, problem);
   }
-  return missing ?? undefined;
+  return problem ?? undefined;
 }
