@@ -575,6 +575,17 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       expect(JSON.parse(await json.inputValue()), `press ${press}`).toEqual(typo);
       expect(page.url(), `press ${press}`).toBe(`${base}/console/new-plan`);
     }
+    // Add rebuilds Plan JSON from the form, which would drop the typo: refused, Plan JSON kept, the typo named.
+    await page.getByRole('button', { name: 'Add Cancel', exact: true }).click();
+    await page.getByText('/filter/correlationId: Unknown property "correlationId"').waitFor();
+    expect(JSON.parse(await json.inputValue())).toEqual(typo);
+    // A form field typed into does not replace Plan JSON either (the page's script keeps it in charge).
+    await page.getByLabel('Variable id').fill('other');
+    await page.waitForTimeout(800);
+    expect(JSON.parse(await json.inputValue())).toEqual(typo);
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.getByText('/rollout/canaryy: Unknown property "canaryy"').waitFor();
+    expect(page.url()).toBe(`${base}/console/new-plan`);
     expect((await call('GET', `/alterations/typo-${run}`)).status).toBe(404);
     await context.close();
   });

@@ -207,7 +207,8 @@ function syncPlanJson() {
   if (!form) return;
   const textarea = form.querySelector('#plan-json');
   const fingerprint = form.querySelector('input[name="plan-json-fingerprint"]');
-  let edited = false;
+  // No fingerprint: the page says Plan JSON is in charge (typed, and more than the form can show).
+  let edited = fingerprint.value === '' && textarea.value.trim() !== '';
   let timer;
   let asked = 0;
   textarea.addEventListener('input', () => {

@@ -807,7 +807,17 @@ export function newPlanRoutes(shell: ShellOf) {
           ? 'The form now shows the Plan JSON you entered.'
           : 'The form cannot show all of the Plan JSON you entered: Dry run, Preview and Submit plan use Plan JSON as it stands.';
       const body = (posted.typedJson !== undefined ? posted.body : bodyFromForm(form)) as Record<string, unknown>;
-      if (action.startsWith('add:')) {
+      const reshapes = ['add:', 'remove:', 'draft:'].some((a) => action.startsWith(a));
+      if (!whole && reshapes) {
+        // Add, Remove and a draft rebuild Plan JSON from the form, which would drop what it cannot show: refused
+        // until Plan JSON is mended, its problems named there.
+        const checked = validate(SubmitSchema, body);
+        fail(
+          checked.ok
+            ? [{ path: '', message: 'The form cannot show all of Plan JSON: mend it there, or clear it, first' }]
+            : checked.errors,
+        );
+      } else if (action.startsWith('add:')) {
         const type = action.slice(4) as AlterationRow['type'];
         if ((ALTERATION_TYPES as readonly string[]).includes(type) && form.alterations.length < MAX_ALTERATIONS) {
           form.alterations.push(emptyAlteration(type));
@@ -869,9 +879,9 @@ export function newPlanRoutes(shell: ShellOf) {
         }
       }
       // Add, Remove and a draft change the form: Plan JSON follows it. Otherwise it shows the body that was used.
-      const changed = ['add:', 'remove:', 'draft:'].some((a) => action.startsWith(a));
+      const changed = whole && reshapes;
       json = planJsonText(changed ? bodyFromForm(form) : body);
-      jsonInCharge = !whole && !changed;
+      jsonInCharge = !whole;
     }
     const status = outcome.problem ? outcome.problem.status : outcome.errors.size ? 400 : 200;
     if (outcome.errors.size && !outcome.problem) {
