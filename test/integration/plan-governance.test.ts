@@ -635,6 +635,19 @@ describe('a revert under the policy', () => {
       expect(plan.status).toBe(8);
       expect(plan.approval).toMatchObject({ state: 'Pending', matchedCount: 2, requestedBy: { kind: 'apiKey' } });
       expect(await amounts(ids)).toEqual([3, 3]);
+      // The approver reads what it would restore: each instance's amount back from 3 to 0.
+      const review = await h.request('GET', `/alterations/${revertId}/preview`);
+      expect(review.status, JSON.stringify(review.body)).toBe(200);
+      expect(review.body.matchedCount).toBe(2);
+      expect(review.body.items.map((i: { workflowInstanceId: string }) => i.workflowInstanceId).sort()).toEqual(
+        [...ids].sort(),
+      );
+      for (const item of review.body.items) {
+        expect(item.isSuccessful).toBe(true);
+        expect(item.changes).toContainEqual(
+          expect.objectContaining({ path: '/variables/amount', before: 3, after: 0 }),
+        );
+      }
       // Four eyes: not by the principal that asked for it; by a second one, and then it restores.
       expect((await approve(revertId, {})).status).toBe(403);
       expect((await approve(revertId, bearer(p.bob.token))).status).toBe(202);

@@ -1,7 +1,7 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { getPolicy, principalRef, putPolicy } from '../../alterations/governance.js';
 import { getPlanView } from '../../alterations/plans.js';
-import { previewPlan } from '../../alterations/preview.js';
+import { previewStoredPlan } from '../../alterations/preview.js';
 import { PreviewItemSchema } from '../../alterations/views.js';
 import { ALTERATIONS_APPROVE, ALTERATIONS_POLICY_UPDATE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
@@ -119,12 +119,9 @@ export function governanceRoutes() {
     const { pool, definitions } = c.get('deps');
     const tenant = callerTenant(c);
     const plan = await getPlanView(pool, tenant, c.req.valid('param').planId);
-    const preview = await previewPlan(
-      { pool, definitions },
-      tenant,
-      { alterations: plan.alterations, filter: plan.workflowInstanceFilter, limit: c.req.valid('query').limit },
-      c.req.raw.signal,
-    );
+    const { limit } = c.req.valid('query');
+    // A revert has no alterations of its own: what it would restore, from its plan's before-images.
+    const preview = await previewStoredPlan({ pool, definitions }, tenant, plan, limit, c.req.raw.signal);
     return c.body(await jsonInSlices(preview, 'items', preview.items), 200, {
       'content-type': 'application/json',
     }) as never;

@@ -2,7 +2,7 @@ import { type Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import { PLAN_STATUS } from '../../alterations/model.js';
 import { getPlanView, listPlans } from '../../alterations/plans.js';
-import { previewPlan } from '../../alterations/preview.js';
+import { previewStoredPlan } from '../../alterations/preview.js';
 import type { PlanView, PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { openCursor, sealCursor } from '../../api/cursor.js';
@@ -116,12 +116,7 @@ export function approvalsRoutes(shell: ShellOf) {
     const entries: Entry[] = [];
     for (const summary of page.items) {
       const plan = await getPlanView(pool, tenant, summary.id);
-      const preview = await previewPlan(
-        { pool, definitions },
-        tenant,
-        { alterations: plan.alterations, filter: plan.workflowInstanceFilter, limit: PREVIEW_LIMIT },
-        c.req.raw.signal,
-      );
+      const preview = await previewStoredPlan({ pool, definitions }, tenant, plan, PREVIEW_LIMIT, c.req.raw.signal);
       const submitter = plan.approval ? await isSubmitter(pool, c.get('principal'), plan.approval) : false;
       entries.push({ plan, preview, submitter });
     }

@@ -2,7 +2,7 @@ import { type Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import { isFinished, JOB_STATUS, type JobStatus, PLAN_STATUS, RolloutPatchSchema } from '../../alterations/model.js';
 import { getPlanView, listJobs } from '../../alterations/plans.js';
-import { previewPlan } from '../../alterations/preview.js';
+import { previewStoredPlan } from '../../alterations/preview.js';
 import { revertingPlanId } from '../../alterations/reverts.js';
 import type { JobView, PlanView, PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
@@ -549,12 +549,7 @@ export function planRoutes(shell: ShellOf) {
       approvePermission: permissionName(c, ALTERATIONS_APPROVE),
       submitter: waiting && plan.approval ? await isSubmitter(pool, c.get('principal'), plan.approval) : false,
       preview: waiting
-        ? await previewPlan(
-            { pool, definitions: c.get('deps').definitions },
-            tenant,
-            { alterations: plan.alterations, filter: plan.workflowInstanceFilter, limit: 10 },
-            c.req.raw.signal,
-          )
+        ? await previewStoredPlan({ pool, definitions: c.get('deps').definitions }, tenant, plan, 10, c.req.raw.signal)
         : undefined,
     };
     const asked = c.req.query('notice') ?? '';
