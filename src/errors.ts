@@ -85,6 +85,11 @@ export class NodeBusyError extends DomainError {
   }
 }
 
+const UNKNOWN_PROPERTY = 'Unknown property';
+
+/** A field error for a key the schema does not know (`zodFieldErrors`): a typo, which no form field shows. */
+export const isUnknownProperty = (e: FieldError): boolean => e.message.startsWith(UNKNOWN_PROPERTY);
+
 /**
  * Zod issues as JSON-pointer field errors under `prefix`; an unknown property is named by its own path
  * (`unknownIn` says of what, e.g. "for Elsa.Connections.Http…").
@@ -103,7 +108,7 @@ export function zodFieldErrors(
       for (const key of issue.keys)
         out.push({
           path: pointer([...base, key]),
-          message: `Unknown property "${key}"${unknownIn ? ` ${unknownIn}` : ''}`,
+          message: `${UNKNOWN_PROPERTY} "${key}"${unknownIn ? ` ${unknownIn}` : ''}`,
         });
     } else if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) {
       // A field left out says so: "Required", not "received undefined".

@@ -601,16 +601,16 @@ export async function pausePlan(db: Queryable, tenantKey: string, planId: string
 }
 
 /**
- * Resumes a Paused plan; answers its status now (Running, or Pending when it paused before its jobs
- * existed). Anything but a Paused plan is a 409.
- */
-/**
  * The advice of a resume refused outside the plan's windows, in words of no one client's syntax: the console's
  * checkbox says "Resume ignoring the schedule", the API's body and the console's form name the field
  * `ignoreSchedule`, and the CLI puts its command in their place (src/cli/commands/plan-steering.ts).
  */
 const RESUME_ADVICE = 'Resume it ignoring the schedule (ignoreSchedule) to run it now, its schedule dropped.';
 
+/**
+ * Resumes a Paused plan; answers its status now (Running, or Pending when it paused before its jobs
+ * existed). Anything but a Paused plan is a 409.
+ */
 export async function resumePlan(
   db: Queryable,
   tenantKey: string,

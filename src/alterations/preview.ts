@@ -6,9 +6,10 @@ import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { TimeSlice } from '../vocabulary/time-slice.js';
 import { applyAlterations } from './apply.js';
 import { compileFilter } from './filter.js';
-import { changesBetween, restore, type UndoImage } from './undo.js';
-import { type Alteration, type Filter, LOG_LEVEL } from './model.js';
-import { revertFailureMessage } from './plans.js';
+import { changesBetween, type UndoImage } from './undo.js';
+import { type Alteration, type Filter, JOB_STATUS } from './model.js';
+import { getPlanView } from './plans.js';
+import { revertOne } from './processing.js';
 import type { PlanView, PreviewItem } from './views.js';
 
 export interface PreviewRequest {
@@ -67,9 +68,10 @@ export async function previewPlan(
 
 /**
  * What a revert plan would do now (for an approver to read; it has no alterations of its own): for the first
- * `limit` jobs its plan completed, in job order, the instance restored from the job's before-image where
- * nothing changed it since that job, else the failure the revert's job would log. `matchedCount`: the jobs
- * with a before-image, the instances it would restore. Nothing is written and no row is locked.
+ * `limit` jobs its plan completed, in job order, what the revert's job would do to that instance
+ * (`revertOne`, the batch's own function: restored from the job's before-image, or failed where the instance
+ * changed since). `matchedCount`: the plan's completed jobs, the count its approval names. Nothing is written
+ * and no row is locked.
  */
 export async function previewRevert(
   db: Queryable,
@@ -78,50 +80,30 @@ export async function previewRevert(
   limit: number,
   signal?: AbortSignal,
 ): Promise<{ matchedCount: number; items: PreviewItem[] }> {
-  const count = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM alteration_jobs j JOIN alteration_plans p ON p.id = j.plan_id
-      WHERE j.plan_id = $1 AND p.tenant_id = $2 AND j.undo IS NOT NULL`,
-    [revertOf, tenantKey],
-  );
-  const { rows } = await db.query<InstanceRow & { undo: UndoImage; written: string }>(
+  const reverted = await getPlanView(db, tenantKey, revertOf);
+  const { rows } = await db.query<InstanceRow & { undo: UndoImage | null; written: number | null; written_at: Date }>(
     `SELECT ${INSTANCE_COLUMNS.split(', ')
       .map((c) => `i.${c}`)
-      .join(', ')}, ${callsInFlightSql('i')}, j.undo, j.revision AS written
-       FROM alteration_jobs j JOIN alteration_plans p ON p.id = j.plan_id
-       JOIN workflow_instances i ON i.id = j.instance_id AND i.tenant_id = p.tenant_id
-      WHERE j.plan_id = $1 AND p.tenant_id = $2 AND j.undo IS NOT NULL ORDER BY j.ord LIMIT ${Number(limit)}`,
-    [revertOf, tenantKey],
+      .join(', ')}, ${callsInFlightSql('i')}, j.undo, j.revision AS written, j.completed_at AS written_at
+       FROM alteration_jobs j JOIN workflow_instances i ON i.id = j.instance_id AND i.tenant_id = $2
+      WHERE j.plan_id = $1 AND j.status = $3 ORDER BY j.ord LIMIT ${Number(limit)}`,
+    [revertOf, tenantKey, JOB_STATUS.Completed],
   );
-  const now = new Date().toISOString();
+  const now = new Date();
   const items: PreviewItem[] = [];
   const slice = new TimeSlice(signal);
   for (const row of rows) {
     await slice.yield();
     const before = instanceFromRow(row);
-    if (before.revision !== Number(row.written)) {
-      items.push({
-        workflowInstanceId: before.id,
-        isSuccessful: false,
-        log: [
-          {
-            message: revertFailureMessage(revertOf),
-            logLevel: LOG_LEVEL.Error,
-            timestamp: now,
-            eventName: 'Alteration revert failed',
-          },
-        ],
-        changes: [],
-      });
-      continue;
-    }
+    const outcome = revertOne(before, { ...row, instance_id: before.id }, revertOf, now);
     items.push({
       workflowInstanceId: before.id,
-      isSuccessful: true,
-      log: [],
-      changes: changesBetween(before, restore(before, row.undo)),
+      isSuccessful: outcome.ok,
+      log: outcome.log,
+      changes: outcome.ok && outcome.state ? changesBetween(before, outcome.state) : [],
     });
   }
-  return { matchedCount: count.rows[0]!.n, items };
+  return { matchedCount: reverted.jobCounts.completed, items };
 }
 
 /** What a stored plan would do now: a revert's restores (`previewRevert`), else its alterations (`previewPlan`). */

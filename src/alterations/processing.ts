@@ -496,7 +496,12 @@ async function reportBatch(deps: ProcessingDeps, args: BatchArgs, outcome: Batch
  * A revert job: the instance as the reverted job found it, when nothing has written it since (its
  * revision is still the one that job wrote); otherwise a failure saying so, and the instance untouched.
  */
-function revertOne(instance: AlterableState | undefined, job: BatchJob, revertOf: string, now: Date): ApplyOutcome {
+export function revertOne(
+  instance: AlterableState | undefined,
+  job: Pick<BatchJob, 'instance_id' | 'undo' | 'written' | 'written_at'>,
+  revertOf: string,
+  now: Date,
+): ApplyOutcome {
   if (!instance) {
     return {
       ok: false,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AlterationType } from '../alterations/model.js';
 import { MAX_WINDOWS, WEEKDAYS } from '../alterations/schedule.js';
-import type { FieldError } from '../errors.js';
+import { type FieldError, isUnknownProperty } from '../errors.js';
 
 /**
  * New plan's form as plain strings, and its conversions: from the posted fields, from a submit body (Plan
@@ -417,7 +417,7 @@ export function errorsByField(errors: FieldError[]): Map<string, string> {
   for (const e of errors) {
     // A key the API does not know has no field of the form (the form builds only known keys): a typo in typed
     // Plan JSON is said there, with its path, or nobody would see it.
-    const id = (e.message.startsWith('Unknown property') ? undefined : fieldIdOf(e.path)) ?? 'plan-json';
+    const id = (isUnknownProperty(e) ? undefined : fieldIdOf(e.path)) ?? 'plan-json';
     const message = id === 'plan-json' && e.path ? `${e.path}: ${e.message}` : e.message;
     out.set(id, out.has(id) ? `${out.get(id)}; ${message}` : message);
   }

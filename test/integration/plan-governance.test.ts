@@ -648,11 +648,25 @@ describe('a revert under the policy', () => {
           expect.objectContaining({ path: '/variables/amount', before: 3, after: 0 }),
         );
       }
-      // Four eyes: not by the principal that asked for it; by a second one, and then it restores.
+      // One instance changed since (a run of one id: under the threshold): the review says its job would fail.
+      const [changed, kept] = [...ids].sort();
+      const ran = await h.request('POST', '/alterations/run', {
+        body: { alterations: setAmount(5), workflowInstanceIds: [changed] },
+      });
+      expect(ran.status, JSON.stringify(ran.body)).toBe(200);
+      const again = (await h.request('GET', `/alterations/${revertId}/preview`)).body;
+      const byId = new Map(again.items.map((i: { workflowInstanceId: string }) => [i.workflowInstanceId, i]));
+      expect(byId.get(changed)).toMatchObject({
+        isSuccessful: false,
+        changes: [],
+        log: [{ message: `Instance changed since plan ${done}; not reverted` }],
+      });
+      expect(byId.get(kept)).toMatchObject({ isSuccessful: true });
+      // Four eyes: not by the principal that asked for it; by a second one, and then it restores what it said.
       expect((await approve(revertId, {})).status).toBe(403);
       expect((await approve(revertId, bearer(p.bob.token))).status).toBe(202);
       await untilPlan(revertId, (pl) => pl.status === 4, 'to complete');
-      expect(await amounts(ids)).toEqual([0, 0]);
+      expect(await amounts([changed!, kept!])).toEqual([5, 0]);
     } finally {
       await h.request('PUT', '/alterations/policy', { body: NEVER });
     }

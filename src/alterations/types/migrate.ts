@@ -17,8 +17,8 @@ const ActivityMapping = z
  * Moves the instance to another version of its definition. Every activity it waits in (a bookmark), has
  * scheduled or has a call out for is carried to the target version: to the mapping's `target` where its id is
  * a `source` (section 10), else to the same id; where that id does not exist in the target version the
- * alteration fails and the instance is left as it was, as it is where a mapping names a target of another
- * type (`otherType`). A waiting activity keeps the event it waits on, and
+ * alteration fails and the instance is left as it was, as it is where that id names an activity of another
+ * type (`carryProblem`). A waiting activity keeps the event it waits on, and
  * its Running record moves with it (the journal keeps the old ids). An activity whose outbound call is out
  * keeps its id: its outcome comes back to that id.
  */
