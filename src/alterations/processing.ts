@@ -19,6 +19,7 @@ import {
 } from './apply.js';
 import { compileFilter } from './filter.js';
 import {
+  type Alteration,
   AlterationSchema,
   FilterSchema,
   isFinished,
@@ -42,6 +43,7 @@ import {
 } from './plans.js';
 import type { AlterableState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
+import { rememberVersions, runSetBased, setsVariablesOnly, versionOutcomes } from './set-based.js';
 
 /**
  * Processing of a stored plan (src/alterations/plans.ts holds the store and its read model): the steps the
@@ -54,6 +56,11 @@ export interface ProcessingDeps {
   clock?: Clock;
   /** false: jobs record no before-image (the bench measures their cost; nothing else sets it). */
   recordUndo?: boolean;
+  /**
+   * false: every batch runs in node, also where it could run set-based (src/alterations/set-based.ts); the test
+   * that compares the two paths sets it, nothing else.
+   */
+  setBased?: boolean;
   /** Counts the jobs plan batches finish, for the operator's metrics (src/metrics/service-metrics.ts). */
   planMetrics?: PlanMetrics | undefined;
 }
@@ -233,17 +240,27 @@ interface BatchOutcome {
   control: PlanControl;
 }
 
+/** How often a locked attempt at a batch runs again after a deadlock before the activity fails (and is retried). */
+const LOCKED_DEADLOCK_RETRIES = 3;
+
 /** The batch's transaction (`processBatch`), then what the workflow is told (`reportBatch`). */
 async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<BatchResult> {
   const run = (a: BatchArgs) => withTransaction(deps.pool, (client) => processBatch(deps, client, a));
-  let outcome: BatchOutcome;
-  try {
-    outcome = await run(args);
-  } catch (err) {
-    // Read without row locks, and an instance changed before the batch wrote it (or two writers met in a
-    // deadlock): nothing was committed; the same range again, its rows locked in id order, cannot go stale.
-    if (args.locked || !(err instanceof StaleReadError || sqlState(err) === SQLSTATE.deadlockDetected)) throw err;
-    outcome = await run({ ...args, locked: true });
+  let outcome: BatchOutcome | undefined;
+  let attempt = args;
+  for (let deadlocks = 0; !outcome;) {
+    try {
+      outcome = await run(attempt);
+    } catch (err) {
+      // Read without row locks, and an instance changed before the batch wrote it (or two writers met in a
+      // deadlock): nothing was committed; the same range again, its rows locked in id order, cannot go stale.
+      // Locked, it may still meet a writer that takes the same rows in another order (a batch in node writes
+      // them in the order its UPDATE's plan reads them): the one Postgres picked rolled back; it runs again.
+      const deadlock = sqlState(err) === SQLSTATE.deadlockDetected;
+      if (!(err instanceof StaleReadError || deadlock)) throw err;
+      if (attempt.locked && (!deadlock || ++deadlocks > LOCKED_DEADLOCK_RETRIES)) throw err;
+      attempt = { ...args, locked: true };
+    }
   }
   // Counted once committed, before anything that could fail the attempt: the jobs are written whatever follows.
   if (outcome.processed > 0) deps.planMetrics?.jobsFinished(outcome.processed - outcome.failed, outcome.failed);
@@ -281,6 +298,12 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   }
   const jobs = await unwrittenJobs(client, plan, args);
   if (jobs.length === 0) return nothing;
+  const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
+  const setBased = deps.setBased !== false && setsVariablesOnly(alterations) && plan.revert_of === null;
+  if (setBased) {
+    const done = await runSetBasedBatch(deps, client, plan, args, alterations, jobs, started);
+    if (done) return { ...done, control };
+  }
   // Without row locks, unless a first attempt went stale: the writes below check each row's revision.
   const locked = args.locked === true;
   const instances = await readInstances(
@@ -289,11 +312,13 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     jobs.map((j) => j.instance_id),
     locked,
   );
+  // The versions met, so that the plan's next batches may run set-based.
+  if (setBased) rememberVersions(args.planId, instances.values());
   const now = clock();
   // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
   // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
   const slice = new TimeSlice();
-  const outcomes = await alterJobs(deps, client, plan, jobs, instances, now, slice);
+  const outcomes = await alterJobs(deps, client, plan, alterations, jobs, instances, now, slice);
   if (!locked) await confirmRefusals(client, jobs, outcomes, instances);
   await saveInstances(client, deps.definitions, outcomes, now, instances, slice, !locked);
   const failed = outcomes.filter((o) => !o.ok).length;
@@ -304,6 +329,40 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     failed,
     control,
   };
+}
+
+/**
+ * The batch as one statement in Postgres, where the plan only sets variables and the batch is one it takes
+ * (src/alterations/set-based.ts); undefined: nothing was written, the batch runs in node. Never on a locked
+ * attempt (after a stale read) nor over Pending rows written before job sets.
+ */
+async function runSetBasedBatch(
+  deps: ProcessingDeps,
+  client: pg.PoolClient,
+  plan: PlanRow,
+  args: BatchArgs,
+  alterations: readonly Alteration[],
+  jobs: readonly BatchJob[],
+  started: Date,
+): Promise<Omit<BatchOutcome, 'control'> | undefined> {
+  if (args.locked || jobs.some((j) => j.pending_id !== null)) return undefined;
+  const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations);
+  if (outcomes.size === 0) return undefined;
+  const { taken, written } = await runSetBased(client, {
+    planId: args.planId,
+    tenantId: plan.tenant_id,
+    fromOrd: args.fromOrd,
+    createdAt: jobs[0]!.created_at,
+    started,
+    now: nowBy(deps.clock),
+    jobs,
+    outcomes,
+    recordUndo: deps.recordUndo !== false,
+  });
+  if (!taken) return undefined;
+  // Each instance was locked and found once; anything else rolls the batch back to run again locked, in node.
+  if (written !== jobs.length) throw new StaleReadError(`${jobs.length - written} of ${jobs.length}`);
+  return { toDispatch: 0, processed: jobs.length, failed: 0 };
 }
 
 /**
@@ -358,13 +417,13 @@ async function alterJobs(
   deps: ProcessingDeps,
   client: pg.PoolClient,
   plan: PlanRow,
+  alterations: readonly Alteration[],
   jobs: readonly BatchJob[],
   instances: ReadonlyMap<string, AlterableState>,
   now: Date,
   slice: TimeSlice,
 ): Promise<ApplyOutcome[]> {
   const ctx = { db: client, definitions: deps.definitions, now };
-  const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
   // The definitions every job may need, loaded once; then each job is altered without awaiting.
   const defs = await resolveDefinitions(plan.revert_of === null ? instances.values() : [], alterations, ctx);
   const outcomes: ApplyOutcome[] = [];

@@ -53,6 +53,8 @@ const PART_BY_PATH = new Map(IMAGE_PARTS.map((p) => [p.path, p]));
 
 const VARIABLES = '/variables/';
 const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+/** The pointer of a variable in a before-image (and a preview's changes). */
+export const variablePath = (key: string) => `${VARIABLES}${escapeKey(key)}`;
 const unescapeKey = (token: string) => token.replaceAll('~1', '/').replaceAll('~0', '~');
 
 /** One changed part, as the preview shows it (an absent variable reads as null). */
@@ -80,7 +82,7 @@ export function changesBetween(before: AlterableState, after: AlterableState): C
   };
   for (const part of PARTS.slice(0, 4)) field(part.path, part.get(before), part.get(after));
   for (const key of variableKeys(before, after)) {
-    field(`${VARIABLES}${escapeKey(key)}`, before.variables[key], after.variables[key]);
+    field(variablePath(key), before.variables[key], after.variables[key]);
   }
   for (const part of PARTS.slice(4)) field(part.path, part.get(before), part.get(after));
   return changes;
@@ -100,7 +102,7 @@ export function undoImage(before: AlterableState, after: AlterableState): UndoIm
   }
   for (const key of Object.keys(before.variables)) if (!Object.hasOwn(after.variables, key)) keys.push(key);
   for (const key of keys.sort()) {
-    const path = `${VARIABLES}${escapeKey(key)}`;
+    const path = variablePath(key);
     image.push(Object.hasOwn(before.variables, key) ? [path, before.variables[key]] : [path]);
   }
   return image;

@@ -16,6 +16,7 @@ export const modifyVariable = defineAlterationType({
       path: ['value'],
     }),
   synopsis: 'ModifyVariable {variableId, value}',
+  setsVariablesOnly: true,
   apply(s, a, defs) {
     const def = currentDefinition(s, defs);
     const variable = def.variables.find((v) => v.id === a.variableId);

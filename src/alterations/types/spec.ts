@@ -53,6 +53,13 @@ export interface AlterationTypeSpec<S extends TypeSchema = TypeSchema> {
    * it and never changes it in place. Synchronous: what it reads is resolved beforehand (`definitions`).
    */
   apply(s: AlterableState, alteration: z.output<S>, definitions: ResolvedDefinitions): string | undefined;
+  /**
+   * `apply` reads nothing of the instance but its own definition version (`currentDefinition`) and only sets
+   * variables (never removes one, whatever they held): a plan of such alterations alone runs its batches as one
+   * statement in Postgres (src/alterations/set-based.ts), each definition version's outcome worked out once by
+   * `apply` itself on an instance that holds nothing else.
+   */
+  setsVariablesOnly?: true;
   /** Versions of the instance's definition, besides its own, that `apply` reads (a Migrate's target). */
   definitionVersions?(alteration: z.output<S>): number[];
   /**

@@ -1,0 +1,184 @@
+import type pg from 'pg';
+import type { DefinitionCache } from '../engine/definitions.js';
+import type { AlterableState } from '../engine/instance-state.js';
+import { JOB_STATUS, type Alteration } from './model.js';
+import { specOf } from './types/index.js';
+import type { ResolvedDefinitions } from './types/spec.js';
+import { variablePath } from './undo.js';
+
+/**
+ * A plan batch in one statement, for plans whose alterations only set variables (`setsVariablesOnly`, a
+ * ModifyVariable): what such a plan does to an instance depends on its definition version alone, so node works
+ * it out once per version (by the types' own `apply`) and Postgres applies it to the batch's instances, writes
+ * their jobs with their before-images and the batch's counts, without the instances travelling to node and back.
+ *
+ * It writes what the batch in node writes (src/alterations/processing.ts `processBatch`; the differential test
+ * test/integration/set-based-batches.test.ts holds the two side by side): the instance's variables, `updated_at`
+ * and revision, each job Completed with no log and the before-image `undoImage` makes (`/updatedAt` at the
+ * millisecond as node reads it, then each variable whose value differs, in key order). It takes only the batches
+ * where nothing else could happen: every instance found once, of a version whose outcome is known and a success,
+ * not Finished, with nothing scheduled (the batch in node would run its pure steps), and values a JSON scalar (node
+ * and Postgres agree on their equality). Any other batch writes nothing here and runs in node, in the same
+ * transaction. It locks the batch's instances in id order, as a batch in node writes them (so that batches over
+ * the same instances never deadlock: an UPDATE alone takes its rows in whatever order its plan reads them), and
+ * reads each as last committed, after waiting for a transaction that is writing it.
+ *
+ * One difference, in the service's favour: the variables the plan does not set stay as stored, where the batch
+ * in node writes them back through JavaScript's numbers (a stored 12345678901234567891 becomes
+ * 12345678901234567000 there).
+ */
+
+/** Whether every alteration of the plan may run set-based. */
+export const setsVariablesOnly = (alterations: readonly Alteration[]): boolean =>
+  alterations.length > 0 && alterations.every((a) => specOf(a).setsVariablesOnly === true);
+
+/**
+ * The definition versions a plan's batches met, by plan (this process's, least recently used dropped first):
+ * a batch works out the outcomes of the versions the plan's earlier batches met; a batch that meets another
+ * runs in node and adds its instances' versions.
+ */
+const MAX_PLANS = 256;
+const versionsByPlan = new Map<string, Set<string>>();
+
+export function rememberVersions(planId: string, instances: Iterable<AlterableState>): void {
+  let seen = versionsByPlan.get(planId);
+  if (seen) versionsByPlan.delete(planId);
+  else seen = new Set();
+  for (const s of instances) seen.add(s.definitionVersionId);
+  versionsByPlan.set(planId, seen);
+  if (versionsByPlan.size > MAX_PLANS) versionsByPlan.delete(versionsByPlan.keys().next().value!);
+}
+
+/** One variable the alterations set: its name, its before-image pointer and the value. */
+type PatchEntry = [key: string, path: string, value: string | number | boolean | null];
+
+const isScalar = (v: unknown): v is PatchEntry[2] =>
+  v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+
+/**
+ * What the plan's alterations do to an instance of this version, by the types' own `apply` on an instance
+ * that holds only its version and no variables: the variables set, in key order (as `undoImage` orders them), or
+ * undefined when an alteration fails there or sets a value that is not a JSON scalar. The instance throws when
+ * `apply` reads anything else of it: a type marked `setsVariablesOnly` that did would not run set-based unnoticed.
+ */
+function outcomeFor(alterations: readonly Alteration[], versionId: string, defs: ResolvedDefinitions) {
+  const variables: Record<string, unknown> = {};
+  const held: Record<string, unknown> = { id: '(set-based)', definitionVersionId: versionId, variables };
+  const instance = new Proxy(held, {
+    get(target, key) {
+      if (typeof key === 'string' && Object.hasOwn(target, key)) return target[key];
+      throw new Error(`An alteration marked setsVariablesOnly read the instance's ${String(key)}`);
+    },
+  }) as unknown as AlterableState;
+  for (const a of alterations) if (specOf(a).apply(instance, a, defs) !== undefined) return undefined;
+  const entries: PatchEntry[] = [];
+  for (const key of Object.keys(variables).sort()) {
+    const value = variables[key];
+    if (!isScalar(value)) return undefined;
+    entries.push([key, variablePath(key), value]);
+  }
+  return entries;
+}
+
+/** The outcomes of the versions the plan met so far that succeed, by version id (empty: none known). */
+export async function versionOutcomes(
+  db: pg.PoolClient,
+  definitions: DefinitionCache,
+  planId: string,
+  alterations: readonly Alteration[],
+): Promise<Map<string, PatchEntry[]>> {
+  const outcomes = new Map<string, PatchEntry[]>();
+  const seen = versionsByPlan.get(planId);
+  if (!seen) return outcomes;
+  const defs: ResolvedDefinitions = { byId: new Map(), byVersion: new Map() };
+  for (const id of seen) {
+    const def = await definitions.byVersionId(db, id);
+    if (def) defs.byId.set(id, def);
+  }
+  for (const id of defs.byId.keys()) {
+    const entries = outcomeFor(alterations, id, defs);
+    if (entries) outcomes.set(id, entries);
+  }
+  return outcomes;
+}
+
+export interface SetBasedBatch {
+  planId: string;
+  tenantId: string;
+  fromOrd: number;
+  /** When the plan's jobs were generated, the batch started, and its time (the jobs' and the instances'). */
+  createdAt: Date;
+  started: Date;
+  now: Date;
+  jobs: readonly { ord: number; instance_id: string }[];
+  outcomes: ReadonlyMap<string, PatchEntry[]>;
+  recordUndo: boolean;
+}
+
+/**
+ * The batch in one statement. `taken`: false when the batch is not one it takes (nothing written, its instances
+ * left locked for the batch in node); else `written` instances were updated, one per job.
+ */
+export async function runSetBased(
+  client: pg.PoolClient,
+  b: SetBasedBatch,
+): Promise<{ taken: boolean; written: number }> {
+  const { rows } = await client.query<{ taken: boolean; written: number }>(
+    `WITH j AS (
+       SELECT * FROM jsonb_to_recordset($5::jsonb) AS j(ord int, instance_id text)
+     ), v AS (
+       SELECT e.key AS version_id, e.value AS entries,
+              (SELECT jsonb_object_agg(p->>0, p->2) FROM jsonb_array_elements(e.value) AS p) AS patch
+         FROM jsonb_each($6::jsonb) AS e
+     ), o AS (
+       SELECT w.id, w.revision, w.variables, w.updated_at, w.status, w.scheduled, v.entries, v.patch
+         FROM workflow_instances w LEFT JOIN v ON v.version_id = w.definition_version_id
+        WHERE w.tenant_id = $7::text AND w.id = ANY($8::text[])
+        ORDER BY w.id FOR NO KEY UPDATE OF w
+     ), chk AS (
+       SELECT count(*) FILTER (WHERE o.patch IS NOT NULL AND o.status <> 'Finished' AND jsonb_array_length(o.scheduled) = 0)
+                = cardinality($8::text[])
+              AND cardinality($8::text[]) = (SELECT count(DISTINCT instance_id) FROM j) AS taken
+         FROM o
+     ), upd AS (
+       UPDATE workflow_instances w SET revision = w.revision + 1, variables = w.variables || o.patch, updated_at = $4::timestamptz
+         FROM o WHERE w.id = o.id AND (SELECT taken FROM chk)
+       RETURNING w.id
+     ), ins AS (
+       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision)
+       SELECT $1::text, j.ord, wfa_job_id($1::text, $2::timestamptz, j.ord), j.instance_id, $9::smallint,
+              $2::timestamptz, $3::timestamptz, $4::timestamptz,
+              CASE WHEN $10::boolean THEN
+                CASE WHEN date_trunc('milliseconds', o.updated_at) = $4::timestamptz THEN '[]'::jsonb
+                     ELSE jsonb_build_array(jsonb_build_array('/updatedAt',
+                            to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))) END
+                || coalesce((SELECT jsonb_agg(CASE WHEN o.variables ? (p->>0) THEN jsonb_build_array(p->>1, o.variables->(p->>0))
+                                                   ELSE jsonb_build_array(p->>1) END ORDER BY n)
+                               FROM jsonb_array_elements(o.entries) WITH ORDINALITY AS x(p, n)
+                              WHERE NOT (o.variables ? (p->>0) AND o.variables->(p->>0) = p->2)), '[]'::jsonb)
+              END,
+              CASE WHEN $10::boolean THEN o.revision + 1 END
+         FROM j JOIN o ON o.id = j.instance_id
+        WHERE (SELECT taken FROM chk)
+     ), counted AS (
+       INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed)
+       SELECT $1::text, $11::int, cardinality($8::text[]), 0 WHERE (SELECT taken FROM chk)
+       ON CONFLICT (plan_id, from_ord) DO UPDATE SET completed = alteration_batch_counts.completed + EXCLUDED.completed
+     )
+     SELECT (SELECT taken FROM chk) AS taken, (SELECT count(*) FROM upd)::int AS written`,
+    [
+      b.planId,
+      b.createdAt,
+      b.started,
+      b.now,
+      JSON.stringify(b.jobs.map((j) => ({ ord: j.ord, instance_id: j.instance_id }))),
+      JSON.stringify(Object.fromEntries(b.outcomes)),
+      b.tenantId,
+      b.jobs.map((j) => j.instance_id),
+      JOB_STATUS.Completed,
+      b.recordUndo,
+      b.fromOrd,
+    ],
+  );
+  return rows[0]!;
+}
