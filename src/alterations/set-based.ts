@@ -142,7 +142,7 @@ export async function runSetBased(
          FROM o
      ), upd AS (
        UPDATE workflow_instances w SET revision = w.revision + 1, variables = w.variables || o.patch, updated_at = $4::timestamptz
-         FROM o WHERE w.id = o.id AND (SELECT taken FROM chk)
+         FROM o WHERE w.id = o.id AND w.id = ANY($8::text[]) AND (SELECT taken FROM chk)
        RETURNING w.id
      ), ins AS (
        INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision)
