@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completePlan, generateJobs, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
