@@ -313,7 +313,11 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     locked,
   );
   // The versions met, so that the plan's next batches may run set-based.
-  if (setBased) rememberVersions(args.planId, instances.values());
+  if (setBased)
+    rememberVersions(
+      args.planId,
+      [...instances.values()].map((s) => s.definitionVersionId),
+    );
   const now = clock();
   // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
   // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
@@ -346,9 +350,7 @@ async function runSetBasedBatch(
   started: Date,
 ): Promise<Omit<BatchOutcome, 'control'> | undefined> {
   if (args.locked || jobs.some((j) => j.pending_id !== null)) return undefined;
-  const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations);
-  if (outcomes.size === 0) return undefined;
-  const { taken, written } = await runSetBased(client, {
+  const batch = {
     planId: args.planId,
     tenantId: plan.tenant_id,
     fromOrd: args.fromOrd,
@@ -356,9 +358,18 @@ async function runSetBasedBatch(
     started,
     now: nowBy(deps.clock),
     jobs,
-    outcomes,
     recordUndo: deps.recordUndo !== false,
+  };
+  let result = await runSetBased(client, {
+    ...batch,
+    outcomes: await versionOutcomes(client, deps.definitions, args.planId, alterations),
   });
+  // Versions the plan had not met (its first batch, say): their outcomes worked out, the statement once more.
+  if (!result.taken && rememberVersions(args.planId, result.unmet)) {
+    const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations);
+    result = await runSetBased(client, { ...batch, outcomes });
+  }
+  const { taken, written } = result;
   if (!taken) return undefined;
   // Each instance was locked and found once; anything else rolls the batch back to run again locked, in node.
   if (written !== jobs.length) throw new StaleReadError(`${jobs.length - written} of ${jobs.length}`);

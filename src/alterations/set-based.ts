@@ -34,19 +34,22 @@ export const setsVariablesOnly = (alterations: readonly Alteration[]): boolean =
 
 /**
  * The definition versions a plan's batches met, by plan (this process's, least recently used dropped first):
- * a batch works out the outcomes of the versions the plan's earlier batches met; a batch that meets another
- * runs in node and adds its instances' versions.
+ * a batch works out the outcomes of the versions the plan met so far; one that meets others learns them (from
+ * its statement, which then runs again once, or from the batch in node).
  */
 const MAX_PLANS = 256;
 const versionsByPlan = new Map<string, Set<string>>();
 
-export function rememberVersions(planId: string, instances: Iterable<AlterableState>): void {
+/** Adds the versions to those the plan met; whether any was new. */
+export function rememberVersions(planId: string, versionIds: Iterable<string>): boolean {
   let seen = versionsByPlan.get(planId);
   if (seen) versionsByPlan.delete(planId);
   else seen = new Set();
-  for (const s of instances) seen.add(s.definitionVersionId);
+  const before = seen.size;
+  for (const id of versionIds) seen.add(id);
   versionsByPlan.set(planId, seen);
   if (versionsByPlan.size > MAX_PLANS) versionsByPlan.delete(versionsByPlan.keys().next().value!);
+  return seen.size > before;
 }
 
 /** One variable the alterations set: its name, its before-image pointer and the value. */
@@ -117,13 +120,14 @@ export interface SetBasedBatch {
 
 /**
  * The batch in one statement. `taken`: false when the batch is not one it takes (nothing written, its instances
- * left locked for the batch in node); else `written` instances were updated, one per job.
+ * left locked for the batch in node; `unmet`, the versions of its instances without an outcome given); else
+ * `written` instances were updated, one per job.
  */
 export async function runSetBased(
   client: pg.PoolClient,
   b: SetBasedBatch,
-): Promise<{ taken: boolean; written: number }> {
-  const { rows } = await client.query<{ taken: boolean; written: number }>(
+): Promise<{ taken: boolean; written: number; unmet: string[] }> {
+  const { rows } = await client.query<{ taken: boolean; written: number; unmet: string[] }>(
     `WITH j AS (
        SELECT * FROM jsonb_to_recordset($5::jsonb) AS j(ord int, instance_id text)
      ), v AS (
@@ -131,7 +135,8 @@ export async function runSetBased(
               (SELECT jsonb_object_agg(p->>0, p->2) FROM jsonb_array_elements(e.value) AS p) AS patch
          FROM jsonb_each($6::jsonb) AS e
      ), o AS (
-       SELECT w.id, w.revision, w.variables, w.updated_at, w.status, w.scheduled, v.entries, v.patch
+       SELECT w.id, w.revision, w.variables, w.updated_at, w.status, w.scheduled, w.definition_version_id,
+              v.entries, v.patch
          FROM workflow_instances w LEFT JOIN v ON v.version_id = w.definition_version_id
         WHERE w.tenant_id = $7::text AND w.id = ANY($8::text[])
         ORDER BY w.id FOR NO KEY UPDATE OF w
@@ -165,7 +170,8 @@ export async function runSetBased(
        SELECT $1::text, $11::int, cardinality($8::text[]), 0 WHERE (SELECT taken FROM chk)
        ON CONFLICT (plan_id, from_ord) DO UPDATE SET completed = alteration_batch_counts.completed + EXCLUDED.completed
      )
-     SELECT (SELECT taken FROM chk) AS taken, (SELECT count(*) FROM upd)::int AS written`,
+     SELECT (SELECT taken FROM chk) AS taken, (SELECT count(*) FROM upd)::int AS written,
+            ARRAY(SELECT DISTINCT definition_version_id FROM o WHERE patch IS NULL) AS unmet`,
     [
       b.planId,
       b.createdAt,
