@@ -88,7 +88,9 @@ export function entry(message: string, logLevel: LogEntry['logLevel'], eventName
  * shared (an alteration replaces arrays and objects, never changes them in place: `AlterationTypeSpec.apply`).
  */
 export function copyState(instance: AlterableState): AlterableState {
-  return { ...instance, variables: { ...instance.variables }, scheduled: [...instance.scheduled] };
+  // Variables without a prototype: one named `__proto__` is set like any other (on `{}` its setter drops it).
+  const variables = Object.assign(Object.create(null) as Record<string, unknown>, instance.variables);
+  return { ...instance, variables, scheduled: [...instance.scheduled] };
 }
 
 /**

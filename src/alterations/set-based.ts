@@ -17,15 +17,16 @@ import { variablePath } from './undo.js';
  * and revision, each job Completed with no log and the before-image `undoImage` makes (`/updatedAt` at the
  * millisecond as node reads it, then each variable whose value differs, in key order). It takes only the batches
  * where nothing else could happen: every instance found once, of a version whose outcome is known and a success,
- * not Finished, with nothing scheduled (the batch in node would run its pure steps), and values a JSON scalar (node
- * and Postgres agree on their equality). Any other batch writes nothing here and runs in node, in the same
+ * not Finished, with nothing scheduled (the batch in node would run its pure steps), its variables an object, and
+ * values a JSON scalar (node and Postgres agree on their equality). Any other batch writes nothing here and runs in node, in the same
  * transaction. It locks the batch's instances in id order, as a batch in node writes them (so that batches over
  * the same instances never deadlock: an UPDATE alone takes its rows in whatever order its plan reads them), and
  * reads each as last committed, after waiting for a transaction that is writing it.
  *
- * One difference, in the service's favour: the variables the plan does not set stay as stored, where the batch
- * in node writes them back through JavaScript's numbers (a stored 12345678901234567891 becomes
- * 12345678901234567000 there).
+ * One difference, in the service's favour: stored numbers stay as stored, where the batch in node reads them into
+ * JavaScript's numbers: the variables the plan does not set (a stored 12345678901234567891 is written back as
+ * 12345678901234567000 there) and the before-images (a stored 1.00000000000000000001 set to 1 is a change here and
+ * kept exactly, none there; a stored 1e400 is kept, null there).
  */
 
 /** Whether every alteration of the plan may run set-based. */
@@ -65,7 +66,8 @@ const isScalar = (v: unknown): v is PatchEntry[2] =>
  * `apply` reads anything else of it: a type marked `setsVariablesOnly` that did would not run set-based unnoticed.
  */
 function outcomeFor(alterations: readonly Alteration[], versionId: string, defs: ResolvedDefinitions) {
-  const variables: Record<string, unknown> = {};
+  // Without a prototype: a variable named `__proto__` is a key like any other, as in the instance node reads.
+  const variables: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   const held: Record<string, unknown> = { id: '(set-based)', definitionVersionId: versionId, variables };
   const instance = new Proxy(held, {
     get(target, key) {
@@ -141,7 +143,8 @@ export async function runSetBased(
         WHERE w.tenant_id = $7::text AND w.id = ANY($8::text[])
         ORDER BY w.id FOR NO KEY UPDATE OF w
      ), chk AS (
-       SELECT count(*) FILTER (WHERE o.patch IS NOT NULL AND o.status <> 'Finished' AND jsonb_array_length(o.scheduled) = 0)
+       SELECT count(*) FILTER (WHERE o.patch IS NOT NULL AND o.status <> 'Finished' AND jsonb_array_length(o.scheduled) = 0
+                                 AND jsonb_typeof(o.variables) = 'object')
                 = cardinality($8::text[])
               AND cardinality($8::text[]) = (SELECT count(DISTINCT instance_id) FROM j) AS taken
          FROM o

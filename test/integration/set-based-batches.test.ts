@@ -242,6 +242,51 @@ describe('a plan that only sets variables', () => {
     expect(oa.instances[35].scheduled).toEqual([]);
   });
 
+  it('sets a variable named __proto__ as node does, and leaves to node an instance whose variables are not an object', async () => {
+    const def = approvalWithNote('set-based-proto');
+    def.variables.push({ id: '__proto__', name: 'Proto', typeName: 'String' } as (typeof def.variables)[number]);
+    const protoVersion = (await h.request('POST', '/workflow-definitions', { body: def })).body.id as string;
+    const [a, b] = await twins(4, protoVersion);
+    for (const ids of [a, b]) {
+      await withoutWorkflows(h.pool, `UPDATE workflow_instances SET variables = '[]' WHERE id = $1`, [ids[1]]);
+      await withoutWorkflows(
+        h.pool,
+        `UPDATE workflow_instances SET variables = '{"__proto__": "old", "note": "n"}' WHERE id = $1`,
+        [ids[2]],
+      );
+    }
+    const alterations = [
+      { type: 'ModifyVariable', variableId: '__proto__', value: 'new' },
+      { type: 'ModifyVariable', variableId: 'note', value: 'x' },
+    ];
+    const setBased = recordingDeps(true);
+    const inNode = recordingDeps(false);
+    const pa = await plan(a, alterations, setBased);
+    const pb = await plan(b, alterations, inNode);
+    const ranges: [number, number][] = [
+      [0, 2],
+      [2, 4],
+    ];
+    const ra = await runBatches(setBased, pa, ranges);
+    await runBatches(inNode, pb, ranges);
+    expect(ra.map((r) => [took(r.sent, SET_BASED), took(r.sent, INSTANCE_READ)])).toEqual([
+      [true, true],
+      [true, false],
+    ]);
+    const oa = await observed(pa, a);
+    expect(oa).toEqual(await observed(pb, b));
+    // As JSON: an object literal's `__proto__` would set its prototype, not a key.
+    expect(oa.instances.map((i) => JSON.stringify(i.variables))).toEqual(
+      [
+        '{"note": "x", "extra": "kept", "amount": 1, "__proto__": "new"}',
+        '{"note": "x", "__proto__": "new"}',
+        '{"note": "x", "__proto__": "new"}',
+        '{"note": "x", "extra": "kept", "amount": 1, "__proto__": "new"}',
+      ].map((json) => JSON.stringify(JSON.parse(json))),
+    );
+    expect(oa.jobs[2]!.undo).toContainEqual(['/variables/__proto__', 'old']);
+  });
+
   it('keeps the variables it does not set as stored, where the batch in node writes them back through its numbers', async () => {
     const [a, b] = await twins(4);
     await withoutWorkflows(
