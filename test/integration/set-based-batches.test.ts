@@ -112,6 +112,20 @@ async function runBatches(deps: ReturnType<typeof recordingDeps>, planId: string
   return results;
 }
 
+/**
+ * The same plan over twin sets, batch by batch over `ranges`: `a` as the service runs it, `b` with every batch in
+ * node. What each batch returned and sent, for both.
+ */
+async function bothWays(a: string[], b: string[], alterations: unknown[], ranges: [number, number][]) {
+  const setBased = recordingDeps(true);
+  const inNode = recordingDeps(false);
+  const pa = await plan(a, alterations, setBased);
+  const pb = await plan(b, alterations, inNode);
+  const ra = await runBatches(setBased, pa, ranges);
+  const rb = await runBatches(inNode, pb, ranges);
+  return { pa, pb, ra, rb, setBased, inNode };
+}
+
 /** What a user can see of the instances and of the plan's jobs, in the instances' order, without ids. */
 async function observed(planId: string, ids: string[]) {
   const { rows: instances } = await h.pool.query(
@@ -149,17 +163,11 @@ const setAmount = [{ type: 'ModifyVariable', variableId: 'amount', value: 7 }];
 describe('a plan that only sets variables', () => {
   it('writes in one statement what the batch in node writes: instances, jobs, before-images, counts', async () => {
     const [a, b] = await twins(60);
-    const setBased = recordingDeps(true);
-    const inNode = recordingDeps(false);
-    const pa = await plan(a, setThree, setBased);
-    const pb = await plan(b, setThree, inNode);
-    const ranges: [number, number][] = [
+    const { pa, pb, ra, rb } = await bothWays(a, b, setThree, [
       [0, 20],
       [20, 40],
       [40, 60],
-    ];
-    const ra = await runBatches(setBased, pa, ranges);
-    const rb = await runBatches(inNode, pb, ranges);
+    ]);
     // All three ran set-based, without reading the instances into node; the first learned the version from its
     // statement and sent it again.
     expect(ra.map((r) => r.sent.filter((s) => SET_BASED.test(s.trim())).length)).toEqual([2, 1, 1]);
@@ -210,19 +218,12 @@ describe('a plan that only sets variables', () => {
         [ids[35]],
       );
     }
-    const setBased = recordingDeps(true);
-    const inNode = recordingDeps(false);
-    const alterations = setThree.slice(0, 2);
-    const pa = await plan([...a, ...ao], alterations, setBased);
-    const pb = await plan([...b, ...bo], alterations, inNode);
-    const ranges: [number, number][] = [
+    const { pa, pb, ra, rb } = await bothWays([...a, ...ao], [...b, ...bo], setThree.slice(0, 2), [
       [0, 20],
       [20, 30],
       [30, 40],
       [40, 50],
-    ];
-    const ra = await runBatches(setBased, pa, ranges);
-    const rb = await runBatches(inNode, pb, ranges);
+    ]);
     // Batches 2 to 4 were tried set-based, declined (nothing written) and ran in node: a finished instance,
     // scheduled work, a version the plan had not met (and, once met, one where the plan fails).
     expect(ra.map((r) => [took(r.sent, SET_BASED), took(r.sent, INSTANCE_READ)])).toEqual([
@@ -259,16 +260,10 @@ describe('a plan that only sets variables', () => {
       { type: 'ModifyVariable', variableId: '__proto__', value: 'new' },
       { type: 'ModifyVariable', variableId: 'note', value: 'x' },
     ];
-    const setBased = recordingDeps(true);
-    const inNode = recordingDeps(false);
-    const pa = await plan(a, alterations, setBased);
-    const pb = await plan(b, alterations, inNode);
-    const ranges: [number, number][] = [
+    const { pa, pb, ra } = await bothWays(a, b, alterations, [
       [0, 2],
       [2, 4],
-    ];
-    const ra = await runBatches(setBased, pa, ranges);
-    await runBatches(inNode, pb, ranges);
+    ]);
     expect(ra.map((r) => [took(r.sent, SET_BASED), took(r.sent, INSTANCE_READ)])).toEqual([
       [true, true],
       [true, false],
@@ -382,16 +377,10 @@ describe('a plan that only sets variables', () => {
   it('is reverted to the instances as they were, as a plan run in node is', async () => {
     const [a, b] = await twins(30);
     const before = await observed('none', a);
-    const setBased = recordingDeps(true);
-    const inNode = recordingDeps(false);
-    const pa = await plan(a, setThree, setBased);
-    const pb = await plan(b, setThree, inNode);
-    const ranges: [number, number][] = [
+    const { pa, pb, setBased, inNode } = await bothWays(a, b, setThree, [
       [0, 15],
       [15, 30],
-    ];
-    await runBatches(setBased, pa, ranges);
-    await runBatches(inNode, pb, ranges);
+    ]);
     await completePlan(setBased, pa);
     await completePlan(inNode, pb);
     const reverts = [];
