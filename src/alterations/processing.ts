@@ -364,10 +364,12 @@ async function runSetBasedBatch(
     ...batch,
     outcomes: await versionOutcomes(client, deps.definitions, args.planId, alterations),
   });
-  // Versions the plan had not met (its first batch, say): their outcomes worked out, the statement once more.
-  if (!result.taken && rememberVersions(args.planId, result.unmet)) {
+  // Versions without an outcome given (the plan's first batches, or met since by another batch): worked out,
+  // and the statement once more if one of them has an outcome now.
+  if (!result.taken && result.unmet.length > 0) {
+    rememberVersions(args.planId, result.unmet);
     const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations);
-    result = await runSetBased(client, { ...batch, outcomes });
+    if (result.unmet.some((v) => outcomes.has(v))) result = await runSetBased(client, { ...batch, outcomes });
   }
   const { taken, written } = result;
   if (!taken) return undefined;

@@ -41,16 +41,14 @@ export const setsVariablesOnly = (alterations: readonly Alteration[]): boolean =
 const MAX_PLANS = 256;
 const versionsByPlan = new Map<string, Set<string>>();
 
-/** Adds the versions to those the plan met; whether any was new. */
-export function rememberVersions(planId: string, versionIds: Iterable<string>): boolean {
+/** Adds the versions to those the plan met. */
+export function rememberVersions(planId: string, versionIds: Iterable<string>): void {
   let seen = versionsByPlan.get(planId);
   if (seen) versionsByPlan.delete(planId);
   else seen = new Set();
-  const before = seen.size;
   for (const id of versionIds) seen.add(id);
   versionsByPlan.set(planId, seen);
   if (versionsByPlan.size > MAX_PLANS) versionsByPlan.delete(versionsByPlan.keys().next().value!);
-  return seen.size > before;
 }
 
 /** One variable the alterations set: its name, its before-image pointer and the value. */

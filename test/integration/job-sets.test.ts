@@ -135,6 +135,9 @@ describe('jobs read from the frozen set', () => {
 
 describe('a batch', () => {
   const deps = (): ProcessingDeps => ({ pool: idle.workerPool, definitions: idle.definitions });
+  // The batch in node (a plan of other alterations than ModifyVariable runs there); the set-based batch of a
+  // ModifyVariable plan meets the same writers in test/integration/set-based-batches.test.ts.
+  const inNode = (): ProcessingDeps => ({ ...deps(), setBased: false });
 
   async function generatedPlan(count: number) {
     const { ids, filter } = await seed(idle, idleVersion, count);
@@ -181,7 +184,7 @@ describe('a batch', () => {
         `UPDATE workflow_instances SET revision = revision + 1, variables = variables || '{"note":"by its step"}' WHERE id = $1`,
         [target],
       );
-      const batch = runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 50 });
+      const batch = runJobBatch(inNode(), { planId, fromOrd: 0, toOrd: 50 });
       // The batch read the row as last committed, altered it, and waits on the row to write it.
       await waitsOnLock('UPDATE workflow_instances w SET revision');
       await other.query('COMMIT');
@@ -231,7 +234,7 @@ describe('a batch', () => {
         `UPDATE workflow_instances SET status = 'Running', sub_status = 'Suspended', revision = revision + 1 WHERE id = $1`,
         [target],
       );
-      const batch = runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 20 });
+      const batch = runJobBatch(inNode(), { planId, fromOrd: 0, toOrd: 20 });
       // The batch checks the refused instance's revision and waits on the writer's row lock to do it.
       await waitsOnLock('SELECT id, revision FROM workflow_instances');
       await other.query('COMMIT');
