@@ -312,12 +312,6 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     jobs.map((j) => j.instance_id),
     locked,
   );
-  // The versions met, so that the plan's next batches may run set-based.
-  if (setBased)
-    rememberVersions(
-      args.planId,
-      [...instances.values()].map((s) => s.definitionVersionId),
-    );
   const now = clock();
   // In time slices: a batch of instances with thousands of bookmarks each never holds the worker's event
   // loop (its heartbeats, its other slots, and under `npm start` the API) for long.
@@ -360,15 +354,16 @@ async function runSetBasedBatch(
     jobs,
     recordUndo: deps.recordUndo !== false,
   };
+  const slice = new TimeSlice();
   let result = await runSetBased(client, {
     ...batch,
-    outcomes: await versionOutcomes(client, deps.definitions, args.planId, alterations),
+    outcomes: await versionOutcomes(client, deps.definitions, args.planId, alterations, slice),
   });
   // Versions without an outcome given (the plan's first batches, or met since by another batch): worked out,
   // and the statement once more if one of them has an outcome now.
   if (!result.taken && result.unmet.length > 0) {
     rememberVersions(args.planId, result.unmet);
-    const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations);
+    const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations, slice);
     if (result.unmet.some((v) => outcomes.has(v))) result = await runSetBased(client, { ...batch, outcomes });
   }
   const { taken, written } = result;

@@ -5,6 +5,7 @@ import { JOB_STATUS, type Alteration } from './model.js';
 import { specOf } from './types/index.js';
 import type { ResolvedDefinitions } from './types/spec.js';
 import { variablePath } from './undo.js';
+import { TimeSlice } from '../vocabulary/time-slice.js';
 
 /**
  * A plan batch in one statement, for plans whose alterations only set variables (`setsVariablesOnly`, a
@@ -35,8 +36,8 @@ export const setsVariablesOnly = (alterations: readonly Alteration[]): boolean =
 
 /**
  * The definition versions a plan's batches met, by plan (this process's, least recently used dropped first):
- * a batch works out the outcomes of the versions the plan met so far; one that meets others learns them (from
- * its statement, which then runs again once, or from the batch in node).
+ * a batch works out the outcomes of the versions the plan met so far; one that meets others learns them from
+ * its statement, which then runs again once.
  */
 const MAX_PLANS = 256;
 const versionsByPlan = new Map<string, Set<string>>();
@@ -63,7 +64,12 @@ const isScalar = (v: unknown): v is PatchEntry[2] =>
  * undefined when an alteration fails there or sets a value that is not a JSON scalar. The instance throws when
  * `apply` reads anything else of it: a type marked `setsVariablesOnly` that did would not run set-based unnoticed.
  */
-function outcomeFor(alterations: readonly Alteration[], versionId: string, defs: ResolvedDefinitions) {
+async function outcomeFor(
+  alterations: readonly Alteration[],
+  versionId: string,
+  defs: ResolvedDefinitions,
+  slice: TimeSlice,
+): Promise<PatchEntry[] | undefined> {
   // Without a prototype: a variable named `__proto__` is a key like any other, as in the instance node reads.
   const variables: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   const held: Record<string, unknown> = { id: '(set-based)', definitionVersionId: versionId, variables };
@@ -73,7 +79,12 @@ function outcomeFor(alterations: readonly Alteration[], versionId: string, defs:
       throw new Error(`An alteration marked setsVariablesOnly read the instance's ${String(key)}`);
     },
   }) as unknown as AlterableState;
-  for (const a of alterations) if (specOf(a).apply(instance, a, defs) !== undefined) return undefined;
+  // A plan may carry some 28,000 alterations (a 1 MiB body) and meet many versions: the loop lets the event loop
+  // turn when its slice is spent, as the batch in node does between alterations.
+  for (const a of alterations) {
+    if (specOf(a).apply(instance, a, defs) !== undefined) return undefined;
+    await slice.yield();
+  }
   const entries: PatchEntry[] = [];
   for (const key of Object.keys(variables).sort()) {
     const value = variables[key];
@@ -89,6 +100,7 @@ export async function versionOutcomes(
   definitions: DefinitionCache,
   planId: string,
   alterations: readonly Alteration[],
+  slice: TimeSlice = new TimeSlice(),
 ): Promise<Map<string, PatchEntry[]>> {
   const outcomes = new Map<string, PatchEntry[]>();
   const seen = versionsByPlan.get(planId);
@@ -99,7 +111,7 @@ export async function versionOutcomes(
     if (def) defs.byId.set(id, def);
   }
   for (const id of defs.byId.keys()) {
-    const entries = outcomeFor(alterations, id, defs);
+    const entries = await outcomeFor(alterations, id, defs, slice);
     if (entries) outcomes.set(id, entries);
   }
   return outcomes;

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completePlan, generateJobs, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
+import { AlterationSchema } from '../../src/alterations/model.js';
+import { rememberVersions, versionOutcomes } from '../../src/alterations/set-based.js';
+import { TimeSlice } from '../../src/vocabulary/time-slice.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances, withoutWorkflows } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
@@ -372,6 +375,29 @@ describe('a plan that only sets variables', () => {
       [planId, a],
     );
     expect(rows[0]).toEqual({ jobs: 40, once: 40 });
+  });
+
+  it("works out a version's outcome of many alterations in time slices: the event loop turns meanwhile", async () => {
+    const planId = `slices-${++seq}`;
+    const alterations = Array.from({ length: 2000 }, (_, i) =>
+      AlterationSchema.parse({ type: 'ModifyVariable', variableId: 'amount', value: i }),
+    );
+    rememberVersions(planId, [version, otherVersion]);
+    const client = await h.workerPool.connect();
+    try {
+      // The definitions cached first: what follows does no I/O that would let the event loop turn anyway.
+      await versionOutcomes(client, h.definitions, planId, alterations.slice(0, 1));
+      let turned = false;
+      setImmediate(() => (turned = true));
+      const outcomes = await versionOutcomes(client, h.definitions, planId, alterations, new TimeSlice(undefined, 0));
+      expect(turned).toBe(true);
+      expect(Object.fromEntries(outcomes)).toEqual({
+        [version]: [['amount', '/variables/amount', 1999]],
+        [otherVersion]: [['amount', '/variables/amount', 1999]],
+      });
+    } finally {
+      client.release();
+    }
   });
 
   it('is reverted to the instances as they were, as a plan run in node is', async () => {
