@@ -43,7 +43,14 @@ import {
 } from './plans.js';
 import type { AlterableState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
-import { rememberVersions, runSetBased, setsVariablesOnly, versionOutcomes } from './set-based.js';
+import {
+  knowsVersions,
+  rememberVersions,
+  runSetBased,
+  setsVariablesOnly,
+  versionOutcomes,
+  versionsOf,
+} from './set-based.js';
 
 /**
  * Processing of a stored plan (src/alterations/plans.ts holds the store and its read model): the steps the
@@ -355,12 +362,16 @@ async function runSetBasedBatch(
     recordUndo: deps.recordUndo !== false,
   };
   const slice = new TimeSlice();
+  if (!knowsVersions(args.planId)) {
+    const ids = jobs.map((j) => j.instance_id);
+    rememberVersions(args.planId, await versionsOf(client, plan.tenant_id, ids));
+  }
   let result = await runSetBased(client, {
     ...batch,
     outcomes: await versionOutcomes(client, deps.definitions, args.planId, alterations, slice),
   });
-  // Versions without an outcome given (the plan's first batches, or met since by another batch): worked out,
-  // and the statement once more if one of them has an outcome now.
+  // Versions without an outcome given (met by no earlier batch of the plan in this process, or changed since the
+  // read above): worked out, and the statement once more if one of them has an outcome now.
   if (!result.taken && result.unmet.length > 0) {
     rememberVersions(args.planId, result.unmet);
     const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations, slice);

@@ -36,8 +36,9 @@ export const setsVariablesOnly = (alterations: readonly Alteration[]): boolean =
 
 /**
  * The definition versions a plan's batches met, by plan (this process's, least recently used dropped first):
- * a batch works out the outcomes of the versions the plan met so far; one that meets others learns them from
- * its statement, which then runs again once.
+ * a batch works out the outcomes of the versions the plan met so far. The plan's first batch in this process
+ * reads its instances' versions first (`versionsOf`); a later one that meets others learns them from its
+ * statement, which then runs again once.
  */
 const MAX_PLANS = 256;
 const versionsByPlan = new Map<string, Set<string>>();
@@ -50,6 +51,22 @@ export function rememberVersions(planId: string, versionIds: Iterable<string>): 
   for (const id of versionIds) seen.add(id);
   versionsByPlan.set(planId, seen);
   if (versionsByPlan.size > MAX_PLANS) versionsByPlan.delete(versionsByPlan.keys().next().value!);
+}
+
+/** Whether this process has met the plan's versions yet. */
+export const knowsVersions = (planId: string): boolean => versionsByPlan.has(planId);
+
+/**
+ * The definition versions of the tenant's instances among `ids`, read without a lock: what the plan's first
+ * batch works out before its statement, which would otherwise lock its instances only to name the versions it
+ * was not given, and run again. A version that changes meanwhile is met by the statement as any other.
+ */
+export async function versionsOf(client: pg.PoolClient, tenantId: string, ids: readonly string[]): Promise<string[]> {
+  const { rows } = await client.query<{ v: string }>(
+    'SELECT DISTINCT definition_version_id AS v FROM workflow_instances WHERE tenant_id = $1 AND id = ANY($2::text[])',
+    [tenantId, ids],
+  );
+  return rows.map((r) => r.v);
 }
 
 /** One variable the alterations set: its name, its before-image pointer and the value. */

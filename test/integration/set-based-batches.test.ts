@@ -9,7 +9,8 @@ import { approvalWithNote } from '../support/workflows.js';
 
 /**
  * A plan that only sets variables runs its batches as one statement in Postgres (src/alterations/set-based.ts)
- * (its first batch twice: it learns the instances' definition versions from the first). What it writes must be what the
+ * (its first batch reads its instances' definition versions first; a later one that meets another version learns
+ * it from its statement and sends it again). What it writes must be what the
  * batch in node writes: each case here runs the same plan over two identical sets of instances, one with batches
  * as they run in the service, one with every batch in node, at the same clock, and compares instance by instance
  * and job by job. The statements each batch sent are recorded, so that a case fails if the path it is about was
@@ -65,6 +66,7 @@ function recordingDeps(setBased: boolean): ProcessingDeps & { sent: string[][] }
 
 const SET_BASED = /^WITH j AS/;
 const INSTANCE_READ = /^SELECT id, tenant_id, definition_id, definition_version_id/;
+const VERSIONS_READ = /^SELECT DISTINCT definition_version_id/;
 const took = (statements: string[], what: RegExp) => statements.some((s) => what.test(s.trim()));
 
 /**
@@ -171,9 +173,10 @@ describe('a plan that only sets variables', () => {
       [20, 40],
       [40, 60],
     ]);
-    // All three ran set-based, without reading the instances into node; the first learned the version from its
-    // statement and sent it again.
-    expect(ra.map((r) => r.sent.filter((s) => SET_BASED.test(s.trim())).length)).toEqual([2, 1, 1]);
+    // All three ran set-based, without reading the instances into node, each in one statement: the first read its
+    // instances' versions before it.
+    expect(ra.map((r) => r.sent.filter((s) => SET_BASED.test(s.trim())).length)).toEqual([1, 1, 1]);
+    expect(ra.map((r) => took(r.sent, VERSIONS_READ))).toEqual([true, false, false]);
     expect(ra.map((r) => [took(r.sent, SET_BASED), took(r.sent, INSTANCE_READ)])).toEqual([
       [true, false],
       [true, false],
@@ -203,6 +206,24 @@ describe('a plan that only sets variables', () => {
       { from_ord: 20, completed: 20, failed: 0 },
       { from_ord: 40, completed: 20, failed: 0 },
     ]);
+  });
+
+  it('learns a version a later batch meets from its statement, and sends it again', async () => {
+    const [a, b] = await twins(20);
+    const [ao, bo] = await twins(10, otherVersion);
+    const { pa, pb, ra, rb } = await bothWays([...a, ...ao], [...b, ...bo], setAmount, [
+      [0, 20],
+      [20, 30],
+    ]);
+    // The second batch's instances are of a version the first did not meet: its statement named it, wrote nothing,
+    // and ran again with its outcome, still set-based.
+    expect(ra.map((r) => r.sent.filter((s) => SET_BASED.test(s.trim())).length)).toEqual([1, 2]);
+    expect(ra.map((r) => [took(r.sent, VERSIONS_READ), took(r.sent, INSTANCE_READ)])).toEqual([
+      [true, false],
+      [false, false],
+    ]);
+    expect(ra.map((r) => r.result)).toEqual(rb.map((r) => r.result));
+    expect(await observed(pa, [...a, ...ao])).toEqual(await observed(pb, [...b, ...bo]));
   });
 
   it('leaves to node a batch with a finished instance, one with scheduled work, one of a version it refuses: the same outcome', async () => {
