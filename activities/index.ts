@@ -7,8 +7,10 @@ import {
   pausePlan,
   readPlanControl,
   runJobBatch,
+  steppedAside,
   type ProcessingDeps,
 } from '../src/alterations/processing.js';
+import { stepsAside } from '../src/alterations/step-aside.js';
 import type { PauseReason } from '../src/alterations/model.js';
 import { checkSchedule, expireApproval } from '../src/alterations/governance.js';
 import { ZodError } from 'zod';
@@ -106,17 +108,20 @@ export function createActivities(deps: ActivityDeps) {
     generateJobs(planId: string) {
       return withHeartbeat(() => retryOnlyTransient('generateJobs', () => generateJobs(deps, planId), deps.logger));
     },
-    runJobBatch(args: { planId: string; fromOrd: number; toOrd: number; notBefore?: number }) {
+    runJobBatch(args: { planId: string; fromOrd: number; toOrd: number; notBefore?: number; mayStepAside?: boolean }) {
       const ctx = Context.current();
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
       const redispatch = ctx.info.attempt > 1;
-      const { notBefore, ...range } = args;
+      const { notBefore, mayStepAside, ...range } = args;
       // In flight from the slot's start: a throttled batch waiting for its time holds the slot too.
       const ended = deps.planMetrics?.batchStarted();
       return withHeartbeat(async () => {
         // A throttled plan's batch starts at its time (sub-second spacing, which durable timers do not give).
         const wait = notBefore === undefined ? 0 : notBefore - Date.now();
         if (wait > 0) await ctx.sleep(Math.min(wait, 60_000));
+        // Another tenant's plan is starting: this batch gives its slot back to it, once (src/alterations/step-aside.ts).
+        if (mayStepAside && !redispatch && (await stepsAside(deps, range.planId, (ms) => ctx.sleep(ms))))
+          return retryOnlyTransient('runJobBatch', () => steppedAside(deps, range.planId), deps.logger);
         return retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...range, redispatch }), deps.logger);
       }).finally(() => ended?.());
     },

@@ -55,6 +55,11 @@ const BATCH_QUEUE_PATCH = 'plan-batch-queue';
  * timers for them to open.
  */
 const GOVERNANCE_PATCH = 'plan-governance';
+/**
+ * Since this patch: a batch on the batches queue may step aside for another tenant's plan that is starting
+ * (src/alterations/step-aside.ts), and its range then runs again next.
+ */
+const STEP_ASIDE_PATCH = 'plan-step-aside';
 /** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
@@ -347,7 +352,7 @@ async function runBatches(
     if (step.kind === 'wait') await Promise.race(inFlight);
     else if (step.kind === 'pause') plan.steer(await pausePlan(planId, step.reason), Date.now());
     else if (step.kind === 'throttle') await condition(() => plan.controlChanged, step.ms);
-    else inFlight.add(startBatch(plan, input, o, step.batch, show, inFlight));
+    else inFlight.add(startBatch(plan, input, o, step, show, inFlight));
   }
   await Promise.all(inFlight);
 }
@@ -357,10 +362,12 @@ function startBatch(
   plan: PlanScheduler,
   input: AlterationPlanInput,
   o: { total: number; batchQueue: boolean; state: PlanWorkflowProgress },
-  batch: BatchRange,
+  { batch, mayStepAside }: { batch: BatchRange; mayStepAside: boolean },
   show: (status: WorkflowStatus) => PlanWorkflowProgress,
   inFlight: Set<Promise<void>>,
 ): Promise<void> {
+  // On the batches queue since STEP_ASIDE_PATCH: a batch may give its slot to another tenant's starting plan.
+  const aside = o.batchQueue && mayStepAside && patched(STEP_ASIDE_PATCH) ? { mayStepAside: true } : {};
   const summary = `jobs ${number(batch.fromOrd)}–${number(batch.toOrd - 1)} of ${number(o.total)}`;
   const p: Promise<void> = runJobBatch
     .executeWithOptions(
@@ -373,7 +380,7 @@ function startBatch(
             priority: { fairnessWeight: batchWeight(o.total) },
           }
         : { summary },
-      [{ planId: input.planId, ...batch }],
+      [{ planId: input.planId, ...batch, ...aside }],
     )
     .then((r) => {
       // The batch's own counts, exact even when a retried attempt found its jobs already done.

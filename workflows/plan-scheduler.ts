@@ -42,6 +42,8 @@ export interface BatchOutcome {
   stop: boolean;
   /** The batch read Paused and did nothing: its range runs again after the resume. */
   paused: boolean;
+  /** The batch gave its slot to another tenant's plan that is starting: its range runs again next. */
+  steppedAside?: boolean;
   control: PlanControl;
 }
 
@@ -66,7 +68,7 @@ export type PlanStep =
   | { kind: 'wait' }
   | { kind: 'pause'; reason: PauseReason }
   | { kind: 'throttle'; ms: number }
-  | { kind: 'start'; batch: BatchRange }
+  | { kind: 'start'; batch: BatchRange; mayStepAside: boolean }
   | { kind: 'endRun' }
   | { kind: 'done' };
 
@@ -80,6 +82,12 @@ const THROTTLE_CREDIT_MS = 1_000;
  * (server timers fire about a second late, too coarse for batches a quarter second apart).
  */
 const THROTTLE_AHEAD_MS = 2_000;
+
+/**
+ * After a batch stepped aside for another tenant's starting plan, the batches started within this long (workflow
+ * time) do not step aside: a plan gives way about once per window of batches for each start, not batch by batch.
+ */
+export const STEP_ASIDE_QUIET_MS = 2_000;
 
 /** Plans started between `plan-local-steps` and `plan-even-batches`: a plan of fewer than window x this
  * many batches of the configured size runs smaller batches... */
@@ -154,6 +162,10 @@ export class PlanScheduler {
   private startedThisRun = 0;
   /** Batches started whose result has not come back. */
   private running = 0;
+  /** Ranges (by fromOrd) that stepped aside once: they run next, and do not step aside again. */
+  private readonly steppedAside = new Set<number>();
+  /** Workflow time until which the batches it starts do not step aside (STEP_ASIDE_QUIET_MS after one did). */
+  private asideUntil = 0;
 
   constructor(o: SchedulerOptions) {
     const carried = o.carried;
@@ -252,7 +264,8 @@ export class PlanScheduler {
 
   /**
    * A batch came back: its counts, or (it read Paused, or a finished plan) its range to run again after a
-   * resume (a finished plan runs it never, and counts its jobs as the plan view does: cancelled). Too many
+   * resume (a finished plan runs it never, and counts its jobs as the plan view does: cancelled), or (it
+   * stepped aside) its range to run next. Too many
    * failures (past `stopOnFailureRatio`, once at least max(canary, 100) jobs are done) pause the plan next.
    */
   batchEnded(range: BatchRange, outcome: BatchOutcome, now: number): void {
@@ -261,6 +274,12 @@ export class PlanScheduler {
     if (outcome.stop) this.stopped = true;
     if (outcome.paused || outcome.stop) {
       this.redo.push([range.fromOrd, range.toOrd]);
+      return;
+    }
+    if (outcome.steppedAside) {
+      this.redo.unshift([range.fromOrd, range.toOrd]);
+      this.steppedAside.add(range.fromOrd);
+      this.asideUntil = now + STEP_ASIDE_QUIET_MS;
       return;
     }
     this.counts.completed += outcome.batch.completed;
@@ -363,6 +382,14 @@ export class PlanScheduler {
     }
     this.startedThisRun++;
     this.running++;
-    return { kind: 'start', batch: { fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) } };
+    // A range that stepped aside runs when it comes again, and so do the batches started soon after one did
+    // (else each new range would step aside in turn until the other plan's batches are queued); a throttled
+    // plan's batches never step aside.
+    const mayStepAside = !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil;
+    return {
+      kind: 'start',
+      batch: { fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) },
+      mayStepAside,
+    };
   }
 }

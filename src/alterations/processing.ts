@@ -191,6 +191,11 @@ export interface BatchResult {
   stop: boolean;
   /** The plan is Paused: this batch did nothing and is to run again after a resume. */
   paused: boolean;
+  /**
+   * The batch did nothing and gave its slot back to another tenant's plan that is starting
+   * (src/alterations/step-aside.ts): its range runs again at once. Absent otherwise.
+   */
+  steppedAside?: true;
   /** The plan's steering as this batch read it. */
   control: PlanControl;
 }
@@ -538,6 +543,17 @@ function beforeImages(
 }
 
 const NOTHING_DONE = { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0 };
+
+/** What a batch that stepped aside answers: nothing done, its range to run again (src/alterations/step-aside.ts). */
+export async function steppedAside(deps: ProcessingDeps, planId: string): Promise<BatchResult> {
+  return {
+    ...NOTHING_DONE,
+    stop: false,
+    paused: false,
+    steppedAside: true,
+    control: await readPlanControl(deps, planId),
+  };
+}
 
 /**
  * After the commit: what the workflow is told. A finished plan stops it; a paused one has this range run

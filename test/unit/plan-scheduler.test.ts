@@ -7,6 +7,7 @@ import {
   PlanScheduler,
   type PlanStep,
   type SchedulerOptions,
+  STEP_ASIDE_QUIET_MS,
 } from '../../workflows/plan-scheduler.js';
 
 // The plan workflow's batch scheduling on its own (workflows/plan-scheduler.ts): which range runs next and
@@ -104,7 +105,7 @@ describe('the window of batches in flight', () => {
     ]);
     expect(then).toEqual({ kind: 'wait' });
     s.batchEnded(started[0]!, ran(started[0]!, control()), 10);
-    expect(s.next(10, 3, false)).toEqual({ kind: 'start', batch: { fromOrd: 400, toOrd: 500 } });
+    expect(s.next(10, 3, false)).toEqual({ kind: 'start', batch: { fromOrd: 400, toOrd: 500 }, mayStepAside: true });
   });
 
   it('keeps one window under a rate, whatever the queue', () => {
@@ -133,7 +134,11 @@ describe('the rate', () => {
       { fromOrd: 10, toOrd: 20, notBefore: 500 },
     ]);
     s.batchEnded(first.started[0]!, ran(first.started[0]!, c), 260);
-    expect(s.next(260, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 20, toOrd: 30, notBefore: 750 } });
+    expect(s.next(260, 1, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 20, toOrd: 30, notBefore: 750 },
+      mayStepAside: false,
+    });
   });
 
   it('waits on a durable timer for a batch due more than 2 s ahead, then starts that same range', () => {
@@ -144,7 +149,11 @@ describe('the rate', () => {
     expect(started.map((b) => b.notBefore)).toEqual([500, 1000, 1500, 2000]);
     // The fifth is due at 2500: a timer of 1.5 s, so that it is started 1 s before it is due.
     expect(then).toEqual({ kind: 'throttle', ms: 1500 });
-    expect(s.next(1500, 4, false)).toEqual({ kind: 'start', batch: { fromOrd: 4, toOrd: 5, notBefore: 2500 } });
+    expect(s.next(1500, 4, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 4, toOrd: 5, notBefore: 2500 },
+      mayStepAside: false,
+    });
   });
 
   it('lets a plan that fell behind catch up by at most a second', () => {
@@ -178,14 +187,22 @@ describe('the rate', () => {
     };
     const s = scheduler({ total: 20, control: c, window: 8, carried });
     expect(s.next(0, 0, false)).toEqual({ kind: 'throttle', ms: 4500 });
-    expect(s.next(4500, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 10, toOrd: 11, notBefore: 5500 } });
+    expect(s.next(4500, 0, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 10, toOrd: 11, notBefore: 5500 },
+      mayStepAside: false,
+    });
   });
 
   it('opens a new account on a resume: the first batch after it is spaced from the resume, not caught up', () => {
     const c = control({ rollout: { rate: 2 } });
     const s = scheduler({ control: control({ ...c, status: PAUSED, pauseReason: 'manual' }), now: 0 });
     s.steer(control({ ...c, steering: 1 }), 60_000);
-    expect(s.next(60_000, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 1, notBefore: 60_500 } });
+    expect(s.next(60_000, 0, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 0, toOrd: 1, notBefore: 60_500 },
+      mayStepAside: false,
+    });
   });
 
   it('opens a new account when it changes, so a raised rate goes faster from the next batch', () => {
@@ -196,7 +213,11 @@ describe('the rate', () => {
     const fast = control({ rollout: { rate: 400 }, steering: 1 }); // batches of 100, 250 ms apart
     s.steer(fast, 100);
     s.batchEnded(b!, ran(b!, fast), 250);
-    expect(s.next(250, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 1, toOrd: 101, notBefore: 350 } });
+    expect(s.next(250, 0, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 1, toOrd: 101, notBefore: 350 },
+      mayStepAside: false,
+    });
   });
 });
 
@@ -240,7 +261,7 @@ describe('stopOnFailureRatio', () => {
     const first = startAll(s, 0).started; // [0,50) and [50,100)
     s.batchEnded(first[0]!, ran(first[0]!, c, 50), 1);
     // 50 done, all failed: not yet (fewer than 100 finished).
-    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 150 } });
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 150 }, mayStepAside: true });
     s.batchEnded(first[1]!, ran(first[1]!, c, 0), 2);
     // 100 done, 50 failed: 0.5 > 0.2; the batch in flight finishes first.
     expect(s.next(2, 1, false)).toEqual({ kind: 'wait' });
@@ -254,7 +275,7 @@ describe('stopOnFailureRatio', () => {
     const first = startAll(s, 0).started;
     for (const b of first) s.batchEnded(b, ran(b, c, 1), 1);
     // 200 done with failures, fewer than the canary's 300: it goes on.
-    expect(s.next(1, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 } });
+    expect(s.next(1, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: true });
   });
 });
 
@@ -274,6 +295,53 @@ describe('pausing and stopping', () => {
       [100, 200],
       [200, 300],
     ]);
+  });
+
+  it('runs a range that stepped aside for another tenant next, and lets it step aside only once', () => {
+    const s = scheduler();
+    const [a, b] = startAll(s, 0).started;
+    const aside = {
+      batch: { completed: 0, failed: 0 },
+      stop: false,
+      paused: false,
+      steppedAside: true,
+      control: control(),
+    };
+    s.batchEnded(b!, aside, 1);
+    // The range comes again at once, ahead of the ranges not started yet, and this time it runs.
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 200 }, mayStepAside: false });
+    expect(s.next(1, 2, false)).toEqual({ kind: 'wait' });
+    s.batchEnded(a!, ran(a!, control()), 2);
+    // The next new range, started soon after, does not step aside either.
+    expect(s.next(2, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: false });
+    // Nothing counted for the batch that stepped aside.
+    expect(s.counts).toEqual({ completed: 100, failed: 0, batchesDone: 1 });
+  });
+
+  it('starts its batches without stepping aside for STEP_ASIDE_QUIET_MS after one did', () => {
+    const s = scheduler();
+    const [a, b] = startAll(s, 0).started;
+    const aside = {
+      batch: { completed: 0, failed: 0 },
+      stop: false,
+      paused: false,
+      steppedAside: true,
+      control: control(),
+    };
+    s.batchEnded(a!, aside, 1000);
+    s.batchEnded(b!, ran(b!, control()), 1000);
+    expect(s.next(1000, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
+    expect(s.next(1000 + STEP_ASIDE_QUIET_MS - 1, 1, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 200, toOrd: 300 },
+      mayStepAside: false,
+    });
+    s.batchEnded({ fromOrd: 0, toOrd: 100 }, ran({ fromOrd: 0, toOrd: 100 }, control()), 1000 + STEP_ASIDE_QUIET_MS);
+    expect(s.next(1000 + STEP_ASIDE_QUIET_MS, 1, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 300, toOrd: 400 },
+      mayStepAside: true,
+    });
   });
 
   it('ignores a reading of the plan row older than the one it has', () => {

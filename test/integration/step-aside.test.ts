@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PLAN_STATUS } from '../../src/alterations/model.js';
+import { STARTING_MS, stepsAside, WAIT_MS } from '../../src/alterations/step-aside.js';
+import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { seedInstances } from '../support/seed.js';
+import { approvalWithNote } from '../support/workflows.js';
+
+/**
+ * A plan's batch steps aside for another tenant's plan that is starting (src/alterations/step-aside.ts): it
+ * waits while that plan generates its jobs, then gives its slot back, once per range. The plans here stand in
+ * for other tenants' plans as rows (no workflow runs them), so that the plan under test meets them every time.
+ */
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness({ alterations: { batchSize: 100, window: 2, batchesPerRun: 500 } });
+});
+afterAll(() => h?.close());
+
+const rows: string[] = [];
+/** A plan row of `tenantId` with `status`, started `agoMs` ago. */
+async function planRow(tenantId: string, status: number, agoMs = 0): Promise<string> {
+  const id = randomUUID();
+  await h.pool.query(
+    `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, started_at)
+     VALUES ($1, $2, '[]', '{}', 'step-aside', $3, now(), now() - $4 * interval '1 millisecond')`,
+    [id, tenantId, status, agoMs],
+  );
+  rows.push(id);
+  return id;
+}
+// Left starting, they would make other tests' batches step aside: ended after each test.
+afterEach(async () => {
+  await h.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = ANY($1)', [rows, PLAN_STATUS.Cancelled]);
+  rows.length = 0;
+});
+
+const deps = () => ({ pool: h.pool });
+
+describe("a plan's batch", () => {
+  it("steps aside for another tenant's plan that has its jobs and no batch done, not for its own tenant's, nor an old one", async () => {
+    const mine = await planRow('aside-a', PLAN_STATUS.Running);
+    const slept: number[] = [];
+    const sleep = async (ms: number) => void slept.push(ms);
+    await planRow('aside-a', PLAN_STATUS.Dispatching);
+    await planRow('aside-a', PLAN_STATUS.Generating);
+    await planRow('aside-b', PLAN_STATUS.Dispatching, STARTING_MS + 1000);
+    await planRow('aside-b', PLAN_STATUS.Running);
+    expect(await stepsAside(deps(), mine, sleep)).toBe(false);
+    await planRow('aside-b', PLAN_STATUS.Dispatching);
+    expect(await stepsAside(deps(), mine, sleep)).toBe(true);
+    expect(slept).toEqual([]);
+  });
+
+  it("waits while another tenant's plan generates its jobs, then steps aside", async () => {
+    const mine = await planRow('aside-a', PLAN_STATUS.Running);
+    const other = await planRow('aside-b', PLAN_STATUS.Generating);
+    let slept = 0;
+    const sleep = async () => {
+      if (++slept === 3)
+        await h.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1', [other, PLAN_STATUS.Dispatching]);
+    };
+    expect(await stepsAside(deps(), mine, sleep)).toBe(true);
+    expect(slept).toBe(3);
+    // A generation that runs into its first batch before this one looks again: nothing to step aside for.
+    await h.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1', [other, PLAN_STATUS.Running]);
+    expect(await stepsAside(deps(), mine, sleep)).toBe(false);
+  });
+
+  it('waits at most WAIT_MS for a generation that does not end, then steps aside', async () => {
+    const mine = await planRow('aside-a', PLAN_STATUS.Running);
+    await planRow('aside-b', PLAN_STATUS.Generating);
+    const t0 = performance.now();
+    expect(await stepsAside(deps(), mine, (ms) => new Promise((r) => setTimeout(r, ms)))).toBe(true);
+    const waited = performance.now() - t0;
+    expect(waited).toBeGreaterThanOrEqual(WAIT_MS - 5);
+    expect(waited).toBeLessThan(WAIT_MS + 2000);
+  });
+});
+
+describe('a plan whose batches step aside', () => {
+  it('runs each range again at once, without stepping aside twice, and completes every job', async () => {
+    const key = await h.keyWith(['*'], 'aside-plan');
+    const def = await h.request('POST', '/workflow-definitions', { key, body: approvalWithNote('aside-plan') });
+    await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 400, tenantId: 'aside-plan' });
+    // Another tenant's plan, starting for as long as this plan runs.
+    await planRow('aside-other', PLAN_STATUS.Dispatching);
+    const r = await h.request('POST', '/alterations/submit', {
+      key,
+      body: {
+        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }],
+        filter: { definitionIds: ['aside-plan'] },
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    const planId = r.body.planId as string;
+    const view = await eventually(async () => {
+      const v = await h.request('GET', `/alterations/${planId}`, { key });
+      return v.body.plan.status === PLAN_STATUS.Completed ? v.body.plan : undefined;
+    }, 'the plan to complete');
+    expect(view.jobCounts).toMatchObject({ total: 400, completed: 400, failed: 0 });
+    const { rows: altered } = await h.pool.query(
+      `SELECT count(*)::int AS n FROM workflow_instances WHERE tenant_id = 'aside-plan' AND variables->>'amount' = '5'`,
+    );
+    expect(altered[0].n).toBe(400);
+
+    // Its history: every range stepped aside once (nothing done), then ran.
+    const history = await h.client.workflow.getHandle(`alteration-plan-${planId}`).fetchHistory();
+    const scheduled = new Map<string, { fromOrd: number; mayStepAside?: boolean }>();
+    const outcomes: { fromOrd: number; steppedAside: boolean }[] = [];
+    const decode = (p: { data?: Uint8Array | null } | undefined) => JSON.parse(Buffer.from(p!.data!).toString('utf8'));
+    for (const e of history.events ?? []) {
+      const a = e.activityTaskScheduledEventAttributes;
+      if (a?.activityType?.name === 'runJobBatch') scheduled.set(String(e.eventId), decode(a.input!.payloads![0]!));
+      const c = e.activityTaskCompletedEventAttributes;
+      if (c && scheduled.has(String(c.scheduledEventId))) {
+        const result = decode(c.result!.payloads![0]!);
+        outcomes.push({
+          fromOrd: scheduled.get(String(c.scheduledEventId))!.fromOrd,
+          steppedAside: !!result.steppedAside,
+        });
+      }
+    }
+    const ranges = [...new Set(outcomes.map((o) => o.fromOrd))].sort((x, y) => x - y);
+    expect(ranges).toEqual([0, 100, 200, 300]);
+    for (const from of ranges) {
+      expect(outcomes.filter((o) => o.fromOrd === from).map((o) => o.steppedAside)).toEqual([true, false]);
+    }
+  });
+});
