@@ -9,6 +9,7 @@ import type { JobCounts, JobView, PlanSummaryView, PlanView } from './views.js';
 import { mapInSlices } from '../vocabulary/time-slice.js';
 import type { Approval, PrincipalRef } from './governance.js';
 import { type Schedule, scheduleState } from './schedule.js';
+import { REVERT_COUNTS } from './reverts.js';
 import {
   type Alteration,
   type Filter,
@@ -669,7 +670,8 @@ export async function changeRollout(
 /**
  * Stores the plan that reverts a finished plan: its jobs (made when it runs) restore each instance a
  * Completed job of the original changed, unless something wrote the instance since. 409 while the original
- * is not finished, or when it was reverted already (naming that plan; the same id again is idempotent).
+ * is not finished, or when it was reverted already (naming that plan; the same id again is idempotent). A
+ * revert rejected, withdrawn or expired while held for approval does not count: the plan can be reverted again.
  */
 export async function submitRevert(
   pool: pg.Pool,
@@ -686,13 +688,15 @@ export async function submitRevert(
     );
     const original = rows[0];
     if (!original) throw new NotFoundError(`Plan ${planId} not found`);
-    const existing = await client.query<{ id: string }>('SELECT id FROM alteration_plans WHERE revert_of = $1', [
-      planId,
-    ]);
-    const revert = existing.rows[0];
-    if (revert && (id === undefined || id !== revert.id))
-      throw new ConflictError(`Plan ${planId} was already reverted by plan ${revert.id}`);
-    if (revert) return { planId: revert.id, original };
+    // Its reverts: the same id again is the same revert, whatever became of it; one that counts (not rejected,
+    // withdrawn or expired while held for approval) is the plan's one revert.
+    const existing = await client.query<{ id: string; counts: boolean }>(
+      `SELECT id, ${REVERT_COUNTS} AS counts FROM alteration_plans WHERE revert_of = $1`,
+      [planId],
+    );
+    if (id !== undefined && existing.rows.some((r) => r.id === id)) return { planId: id, original };
+    const revert = existing.rows.find((r) => r.counts);
+    if (revert) throw new ConflictError(`Plan ${planId} was already reverted by plan ${revert.id}`);
     if (!isFinished(original.status))
       throw new ConflictError(
         `Plan ${planId} is ${statusName(original.status)}: only a Completed, Failed or Cancelled plan can be reverted`,

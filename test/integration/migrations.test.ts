@@ -167,6 +167,30 @@ describe('migrations', () => {
     expect(rows).toEqual([{ convalidated: true }]);
   });
 
+  it("024: a revert rejected, withdrawn or expired while held no longer counts as its plan's one revert", async () => {
+    const { pool } = await migratedDatabase(23);
+    const plan = (id: string, status: number, revertOf: string | null, state: string | null = null) =>
+      pool.query(
+        `INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, created_at, revert_of, approval)
+         VALUES ($1, 'default', '[]', '{}', 'h', $2, now(), $3, $4::jsonb)`,
+        [id, status, revertOf, state === null ? null : JSON.stringify({ state })],
+      );
+    await plan('p', 4, null);
+    await plan('r-rejected', 6, 'p', 'Rejected');
+    // Before 024 the rejected revert holds the plan's one place.
+    await expect(plan('r-before', 8, 'p', 'Pending')).rejects.toMatchObject({ code: '23505' });
+    expect(await migrate(pool)).toEqual([24]);
+    await plan('r-withdrawn', 6, 'p', 'Withdrawn');
+    await plan('r-expired', 6, 'p', 'Expired');
+    await plan('r-held', 8, 'p', 'Pending');
+    // One that counts still holds it: held, approved and run, or cancelled after it ran.
+    await expect(plan('r-second', 0, 'p')).rejects.toMatchObject({ code: '23505' });
+    await pool.query(
+      'UPDATE alteration_plans SET status = 6, approval = approval || \'{"state": "Approved"}\' WHERE id = \'r-held\'',
+    );
+    await expect(plan('r-third', 0, 'p')).rejects.toMatchObject({ code: '23505' });
+  });
+
   it("a migration waits as long as it must, whatever the pool's statement timeout (023 behind a lock held 1.5 s)", async () => {
     const { url, pool } = await migratedDatabase(22, { max: 2, statementTimeoutMs: 500 });
     // Another transaction holds the lock VALIDATE takes, for three times the pool's statement timeout.
@@ -176,7 +200,7 @@ describe('migrations', () => {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE workflow_instances IN SHARE UPDATE EXCLUSIVE MODE');
       const released = sleep(1_500).then(() => holder.query('COMMIT'));
-      expect(await migrate(pool)).toEqual([23]);
+      expect(await migrate(pool)).toEqual([23, 24]);
       await released;
     } finally {
       await holder.end();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revertingPlanId } from '../../src/alterations/reverts.js';
 import { planWorkflowId } from '../../src/temporal/names.js';
 import { progressQuery } from '../../workflows/alteration-plan.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
@@ -667,6 +668,61 @@ describe('a revert under the policy', () => {
       expect((await approve(revertId, bearer(p.bob.token))).status).toBe(202);
       await untilPlan(revertId, (pl) => pl.status === 4, 'to complete');
       expect(await amounts([changed!, kept!])).toEqual([5, 0]);
+    } finally {
+      await h.request('PUT', '/alterations/policy', { body: NEVER });
+    }
+  });
+});
+
+describe('a revert rejected or withdrawn while held', () => {
+  it("does not count as its plan's revert: the plan can be reverted again, and its page names the revert that counts", async () => {
+    const { ids, filter } = await seed(2);
+    const done = await submit({ alterations: setAmount(4), filter });
+    await untilPlan(done, (pl) => pl.status === 4, 'to complete');
+    expect(
+      (
+        await h.request('PUT', '/alterations/policy', {
+          body: { approval: 'always', approvalThreshold: null, approvalTtlSeconds: 3600 },
+        })
+      ).status,
+    ).toBe(200);
+    const revert = async (body: object = {}) => h.request('POST', `/alterations/${done}/revert`, { body });
+    const { rows } = await h.pool.query('SELECT tenant_id FROM alteration_plans WHERE id = $1', [done]);
+    const revertedBy = () => revertingPlanId(h.pool, rows[0].tenant_id, done);
+    try {
+      const first = await revert();
+      expect(first.status, JSON.stringify(first.body)).toBe(202);
+      const r1 = first.body.planId as string;
+      await workflowStatus(r1, 'AwaitingApproval');
+      expect(await revertedBy()).toBe(r1);
+      expect((await reject(r1, bearer(p.bob.token), { comment: 'not this one' })).status).toBe(202);
+      expect((await view(r1)).plan.approval.state).toBe('Rejected');
+      expect(await revertedBy()).toBeNull();
+      // The same id again is still that revert; another revert is a new plan, held in turn.
+      const same = await revert({ id: r1 });
+      expect([same.status, same.body.planId]).toEqual([202, r1]);
+      const second = await revert();
+      expect(second.status, JSON.stringify(second.body)).toBe(202);
+      const r2 = second.body.planId as string;
+      expect(r2).not.toBe(r1);
+      await workflowStatus(r2, 'AwaitingApproval');
+      expect(await revertedBy()).toBe(r2);
+      // While it is held it is the plan's one revert.
+      const third = await revert();
+      expect(third.status).toBe(409);
+      expect(third.body.detail).toBe(`Plan ${done} was already reverted by plan ${r2}`);
+      // Withdrawn by who asked for it, it no longer counts either; a third revert, approved, restores.
+      expect((await h.request('POST', `/alterations/${r2}/cancel`)).status).toBe(202);
+      expect((await view(r2)).plan.approval.state).toBe('Withdrawn');
+      const last = await revert();
+      expect(last.status, JSON.stringify(last.body)).toBe(202);
+      const r3 = last.body.planId as string;
+      await workflowStatus(r3, 'AwaitingApproval');
+      expect((await approve(r3, bearer(p.bob.token))).status).toBe(202);
+      await untilPlan(r3, (pl) => pl.status === 4, 'to complete');
+      expect(await amounts(ids)).toEqual([0, 0]);
+      expect(await revertedBy()).toBe(r3);
+      expect((await revert()).status).toBe(409);
     } finally {
       await h.request('PUT', '/alterations/policy', { body: NEVER });
     }
