@@ -279,6 +279,15 @@ describe('stopOnFailureRatio', () => {
   });
 });
 
+/** The outcome of a batch that stepped aside for another tenant's starting plan: nothing done. */
+const steppedAside = () => ({
+  batch: { completed: 0, failed: 0 },
+  stop: false,
+  paused: false,
+  steppedAside: true,
+  control: control(),
+});
+
 describe('pausing and stopping', () => {
   it('lets the batches in flight drain when paused; one that read Paused runs again first after the resume', () => {
     const s = scheduler();
@@ -300,14 +309,7 @@ describe('pausing and stopping', () => {
   it('runs a range that stepped aside for another tenant next, and lets it step aside only once', () => {
     const s = scheduler();
     const [a, b] = startAll(s, 0).started;
-    const aside = {
-      batch: { completed: 0, failed: 0 },
-      stop: false,
-      paused: false,
-      steppedAside: true,
-      control: control(),
-    };
-    s.batchEnded(b!, aside, 1);
+    s.batchEnded(b!, steppedAside(), 1);
     // The range comes again at once, ahead of the ranges not started yet, and this time it runs.
     expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 200 }, mayStepAside: false });
     expect(s.next(1, 2, false)).toEqual({ kind: 'wait' });
@@ -321,14 +323,7 @@ describe('pausing and stopping', () => {
   it('starts its batches without stepping aside for STEP_ASIDE_QUIET_MS after one did', () => {
     const s = scheduler();
     const [a, b] = startAll(s, 0).started;
-    const aside = {
-      batch: { completed: 0, failed: 0 },
-      stop: false,
-      paused: false,
-      steppedAside: true,
-      control: control(),
-    };
-    s.batchEnded(a!, aside, 1000);
+    s.batchEnded(a!, steppedAside(), 1000);
     s.batchEnded(b!, ran(b!, control()), 1000);
     expect(s.next(1000, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
     expect(s.next(1000 + STEP_ASIDE_QUIET_MS - 1, 1, false)).toEqual({
