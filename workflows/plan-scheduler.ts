@@ -32,6 +32,10 @@ export interface PlanProgress {
   /** The throttle's account: jobs started since `since` (workflow time, ms). */
   throttle?: { since: number; jobs: number };
   control?: PlanControl;
+  /** Ranges in `redo` (by fromOrd) that stepped aside: they do not step aside again. Absent when none. */
+  steppedAside?: number[];
+  /** Workflow time until which no batch steps aside (STEP_ASIDE_QUIET_MS after one did). Absent when never. */
+  asideUntil?: number;
 }
 
 /** What a batch activity answers that steers the plan (src/alterations/processing.ts BatchResult). */
@@ -85,7 +89,9 @@ const THROTTLE_AHEAD_MS = 2_000;
 
 /**
  * After a batch stepped aside for another tenant's starting plan, the batches started within this long (workflow
- * time) do not step aside: a plan gives way about once per window of batches for each start, not batch by batch.
+ * time) do not step aside. With one batch in flight at a time allowed to step aside (`probing`), a plan that
+ * other tenants' starts keep meeting loses at most one slot, for at most 1 s (src/alterations/step-aside.ts
+ * WAIT_MS), in every STEP_ASIDE_QUIET_MS and more.
  */
 export const STEP_ASIDE_QUIET_MS = 2_000;
 
@@ -165,7 +171,9 @@ export class PlanScheduler {
   /** Ranges (by fromOrd) that stepped aside once: they run next, and do not step aside again. */
   private readonly steppedAside = new Set<number>();
   /** Workflow time until which the batches it starts do not step aside (STEP_ASIDE_QUIET_MS after one did). */
-  private asideUntil = 0;
+  private asideUntil: number;
+  /** The range in flight that may step aside, if any (by fromOrd): one at a time. */
+  private readonly probing = new Set<number>();
 
   constructor(o: SchedulerOptions) {
     const carried = o.carried;
@@ -185,6 +193,8 @@ export class PlanScheduler {
     const canary = this.canary();
     this.canaryDone = carried?.canaryDone ?? !(canary !== null && canary < o.total);
     this.throttle = carried?.throttle ?? { since: o.now, jobs: 0 };
+    for (const from of carried?.steppedAside ?? []) this.steppedAside.add(from);
+    this.asideUntil = carried?.asideUntil ?? 0;
     this.steer(o.control, o.now);
   }
 
@@ -270,6 +280,7 @@ export class PlanScheduler {
    */
   batchEnded(range: BatchRange, outcome: BatchOutcome, now: number): void {
     this.running--;
+    this.probing.delete(range.fromOrd);
     this.steer(outcome.control, now);
     if (outcome.stop) this.stopped = true;
     if (outcome.paused || outcome.stop) {
@@ -329,6 +340,9 @@ export class PlanScheduler {
       canaryDone: this.canaryDone,
       throttle: this.throttle,
       control: this.controlNow,
+      // Only when set: a run that never stepped aside carries what runs carried before.
+      ...(this.steppedAside.size > 0 ? { steppedAside: [...this.steppedAside] } : {}),
+      ...(this.asideUntil > 0 ? { asideUntil: this.asideUntil } : {}),
     };
   }
 
@@ -382,10 +396,12 @@ export class PlanScheduler {
     }
     this.startedThisRun++;
     this.running++;
-    // A range that stepped aside runs when it comes again, and so do the batches started soon after one did
-    // (else each new range would step aside in turn until the other plan's batches are queued); a throttled
-    // plan's batches never step aside.
-    const mayStepAside = !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil;
+    // One batch in flight at a time may step aside. A range that stepped aside runs when it comes again, and so
+    // do the batches started soon after one did (else each new range would step aside in turn until the other
+    // plan's batches are queued); a throttled plan's batches never step aside.
+    const mayStepAside =
+      !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil && this.probing.size === 0;
+    if (mayStepAside) this.probing.add(fromOrd);
     return {
       kind: 'start',
       batch: { fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) },

@@ -1,17 +1,20 @@
 import type pg from 'pg';
-import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import type { Logger } from '../logger.js';
 import { PLAN_STATUS } from './model.js';
 
 /**
  * A plan's batch steps aside for another tenant's plan that is starting. Batches are not preempted: a tenant's
  * small plan that arrives while a big plan of another tenant holds every batch slot waits for a batch in flight
  * to end, and its jobs' generation shares the cores with those batches (bench/README.md, the noisy neighbour).
- * So a batch, before it starts its work, looks for a plan of another tenant that is generating its jobs or has
- * them and no batch done yet, started in the last STARTING_MS: while one is generating it waits (its slot held,
- * no work done), at most WAIT_MS; then, if one is starting, it does nothing and gives its slot back, and the
- * plan runs its range again at once, without stepping aside a second time. The starting plan's batches, queued
- * by then and weighted by their plan's size, take the slot. A plan steps aside at most once per range for
- * each such start, and never for its own tenant's plans.
+ * So a batch the plan lets step aside (one in flight at a time, none for STEP_ASIDE_QUIET_MS after one did:
+ * workflows/plan-scheduler.ts), before it starts its work, looks for a plan of another tenant that started
+ * after its own plan, in the last STARTING_MS, and is generating its jobs or has them and no batch done yet.
+ * While one is generating it waits (its slot held, no work done), at most WAIT_MS; then, if one is starting, it
+ * does nothing and gives its slot back, and its plan runs the same range again next, without stepping aside a
+ * second time. The starting plan's batches, queued by then and weighted by their plan's size, take the slot (if
+ * the wait ran out first, the slot goes to whatever the queue holds). Never for the plan's own tenant's plans.
+ * The time is the database's (`now()`), so workers' clocks do not matter; a plan whose start the database sees
+ * in the future does not count.
  */
 
 /** A plan counts as starting this long after it started generating its jobs, at most. */
@@ -23,14 +26,18 @@ const POLL_MS = 25;
 
 type Starting = 'generating' | 'dispatching' | null;
 
-/** Another tenant's plan starting: generating its jobs, or with its jobs and no batch done yet (or none). */
-async function othersStarting(pool: pg.Pool, planId: string, since: Date): Promise<Starting> {
+/**
+ * Another tenant's plan starting since `planId` started: generating its jobs, or with its jobs and no batch done
+ * yet (or none). Two plans that start together do not step aside for each other: only for the later one.
+ */
+async function othersStarting(pool: pg.Pool, planId: string): Promise<Starting> {
   const { rows } = await pool.query<{ generating: boolean | null; dispatching: boolean | null }>(
     `SELECT bool_or(p.status = $3) AS generating, bool_or(p.status = $4) AS dispatching
-       FROM alteration_plans p
-      WHERE p.status IN ($3, $4) AND p.started_at > $2
-        AND p.tenant_id IS DISTINCT FROM (SELECT tenant_id FROM alteration_plans WHERE id = $1)`,
-    [planId, since, PLAN_STATUS.Generating, PLAN_STATUS.Dispatching],
+       FROM alteration_plans p, (SELECT tenant_id, started_at FROM alteration_plans WHERE id = $1) AS mine
+      WHERE p.status IN ($3, $4) AND p.tenant_id <> mine.tenant_id
+        AND p.started_at > greatest(now() - $2 * interval '1 millisecond', coalesce(mine.started_at, '-infinity'))
+        AND p.started_at <= now()`,
+    [planId, STARTING_MS, PLAN_STATUS.Generating, PLAN_STATUS.Dispatching],
   );
   const r = rows[0];
   return r?.generating ? 'generating' : r?.dispatching ? 'dispatching' : null;
@@ -41,13 +48,20 @@ async function othersStarting(pool: pg.Pool, planId: string, since: Date): Promi
  * WAIT_MS) while one is generating its jobs.
  */
 export async function stepsAside(
-  deps: { pool: pg.Pool; clock?: Clock },
+  deps: { pool: pg.Pool; logger?: Logger },
   planId: string,
   sleep: (ms: number) => Promise<void>,
 ): Promise<boolean> {
   const until = Date.now() + WAIT_MS;
   for (;;) {
-    const starting = await othersStarting(deps.pool, planId, new Date(nowBy(deps.clock).getTime() - STARTING_MS));
+    let starting: Starting;
+    try {
+      starting = await othersStarting(deps.pool, planId);
+    } catch (err) {
+      // The batch goes on as if nothing were starting: giving way is a courtesy, never a reason to fail.
+      deps.logger?.warn({ err, planId }, 'plan batch: could not look for starting plans of other tenants');
+      return false;
+    }
     if (starting === null) return false;
     if (starting === 'dispatching' || Date.now() >= until) return true;
     await sleep(POLL_MS);

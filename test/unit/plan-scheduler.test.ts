@@ -306,18 +306,28 @@ describe('pausing and stopping', () => {
     ]);
   });
 
-  it('runs a range that stepped aside for another tenant next, and lets it step aside only once', () => {
+  it('lets one batch in flight at a time step aside; a range that stepped aside runs next, and only once', () => {
     const s = scheduler();
-    const [a, b] = startAll(s, 0).started;
-    s.batchEnded(b!, steppedAside(), 1);
+    expect(s.next(0, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: true });
+    expect(s.next(0, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 200 }, mayStepAside: false });
+    s.batchEnded({ fromOrd: 0, toOrd: 100 }, steppedAside(), 1);
     // The range comes again at once, ahead of the ranges not started yet, and this time it runs.
-    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 200 }, mayStepAside: false });
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
     expect(s.next(1, 2, false)).toEqual({ kind: 'wait' });
-    s.batchEnded(a!, ran(a!, control()), 2);
+    s.batchEnded({ fromOrd: 100, toOrd: 200 }, ran({ fromOrd: 100, toOrd: 200 }, control()), 2);
     // The next new range, started soon after, does not step aside either.
     expect(s.next(2, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: false });
     // Nothing counted for the batch that stepped aside.
     expect(s.counts).toEqual({ completed: 100, failed: 0, batchesDone: 1 });
+  });
+
+  it('lets the next batch step aside once the one that might have came back without doing so', () => {
+    const s = scheduler();
+    const [a, b] = startAll(s, 0).started;
+    s.batchEnded(a!, ran(a!, control()), 1);
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: true });
+    s.batchEnded(b!, ran(b!, control()), 2);
+    expect(s.next(2, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 300, toOrd: 400 }, mayStepAside: false });
   });
 
   it('starts its batches without stepping aside for STEP_ASIDE_QUIET_MS after one did', () => {
@@ -336,6 +346,28 @@ describe('pausing and stopping', () => {
       kind: 'start',
       batch: { fromOrd: 300, toOrd: 400 },
       mayStepAside: true,
+    });
+  });
+
+  it('carries a range that stepped aside and the quiet time across continue-as-new, and nothing when none did', () => {
+    const plain = scheduler({ batchesPerRun: 2 });
+    for (const b of startAll(plain, 0).started) plain.batchEnded(b, ran(b, control()), 1);
+    expect(plain.progress()).not.toHaveProperty('steppedAside');
+    expect(plain.progress()).not.toHaveProperty('asideUntil');
+
+    const s = scheduler({ batchesPerRun: 2 });
+    const [a, b] = startAll(s, 0).started;
+    s.batchEnded(a!, steppedAside(), 500);
+    s.batchEnded(b!, ran(b!, control()), 500);
+    expect(s.next(500, 0, false)).toEqual({ kind: 'endRun' });
+    const carried = JSON.parse(JSON.stringify(s.progress()));
+    expect(carried).toMatchObject({ redo: [[0, 100]], steppedAside: [0], asideUntil: 500 + STEP_ASIDE_QUIET_MS });
+    const next = scheduler({ batchesPerRun: 2, carried, now: 600 });
+    expect(next.next(600, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
+    expect(next.next(600, 1, false)).toEqual({
+      kind: 'start',
+      batch: { fromOrd: 200, toOrd: 300 },
+      mayStepAside: false,
     });
   });
 
