@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PLAN_STATUS } from '../../src/alterations/model.js';
 import { STARTING_MS, stepsAside, WAIT_MS } from '../../src/alterations/step-aside.js';
-import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { seedInstances } from '../support/seed.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { batchesOfRun, keepStarting, planToCompletion } from '../support/step-aside.js';
 
 /**
  * A plan's batch steps aside for another tenant's plan that is starting (src/alterations/step-aside.ts): it
@@ -85,58 +83,23 @@ describe("a plan's batch", () => {
 
 describe('a plan whose batches step aside', () => {
   it('runs the range again at once, never a range twice, completes every job, and replays', async () => {
-    const key = await h.keyWith(['*'], 'aside-plan');
-    const def = await h.request('POST', '/workflow-definitions', { key, body: approvalWithNote('aside-plan') });
-    await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 400, tenantId: 'aside-plan' });
-    // Another tenant keeps starting plans while this one runs (one row, its start kept fresh, stands for them).
-    const other = await planRow('aside-other', PLAN_STATUS.Dispatching);
-    const fresh = setInterval(
-      () => void h.pool.query('UPDATE alteration_plans SET started_at = now() WHERE id = $1', [other]).catch(() => {}),
-      100,
-    );
-    onTestFinished(() => clearInterval(fresh));
-    const r = await h.request('POST', '/alterations/submit', {
-      key,
-      body: {
-        alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 5 }],
-        filter: { definitionIds: ['aside-plan'] },
-      },
-    });
-    expect(r.status, JSON.stringify(r.body)).toBe(202);
-    const planId = r.body.planId as string;
-    const view = await eventually(async () => {
-      const v = await h.request('GET', `/alterations/${planId}`, { key });
-      return v.body.plan.status === PLAN_STATUS.Completed ? v.body.plan : undefined;
-    }, 'the plan to complete');
-    expect(view.jobCounts).toMatchObject({ total: 400, completed: 400, failed: 0 });
+    // Another tenant keeps starting plans while this one runs.
+    const other = await keepStarting(h, 'aside-other');
+    onTestFinished(other.stop);
+    const { planId, plan } = await planToCompletion(h, 'aside-plan', 400);
+    expect(plan.jobCounts).toMatchObject({ total: 400, completed: 400, failed: 0 });
     const { rows: altered } = await h.pool.query(
       `SELECT count(*)::int AS n FROM workflow_instances WHERE tenant_id = 'aside-plan' AND variables->>'amount' = '5'`,
     );
     expect(altered[0].n).toBe(400);
 
-    // Its history: a range stepped aside (nothing done), then ran; no range did twice. And it replays.
-    const history = await h.client.workflow.getHandle(`alteration-plan-${planId}`).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history);
-    const scheduled = new Map<string, { fromOrd: number; mayStepAside?: boolean }>();
-    const outcomes: { fromOrd: number; steppedAside: boolean }[] = [];
-    const decode = (p: { data?: Uint8Array | null } | undefined) => JSON.parse(Buffer.from(p!.data!).toString('utf8'));
-    for (const e of history.events ?? []) {
-      const a = e.activityTaskScheduledEventAttributes;
-      if (a?.activityType?.name === 'runJobBatch') scheduled.set(String(e.eventId), decode(a.input!.payloads![0]!));
-      const c = e.activityTaskCompletedEventAttributes;
-      if (c && scheduled.has(String(c.scheduledEventId))) {
-        const result = decode(c.result!.payloads![0]!);
-        outcomes.push({
-          fromOrd: scheduled.get(String(c.scheduledEventId))!.fromOrd,
-          steppedAside: !!result.steppedAside,
-        });
-      }
-    }
-    const ranges = [...new Set(outcomes.map((o) => o.fromOrd))].sort((x, y) => x - y);
+    // Its history: a range stepped aside (nothing done), then ran; no range did twice.
+    const { batches } = await batchesOfRun(h, planId);
+    const ranges = [...new Set(batches.map((b) => b.fromOrd))].sort((x, y) => x - y);
     expect(ranges).toEqual([0, 100, 200, 300]);
-    const aside = outcomes.filter((o) => o.steppedAside).map((o) => o.fromOrd);
+    const aside = batches.filter((b) => b.steppedAside).map((b) => b.fromOrd);
     expect(aside.length).toBeGreaterThan(0);
     expect(new Set(aside).size).toBe(aside.length);
-    for (const from of ranges) expect(outcomes.filter((o) => o.fromOrd === from && !o.steppedAside)).toHaveLength(1);
+    for (const from of ranges) expect(batches.filter((b) => b.fromOrd === from && !b.steppedAside)).toHaveLength(1);
   });
 });
