@@ -44,7 +44,7 @@ import {
 import type { AlterableState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
 import {
-  knowsVersions,
+  metVersions,
   rememberVersions,
   runSetBased,
   setsVariablesOnly,
@@ -367,20 +367,24 @@ async function runSetBasedBatch(
     recordUndo: deps.recordUndo !== false,
   };
   const slice = new TimeSlice();
-  if (!knowsVersions(args.planId)) {
+  let met = metVersions(args.planId);
+  if (!met) {
     const ids = jobs.map((j) => j.instance_id);
-    rememberVersions(args.planId, await versionsOf(client, plan.tenant_id, ids));
+    met = new Set(await versionsOf(client, plan.tenant_id, ids));
+    rememberVersions(args.planId, met);
   }
   let result = await runSetBased(client, {
     ...batch,
     outcomes: await versionOutcomes(client, deps.definitions, args.planId, alterations, slice),
   });
-  // Versions without an outcome given (met by no earlier batch of the plan in this process, or changed since the
-  // read above): worked out, and the statement once more if one of them has an outcome now.
-  if (!result.taken && result.unmet.length > 0) {
-    rememberVersions(args.planId, result.unmet);
+  // Versions without an outcome given that were not among those worked out (met by no earlier batch of the plan
+  // in this process, or changed since the read above): worked out, and the statement once more if one of them has
+  // an outcome now. A version worked out already and failing is not worked out again.
+  const unmet = result.unmet.filter((v) => !met.has(v));
+  if (!result.taken && unmet.length > 0) {
+    rememberVersions(args.planId, unmet);
     const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations, slice);
-    if (result.unmet.some((v) => outcomes.has(v))) result = await runSetBased(client, { ...batch, outcomes });
+    if (unmet.some((v) => outcomes.has(v))) result = await runSetBased(client, { ...batch, outcomes });
   }
   const { taken, written } = result;
   if (!taken) return undefined;

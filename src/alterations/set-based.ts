@@ -53,8 +53,11 @@ export function rememberVersions(planId: string, versionIds: Iterable<string>): 
   if (versionsByPlan.size > MAX_PLANS) versionsByPlan.delete(versionsByPlan.keys().next().value!);
 }
 
-/** Whether this process has met the plan's versions yet. */
-export const knowsVersions = (planId: string): boolean => versionsByPlan.has(planId);
+/** The versions the plan met so far in this process (undefined: none yet), as a copy. */
+export function metVersions(planId: string): Set<string> | undefined {
+  const seen = versionsByPlan.get(planId);
+  return seen && new Set(seen);
+}
 
 /**
  * The definition versions of the tenant's instances among `ids`, read without a lock: what the plan's first

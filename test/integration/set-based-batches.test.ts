@@ -226,6 +226,45 @@ describe('a plan that only sets variables', () => {
     expect(await observed(pa, [...a, ...ao])).toEqual(await observed(pb, [...b, ...bo]));
   });
 
+  it('works out a version it met already and where the plan fails once a batch, not again after the statement', async () => {
+    const [a] = await twins(10);
+    const [ao] = await twins(20, otherVersion);
+    const deps = recordingDeps(true);
+    const looked: number[] = [];
+    const definitions = new Proxy(h.definitions, {
+      get: (target, key) =>
+        key === 'byVersionId'
+          ? (...args: unknown[]) => {
+              looked[looked.length - 1]!++;
+              return (target.byVersionId as (...a: unknown[]) => unknown).apply(target, args);
+            }
+          : bound(target, key),
+    });
+    const planId = await plan([...a, ...ao], setThree.slice(0, 2), { ...deps, definitions });
+    const batches = [];
+    const ranges: [number, number][] = [
+      [0, 10],
+      [10, 20],
+      [20, 30],
+    ];
+    for (const range of ranges) {
+      looked.push(0);
+      batches.push(...(await runBatches({ ...deps, definitions }, planId, [range])));
+    }
+    // The second batch met the other version (the plan fails there) and worked it out; the third, meeting it
+    // again, works out both versions once, before its statement, and leaves the batch to node.
+    expect(batches.map((r) => r.sent.filter((x) => SET_BASED.test(x.trim())).length)).toEqual([1, 1, 1]);
+    expect(batches.map((r) => took(r.sent, INSTANCE_READ))).toEqual([false, true, true]);
+    // Definition lookups per batch: the set-based path's (1; 1 + 2 once it met the other version; 2), and one
+    // more in each batch left to node.
+    expect(looked).toEqual([1, 4, 3]);
+    expect(batches.map((r) => r.result.batch)).toEqual([
+      { completed: 10, failed: 0 },
+      { completed: 0, failed: 10 },
+      { completed: 0, failed: 10 },
+    ]);
+  });
+
   it('leaves to node a batch with a finished instance, one with scheduled work, one of a version it refuses: the same outcome', async () => {
     const [a, b] = await twins(40);
     const [ao, bo] = await twins(10, otherVersion);
