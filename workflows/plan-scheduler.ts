@@ -172,8 +172,8 @@ export class PlanScheduler {
   private readonly steppedAside = new Set<number>();
   /** Workflow time until which the batches it starts do not step aside (STEP_ASIDE_QUIET_MS after one did). */
   private asideUntil: number;
-  /** The range in flight that may step aside, if any (by fromOrd): one at a time. */
-  private readonly probing = new Set<number>();
+  /** The range in flight that may step aside (by fromOrd), or null: one at a time. */
+  private probing: number | null = null;
 
   constructor(o: SchedulerOptions) {
     const carried = o.carried;
@@ -280,7 +280,7 @@ export class PlanScheduler {
    */
   batchEnded(range: BatchRange, outcome: BatchOutcome, now: number): void {
     this.running--;
-    this.probing.delete(range.fromOrd);
+    if (this.probing === range.fromOrd) this.probing = null;
     this.steer(outcome.control, now);
     if (outcome.stop) this.stopped = true;
     if (outcome.paused || outcome.stop) {
@@ -399,9 +399,8 @@ export class PlanScheduler {
     // One batch in flight at a time may step aside. A range that stepped aside runs when it comes again, and so
     // do the batches started soon after one did (else each new range would step aside in turn until the other
     // plan's batches are queued); a throttled plan's batches never step aside.
-    const mayStepAside =
-      !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil && this.probing.size === 0;
-    if (mayStepAside) this.probing.add(fromOrd);
+    const mayStepAside = !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil && this.probing === null;
+    if (mayStepAside) this.probing = fromOrd;
     return {
       kind: 'start',
       batch: { fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) },

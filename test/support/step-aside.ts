@@ -8,7 +8,9 @@ import { approvalWithNote } from './workflows.js';
 
 /**
  * Another tenant that keeps starting plans, for the tests of a batch stepping aside (src/alterations/step-aside.ts):
- * one plan row of `tenantId`, Dispatching, its start kept fresh every 100 ms until `stop` (which also ends it).
+ * one plan row of `tenantId`, Dispatching, its start kept fresh every 20 ms until `stop` (which also ends it). A
+ * batch steps aside only for a plan that started after its own plan did: one that starts soon after the plan under
+ * test does meets a start newer than its plan's.
  */
 export async function keepStarting(h: Harness, tenantId: string): Promise<{ id: string; stop: () => Promise<void> }> {
   const id = randomUUID();
@@ -19,7 +21,7 @@ export async function keepStarting(h: Harness, tenantId: string): Promise<{ id: 
   );
   const fresh = setInterval(
     () => void h.pool.query('UPDATE alteration_plans SET started_at = now() WHERE id = $1', [id]).catch(() => {}),
-    100,
+    20,
   );
   return {
     id,
