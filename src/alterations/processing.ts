@@ -308,14 +308,14 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     const paused = { ...control, status: PLAN_STATUS.Paused, pauseReason: 'schedule' as const };
     return { ...nothing, control: { ...paused, steering: control.steering + 0.5 } };
   }
-  const jobs = await unwrittenJobs(client, plan, args);
-  if (jobs.length === 0) return nothing;
   const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
   const setBased = deps.setBased !== false && setsVariablesOnly(alterations) && plan.revert_of === null;
   if (setBased) {
-    const done = await runSetBasedBatch(deps, client, plan, args, alterations, jobs, started);
+    const done = await runSetBasedBatch(deps, client, plan, args, alterations, started);
     if (done) return { ...done, control };
   }
+  const jobs = await unwrittenJobs(client, plan, args);
+  if (jobs.length === 0) return nothing;
   // Without row locks, unless a first attempt went stale: the writes below check each row's revision.
   const locked = args.locked === true;
   const instances = await readInstances(
@@ -343,8 +343,9 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
 
 /**
  * The batch as one statement in Postgres, where the plan only sets variables and the batch is one it takes
- * (src/alterations/set-based.ts); undefined: nothing was written, the batch runs in node. Never on a locked
- * attempt (after a stale read) nor over Pending rows written before job sets.
+ * (src/alterations/set-based.ts): the statement reads the range's jobs from the plan's frozen set itself.
+ * Undefined: nothing was written, the batch runs in node (which reads its jobs). Never on a locked attempt (after
+ * a stale read), nor over a range with a job row already (a retried attempt, Pending rows written before job sets).
  */
 async function runSetBasedBatch(
   deps: ProcessingDeps,
@@ -352,25 +353,22 @@ async function runSetBasedBatch(
   plan: PlanRow,
   args: BatchArgs,
   alterations: readonly Alteration[],
-  jobs: readonly BatchJob[],
   started: Date,
 ): Promise<Omit<BatchOutcome, 'control'> | undefined> {
-  if (args.locked || jobs.some((j) => j.pending_id !== null)) return undefined;
+  if (args.locked) return undefined;
   const batch = {
     planId: args.planId,
     tenantId: plan.tenant_id,
     fromOrd: args.fromOrd,
-    createdAt: jobs[0]!.created_at,
+    toOrd: args.toOrd,
     started,
     now: nowBy(deps.clock),
-    jobs,
     recordUndo: deps.recordUndo !== false,
   };
   const slice = new TimeSlice();
   let met = metVersions(args.planId);
   if (!met) {
-    const ids = jobs.map((j) => j.instance_id);
-    met = new Set(await versionsOf(client, plan.tenant_id, ids));
+    met = new Set(await versionsOf(client, batch));
     rememberVersions(args.planId, met);
   }
   let result = await runSetBased(client, {
@@ -386,11 +384,11 @@ async function runSetBasedBatch(
     const outcomes = await versionOutcomes(client, deps.definitions, args.planId, alterations, slice);
     if (unmet.some((v) => outcomes.has(v))) result = await runSetBased(client, { ...batch, outcomes });
   }
-  const { taken, written } = result;
+  const { jobs, taken, written } = result;
   if (!taken) return undefined;
   // Each instance was locked and found once; anything else rolls the batch back to run again locked, in node.
-  if (written !== jobs.length) throw new StaleReadError(`${jobs.length - written} of ${jobs.length}`);
-  return { toDispatch: 0, processed: jobs.length, failed: 0 };
+  if (written !== jobs) throw new StaleReadError(`${jobs - written} of ${jobs}`);
+  return { toDispatch: 0, processed: jobs, failed: 0 };
 }
 
 /**

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { DefinitionCache } from '../engine/definitions.js';
 import type { AlterableState } from '../engine/instance-state.js';
 import { JOB_STATUS, type Alteration } from './model.js';
+import { NO_JOB_WRITTEN, setOrdsInRange } from './plans.js';
 import { specOf } from './types/index.js';
 import type { ResolvedDefinitions } from './types/spec.js';
 import { variablePath } from './undo.js';
@@ -60,14 +61,19 @@ export function metVersions(planId: string): Set<string> | undefined {
 }
 
 /**
- * The definition versions of the tenant's instances among `ids`, read without a lock: what the plan's first
- * batch works out before its statement, which would otherwise lock its instances only to name the versions it
- * was not given, and run again. A version that changes meanwhile is met by the statement as any other.
+ * The definition versions of the tenant's instances among the plan's jobs with ord in [fromOrd, toOrd), read
+ * without a lock: what the plan's first batch works out before its statement, which would otherwise lock its
+ * instances only to name the versions it was not given, and run again. A version that changes meanwhile is met by
+ * the statement as any other.
  */
-export async function versionsOf(client: pg.PoolClient, tenantId: string, ids: readonly string[]): Promise<string[]> {
+export async function versionsOf(
+  client: pg.PoolClient,
+  b: { planId: string; tenantId: string; fromOrd: number; toOrd: number },
+): Promise<string[]> {
   const { rows } = await client.query<{ v: string }>(
-    'SELECT DISTINCT definition_version_id AS v FROM workflow_instances WHERE tenant_id = $1 AND id = ANY($2::text[])',
-    [tenantId, ids],
+    `SELECT DISTINCT definition_version_id AS v FROM workflow_instances
+      WHERE tenant_id = $4 AND id IN (SELECT m.instance_id ${setOrdsInRange('$2', '$3')})`,
+    [b.planId, b.fromOrd, b.toOrd, b.tenantId],
   );
   return rows.map((r) => r.v);
 }
@@ -140,28 +146,37 @@ export async function versionOutcomes(
 export interface SetBasedBatch {
   planId: string;
   tenantId: string;
+  /** The batch's range of ords: its jobs are read from the plan's frozen set by the statement itself. */
   fromOrd: number;
-  /** When the plan's jobs were generated, the batch started, and its time (the jobs' and the instances'). */
-  createdAt: Date;
+  toOrd: number;
+  /** When the batch started, and its time (the jobs' and the instances'). */
   started: Date;
   now: Date;
-  jobs: readonly { ord: number; instance_id: string }[];
   outcomes: ReadonlyMap<string, PatchEntry[]>;
   recordUndo: boolean;
 }
 
+export interface SetBasedResult {
+  /** The range's jobs the statement found: 0 when a job of the range has a row already (see below). */
+  jobs: number;
+  taken: boolean;
+  written: number;
+  unmet: string[];
+}
+
 /**
- * The batch in one statement. `taken`: false when the batch is not one it takes (nothing written, its instances
- * left locked for the batch in node; `unmet`, the versions of its instances without an outcome given); else
- * `written` instances were updated, one per job.
+ * The batch in one statement, its jobs read from the plan's frozen set in the statement (not sent by node), and
+ * only when no job of the range has a row yet (`jobs` 0 otherwise: a retried attempt that finds its jobs written, or
+ * Pending rows written before job sets, which the batch in node reads and replaces). `taken`: false when the batch
+ * is not one it takes (nothing written, its instances left locked for the batch in node; `unmet`, the versions of
+ * its instances without an outcome given); else `written` instances were updated, one per job.
  */
-export async function runSetBased(
-  client: pg.PoolClient,
-  b: SetBasedBatch,
-): Promise<{ taken: boolean; written: number; unmet: string[] }> {
-  const { rows } = await client.query<{ taken: boolean; written: number; unmet: string[] }>(
-    `WITH j AS (
-       SELECT * FROM jsonb_to_recordset($5::jsonb) AS j(ord int, instance_id text)
+export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Promise<SetBasedResult> {
+  const { rows } = await client.query<SetBasedResult>(
+    `WITH j AS MATERIALIZED (
+       SELECT o.ord, m.instance_id, s.created_at ${setOrdsInRange('$2', '$3')} AND ${NO_JOB_WRITTEN('$2', '$3')}
+     ), ids AS (
+       SELECT coalesce(array_agg(instance_id), '{}') AS ids, count(*)::int AS n, count(DISTINCT instance_id)::int AS d FROM j
      ), v AS (
        SELECT e.key AS version_id, e.value AS entries,
               (SELECT jsonb_object_agg(p->>0, p->2) FROM jsonb_array_elements(e.value) AS p) AS patch
@@ -170,24 +185,24 @@ export async function runSetBased(
        SELECT w.id, w.revision, w.variables, w.updated_at, w.status, w.scheduled, w.definition_version_id,
               v.entries, v.patch
          FROM workflow_instances w LEFT JOIN v ON v.version_id = w.definition_version_id
-        WHERE w.tenant_id = $7::text AND w.id = ANY($8::text[])
+        WHERE w.tenant_id = $7::text AND w.id = ANY((SELECT ids FROM ids)::text[])
         ORDER BY w.id FOR NO KEY UPDATE OF w
      ), chk AS (
        SELECT count(*) FILTER (WHERE o.patch IS NOT NULL AND o.status <> 'Finished' AND jsonb_array_length(o.scheduled) = 0
                                  AND jsonb_typeof(o.variables) = 'object')
-                = cardinality($8::text[])
-              AND cardinality($8::text[]) = (SELECT count(DISTINCT instance_id) FROM j) AS taken
+                = (SELECT n FROM ids)
+              AND (SELECT n = d AND n > 0 FROM ids) AS taken
          FROM o
      ), upd AS (
-       UPDATE workflow_instances w SET revision = w.revision + 1, variables = w.variables || o.patch, updated_at = $4::timestamptz
-         FROM o WHERE w.id = o.id AND w.id = ANY($8::text[]) AND (SELECT taken FROM chk)
+       UPDATE workflow_instances w SET revision = w.revision + 1, variables = w.variables || o.patch, updated_at = $5::timestamptz
+         FROM o WHERE w.id = o.id AND w.id = ANY((SELECT ids FROM ids)::text[]) AND (SELECT taken FROM chk)
        RETURNING w.id
      ), ins AS (
        INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision)
-       SELECT $1::text, j.ord, wfa_job_id($1::text, $2::timestamptz, j.ord), j.instance_id, $9::smallint,
-              $2::timestamptz, $3::timestamptz, $4::timestamptz,
-              CASE WHEN $10::boolean THEN
-                CASE WHEN date_trunc('milliseconds', o.updated_at) = $4::timestamptz THEN '[]'::jsonb
+       SELECT $1::text, j.ord, wfa_job_id($1::text, j.created_at, j.ord), j.instance_id, $8::smallint,
+              j.created_at, $4::timestamptz, $5::timestamptz,
+              CASE WHEN $9::boolean THEN
+                CASE WHEN date_trunc('milliseconds', o.updated_at) = $5::timestamptz THEN '[]'::jsonb
                      ELSE jsonb_build_array(jsonb_build_array('/updatedAt',
                             to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))) END
                 || coalesce((SELECT jsonb_agg(CASE WHEN o.variables ? (p->>0) THEN jsonb_build_array(p->>1, o.variables->(p->>0))
@@ -195,28 +210,26 @@ export async function runSetBased(
                                FROM jsonb_array_elements(o.entries) WITH ORDINALITY AS x(p, n)
                               WHERE NOT (o.variables ? (p->>0) AND o.variables->(p->>0) = p->2)), '[]'::jsonb)
               END,
-              CASE WHEN $10::boolean THEN o.revision + 1 END
+              CASE WHEN $9::boolean THEN o.revision + 1 END
          FROM j JOIN o ON o.id = j.instance_id
         WHERE (SELECT taken FROM chk)
      ), counted AS (
        INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed)
-       SELECT $1::text, $11::int, cardinality($8::text[]), 0 WHERE (SELECT taken FROM chk)
+       SELECT $1::text, $2::int, (SELECT n FROM ids), 0 WHERE (SELECT taken FROM chk)
        ON CONFLICT (plan_id, from_ord) DO UPDATE SET completed = alteration_batch_counts.completed + EXCLUDED.completed
      )
-     SELECT (SELECT taken FROM chk) AS taken, (SELECT count(*) FROM upd)::int AS written,
+     SELECT (SELECT n FROM ids) AS jobs, (SELECT taken FROM chk) AS taken, (SELECT count(*) FROM upd)::int AS written,
             ARRAY(SELECT DISTINCT definition_version_id FROM o WHERE patch IS NULL) AS unmet`,
     [
       b.planId,
-      b.createdAt,
+      b.fromOrd,
+      b.toOrd,
       b.started,
       b.now,
-      JSON.stringify(b.jobs.map((j) => ({ ord: j.ord, instance_id: j.instance_id }))),
       JSON.stringify(Object.fromEntries(b.outcomes)),
       b.tenantId,
-      b.jobs.map((j) => j.instance_id),
       JOB_STATUS.Completed,
       b.recordUndo,
-      b.fromOrd,
     ],
   );
   return rows[0]!;

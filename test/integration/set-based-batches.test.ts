@@ -67,6 +67,8 @@ function recordingDeps(setBased: boolean): ProcessingDeps & { sent: string[][] }
 const SET_BASED = /^WITH j AS/;
 const INSTANCE_READ = /^SELECT id, tenant_id, definition_id, definition_version_id/;
 const VERSIONS_READ = /^SELECT DISTINCT definition_version_id/;
+/** The range's jobs read into node (the set-based statement reads them itself). */
+const JOBS_READ = /^SELECT o\.ord, m\.instance_id/;
 const took = (statements: string[], what: RegExp) => statements.some((s) => what.test(s.trim()));
 
 /**
@@ -183,6 +185,9 @@ describe('a plan that only sets variables', () => {
       [true, false],
     ]);
     expect(rb.every((r) => !took(r.sent, SET_BASED) && took(r.sent, INSTANCE_READ))).toBe(true);
+    // The statement read the batch's jobs from the plan's set itself; the batch in node reads them.
+    expect(ra.map((r) => took(r.sent, JOBS_READ))).toEqual([false, false, false]);
+    expect(rb.map((r) => took(r.sent, JOBS_READ))).toEqual([true, true, true]);
     expect(ra.map((r) => r.result)).toEqual(rb.map((r) => r.result));
 
     const oa = await observed(pa, a);
@@ -435,6 +440,39 @@ describe('a plan that only sets variables', () => {
       [planId, a],
     );
     expect(rows[0]).toEqual({ jobs: 40, once: 40 });
+  });
+
+  it('leaves to node a range with a job row already (a Pending row written before job sets), which keeps its id', async () => {
+    const [a, b] = await twins(20);
+    const setBased = recordingDeps(true);
+    const inNode = recordingDeps(false);
+    const pa = await plan(a, setAmount, setBased);
+    const pb = await plan(b, setAmount, inNode);
+    // A job of each plan's range as a plan generated before job sets left it: a Pending row with its id.
+    for (const planId of [pa, pb]) {
+      await h.pool.query(
+        `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at)
+         SELECT $1, 5, 'legacy-' || $1, instance_ids[6], 0, created_at FROM alteration_job_sets WHERE plan_id = $1 AND first_ord = 0`,
+        [planId],
+      );
+    }
+    const [ra] = await runBatches(setBased, pa, [[0, 20]]);
+    const [rb] = await runBatches(inNode, pb, [[0, 20]]);
+    // The statement found a row in the range and took nothing; the batch ran in node, reading its jobs.
+    expect([took(ra!.sent, SET_BASED), took(ra!.sent, JOBS_READ), took(ra!.sent, INSTANCE_READ)]).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(ra!.result).toEqual(rb!.result);
+    expect(ra!.result.batch).toEqual({ completed: 20, failed: 0 });
+    expect(await observed(pa, a)).toEqual(await observed(pb, b));
+    const { rows } = await h.pool.query('SELECT id, status FROM alteration_jobs WHERE plan_id = $1 AND ord = 5', [pa]);
+    expect(rows).toEqual([{ id: `legacy-${pa}`, status: 2 }]);
+    // Run again (a retried attempt after the first committed): nothing left to do, nothing written twice.
+    const [again] = await runBatches(setBased, pa, [[0, 20]]);
+    expect(again!.result.processed).toBe(0);
+    expect(again!.result.batch).toEqual({ completed: 20, failed: 0 });
   });
 
   it("works out a version's outcome of many alterations in time slices: the event loop turns meanwhile", async () => {
