@@ -142,6 +142,41 @@ describe('the plan workflow', () => {
   });
 });
 
+describe('a plan whose batch stepped aside', () => {
+  // Recorded by commit 4dc1b65 (the scenario of test/integration/step-aside-runs.test.ts, with 8 batches a run): a
+  // plan of 1,000 jobs in batches of 100, window 2, while another tenant kept starting plans. Its first run asked
+  // patched('plan-step-aside'); the batch of range 0 stepped aside (it came back with nothing done) and ran again
+  // after 100 and 400; the run continued as new with what it had learned carried, and the second run ended it. A
+  // change to the scheduler or to what the step-aside carries must give the same commands with the same values.
+  it('replays both runs with the same commands, the stepped-aside range run again once', async () => {
+    const runs = [
+      await fixture('plan-history-step-aside-run1.bin'),
+      await fixture('plan-history-step-aside-run2.bin'),
+    ];
+    const patches = (runs[0]!.events ?? [])
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0])?.id);
+    expect(patches).toContain('plan-step-aside');
+    const ranges: { fromOrd: number; steppedAside: boolean }[] = [];
+    for (const history of runs) {
+      const scheduled = new Map<string, number>();
+      for (const e of history.events ?? []) {
+        const a = e.activityTaskScheduledEventAttributes;
+        if (a?.activityType?.name === 'runJobBatch')
+          scheduled.set(String(e.eventId), payloadJson(a.input?.payloads?.[0]).fromOrd as number);
+        const c = e.activityTaskCompletedEventAttributes;
+        const fromOrd = c ? scheduled.get(String(c.scheduledEventId)) : undefined;
+        if (fromOrd !== undefined)
+          ranges.push({ fromOrd, steppedAside: payloadJson(c?.result?.payloads?.[0]).steppedAside === true });
+      }
+      expect(withoutLocalArgs(await replayRecorded(history))).toEqual(recordedIn(history));
+    }
+    expect(ranges.filter((r) => r.steppedAside).map((r) => r.fromOrd)).toEqual([0]);
+    const ran = ranges.filter((r) => !r.steppedAside).map((r) => r.fromOrd);
+    expect([...ran].sort((x, y) => x - y)).toEqual(Array.from({ length: 10 }, (_, i) => i * 100));
+  });
+});
+
 describe('plans open at the upgrade to approvals and maintenance windows', () => {
   // Recorded by test/support/record-plan-histories.ts at b0fe906 (the release before plan governance), each
   // still open when fetched: 20,000 jobs at 2,000 a second caught with batches in flight; a canary of 10
