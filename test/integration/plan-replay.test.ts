@@ -149,10 +149,7 @@ describe('a plan whose batch stepped aside', () => {
   // after 100 and 400; the run continued as new with what it had learned carried, and the second run ended it. A
   // change to the scheduler or to what the step-aside carries must give the same commands with the same values.
   it('replays both runs with the same commands, the stepped-aside range run again once', async () => {
-    const runs = [
-      await fixture('plan-history-step-aside-run1.bin'),
-      await fixture('plan-history-step-aside-run2.bin'),
-    ];
+    const runs = [await fixture('plan-history-step-aside-run1.bin'), await fixture('plan-history-step-aside-run2.bin')];
     const patches = (runs[0]!.events ?? [])
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
       .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0])?.id);
