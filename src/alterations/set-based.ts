@@ -176,17 +176,23 @@ export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Prom
     `WITH j AS MATERIALIZED (
        SELECT o.ord, m.instance_id, s.created_at ${setOrdsInRange('$2', '$3')} AND ${NO_JOB_WRITTEN('$2', '$3')}
      ), ids AS (
-       SELECT coalesce(array_agg(instance_id), '{}') AS ids, count(*)::int AS n, count(DISTINCT instance_id)::int AS d FROM j
+       -- The range as arrays in id order: an instance's job is at its place among the ids (no join of the jobs with
+       -- the instances, whose plan the estimate of an unanalyzed set could make a nested loop over both).
+       SELECT coalesce(array_agg(instance_id ORDER BY instance_id), '{}') AS ids, array_agg(ord ORDER BY instance_id) AS ords,
+              array_agg(created_at ORDER BY instance_id) AS made, count(*)::int AS n, count(DISTINCT instance_id)::int AS d
+         FROM j
      ), v AS (
        SELECT e.key AS version_id, e.value AS entries,
               (SELECT jsonb_object_agg(p->>0, p->2) FROM jsonb_array_elements(e.value) AS p) AS patch
          FROM jsonb_each($6::jsonb) AS e
-     ), o AS (
+     ), locked AS (
        SELECT w.id, w.revision, w.variables, w.updated_at, w.status, w.scheduled, w.definition_version_id,
               v.entries, v.patch
          FROM workflow_instances w LEFT JOIN v ON v.version_id = w.definition_version_id
         WHERE w.tenant_id = $7::text AND w.id = ANY((SELECT ids FROM ids)::text[])
         ORDER BY w.id FOR NO KEY UPDATE OF w
+     ), o AS (
+       SELECT locked.*, row_number() OVER (ORDER BY locked.id)::int AS k FROM locked
      ), chk AS (
        SELECT count(*) FILTER (WHERE o.patch IS NOT NULL AND o.status <> 'Finished' AND jsonb_array_length(o.scheduled) = 0
                                  AND jsonb_typeof(o.variables) = 'object')
@@ -194,13 +200,16 @@ export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Prom
               AND (SELECT n = d AND n > 0 FROM ids) AS taken
          FROM o
      ), upd AS (
-       UPDATE workflow_instances w SET revision = w.revision + 1, variables = w.variables || o.patch, updated_at = $5::timestamptz
-         FROM o WHERE w.id = o.id AND w.id = ANY((SELECT ids FROM ids)::text[]) AND (SELECT taken FROM chk)
+       -- The rows locked above, by their ids once more (one index scan, as a raw UPDATE by ids), each with its
+       -- version's patch (every one has one when the batch is taken).
+       UPDATE workflow_instances w SET revision = w.revision + 1, variables = w.variables || v.patch, updated_at = $5::timestamptz
+         FROM v WHERE w.tenant_id = $7::text AND w.id = ANY((SELECT ids FROM ids)::text[]) AND v.version_id = w.definition_version_id
+          AND (SELECT taken FROM chk)
        RETURNING w.id
      ), ins AS (
        INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision)
-       SELECT $1::text, j.ord, wfa_job_id($1::text, j.created_at, j.ord), j.instance_id, $8::smallint,
-              j.created_at, $4::timestamptz, $5::timestamptz,
+       SELECT $1::text, i.ords[o.k], wfa_job_id($1::text, i.made[o.k], i.ords[o.k]), o.id, $8::smallint,
+              i.made[o.k], $4::timestamptz, $5::timestamptz,
               CASE WHEN $9::boolean THEN
                 CASE WHEN date_trunc('milliseconds', o.updated_at) = $5::timestamptz THEN '[]'::jsonb
                      ELSE jsonb_build_array(jsonb_build_array('/updatedAt',
@@ -211,8 +220,7 @@ export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Prom
                               WHERE NOT (o.variables ? (p->>0) AND o.variables->(p->>0) = p->2)), '[]'::jsonb)
               END,
               CASE WHEN $9::boolean THEN o.revision + 1 END
-         FROM j JOIN o ON o.id = j.instance_id
-        WHERE (SELECT taken FROM chk)
+         FROM o CROSS JOIN ids i WHERE (SELECT taken FROM chk)
      ), counted AS (
        INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed)
        SELECT $1::text, $2::int, (SELECT n FROM ids), 0 WHERE (SELECT taken FROM chk)

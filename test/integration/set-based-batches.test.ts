@@ -193,6 +193,17 @@ describe('a plan that only sets variables', () => {
     const oa = await observed(pa, a);
     const ob = await observed(pb, b);
     expect(oa).toEqual(ob);
+    // Each job is its set's instance at its ord, with the id it showed while Pending (derived from its set).
+    const { rows: mismatched } = await h.pool.query(
+      `SELECT j.ord FROM alteration_jobs j
+         JOIN alteration_job_sets s ON s.plan_id = j.plan_id AND j.ord - s.first_ord BETWEEN 0 AND cardinality(s.instance_ids) - 1
+        WHERE j.plan_id = $1
+          AND (j.instance_id <> s.instance_ids[j.ord - s.first_ord + 1] OR j.created_at <> s.created_at
+               OR j.id <> wfa_job_id(s.plan_id, s.created_at, j.ord))`,
+      [pa],
+    );
+    expect(mismatched).toEqual([]);
+    expect(oa.jobs).toHaveLength(60);
     // And what that is: amount 9, note "x", updated at the batch's time, one revision more; the before-image
     // holds updatedAt at the millisecond, then the variables that changed, in key order.
     expect(oa.instances[22]).toMatchObject({
