@@ -6,7 +6,7 @@ import path from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import pg from 'pg';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
@@ -888,6 +888,65 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     });
     await page.getByRole('link', { name: 'Approvals' }).click();
     await page.getByText('Nothing is awaiting approval.').waitFor();
+    await context.close();
+  });
+
+  it('offers Revert again once a held revert is rejected, and names the revert that counts as "Reverted by"', async () => {
+    const ids = await seedInstances(pool, {
+      definitionVersionId: versionId,
+      count: 3,
+      variables: { amount: 1 },
+      namePrefix: `reverted-${run}-`,
+    });
+    const planId = await submit({
+      id: `reverted-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 4 }],
+      filter: { workflowInstanceIds: ids },
+    });
+    await eventually(async () => (await planStatus(planId)) === 4, 'the plan to complete');
+    const checker = `revert-checker-${run}`;
+    await createUser(checker, ['alterations:*', 'workflows/instances:view', 'workflows/definitions:view']);
+    // Every plan held for approval from now on, reverts included; put back however the test ends.
+    const policy = (approval: string) =>
+      call('PUT', '/alterations/policy', { approval, approvalThreshold: null, approvalTtlSeconds: 604_800 });
+    const always = await policy('always');
+    expect(always.status, JSON.stringify(always.body)).toBe(200);
+    onTestFinished(async () => void (await policy('never')));
+    const held = await call('POST', `/alterations/${planId}/revert`, {});
+    expect(held.status, JSON.stringify(held.body)).toBe(202);
+    const rejected = held.body.planId as string;
+
+    const { context, page } = await signedIn(checker);
+    // While the revert is held, it is the plan's revert: named on the plan's page, no second Revert offered.
+    await page.goto(`${base}/console/plans/${planId}`);
+    await page.getByRole('link', { name: rejected, exact: true }).waitFor();
+    expect(await page.getByRole('button', { name: 'Revert' }).count()).toBe(0);
+    // Rejected (by someone else than its reverter, the admin key), it never ran and no longer counts.
+    await page.goto(`${base}/console/plans/${rejected}`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Awaiting approval', 'Awaiting approval');
+    await page.getByLabel('Comment').fill('Not this one');
+    await page.getByRole('button', { name: 'Reject' }).click();
+    await page.waitForURL(/notice=rejected/);
+    await page.goto(`${base}/console/plans/${planId}`);
+    await page.getByRole('button', { name: 'Revert' }).waitFor();
+    expect(await page.getByRole('link', { name: rejected, exact: true }).count()).toBe(0);
+    expect(await page.getByText('Reverted by').count()).toBe(0);
+    // Reverted again from its page: a new revert, held in turn, which the plan now names.
+    await page.getByRole('button', { name: 'Revert' }).click();
+    await page.waitForURL((u) => !u.pathname.endsWith(`/${planId}`));
+    const second = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    expect(second).not.toBe(rejected);
+    expect((await call('GET', `/alterations/${second}`)).body.plan).toMatchObject({
+      revertOf: planId,
+      approval: { state: 'Pending' },
+    });
+    await page.goto(`${base}/console/plans/${planId}`);
+    await page.getByRole('link', { name: second, exact: true }).waitFor();
+    expect(await page.getByRole('link', { name: rejected, exact: true }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Revert' }).count()).toBe(0);
+    await expectAccessible(page, 'a plan whose revert awaits approval');
+    // Withdrawn, so that nothing is left awaiting approval.
+    expect((await call('POST', `/alterations/${second}/cancel`, {})).status).toBe(202);
     await context.close();
   });
 
