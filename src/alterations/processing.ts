@@ -490,13 +490,17 @@ async function writeJobs(
       JOB_STATUS.Pending,
     ]);
   }
-  // The jobs travel as one JSON document; an absent key is NULL (no pending id, no log, no before-image).
+  // The jobs travel as one JSON document; an absent key is NULL (no pending id, no log, no before-image, the
+  // range's first generation time: a job of a set generated at another time keeps its own, so that its id is the
+  // one it showed while Pending, as the set-based statement writes it).
+  const generated = jobs[0]!.created_at.getTime();
   const jobRows = jobs.map((j, i) => {
     const o = outcomes[i]!;
     const w = written[i];
     return {
       ord: j.ord,
       id: j.pending_id ?? undefined,
+      created_at: j.created_at.getTime() === generated ? undefined : j.created_at.toISOString(),
       instance_id: j.instance_id,
       status: o.ok ? JOB_STATUS.Completed : JOB_STATUS.Failed,
       // A job whose alterations all succeeded stores no log (see jobLog); failed ones keep theirs.
@@ -508,9 +512,10 @@ async function writeJobs(
   await client.query(
     `WITH jobs AS (
        INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
-       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, $2, u.ord)), u.instance_id, u.status, u.log, $2, $3, $4, u.undo, u.revision
+       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, coalesce(u.created_at, $2), u.ord)), u.instance_id, u.status, u.log,
+              coalesce(u.created_at, $2), $3, $4, u.undo, u.revision
          FROM jsonb_to_recordset($5::jsonb)
-              AS u(ord int, id text, instance_id text, status smallint, log jsonb, undo jsonb, revision int8))
+              AS u(ord int, id text, created_at timestamptz, instance_id text, status smallint, log jsonb, undo jsonb, revision int8))
      INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $6, $7, $8)
      ON CONFLICT (plan_id, from_ord) DO UPDATE
        SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,

@@ -109,6 +109,31 @@ async function plan(ids: string[], alterations: unknown[], deps: ProcessingDeps)
   return planId;
 }
 
+/** The plan's jobs that are not their set's instance at their ord, or lack the id and time they showed while Pending. */
+async function mismatched(planId: string) {
+  const { rows } = await h.pool.query(
+    `SELECT j.ord FROM alteration_jobs j
+       JOIN alteration_job_sets s ON s.plan_id = j.plan_id AND j.ord - s.first_ord BETWEEN 0 AND cardinality(s.instance_ids) - 1
+      WHERE j.plan_id = $1
+        AND (j.instance_id <> s.instance_ids[j.ord - s.first_ord + 1] OR j.created_at <> s.created_at
+             OR j.id <> wfa_job_id(s.plan_id, s.created_at, j.ord))`,
+    [planId],
+  );
+  return rows;
+}
+
+/** The plan's set cut again into rows of `size` ids, each generated a second after the one before. */
+async function rechunk(planId: string, size: number) {
+  await h.pool.query(
+    `WITH old AS (DELETE FROM alteration_job_sets WHERE plan_id = $1 RETURNING *),
+          flat AS (SELECT o.first_ord + m.k - 1 AS ord, m.id, o.created_at FROM old o, unnest(o.instance_ids) WITH ORDINALITY m(id, k))
+     INSERT INTO alteration_job_sets (plan_id, first_ord, instance_ids, created_at)
+     SELECT $1, ord / $2 * $2, array_agg(id ORDER BY ord), min(created_at) + (ord / $2) * interval '1 second'
+       FROM flat GROUP BY ord / $2`,
+    [planId, size],
+  );
+}
+
 /** The batches `ranges`, one after the other; what each sent. */
 async function runBatches(deps: ReturnType<typeof recordingDeps>, planId: string, ranges: [number, number][]) {
   const results = [];
@@ -194,15 +219,7 @@ describe('a plan that only sets variables', () => {
     const ob = await observed(pb, b);
     expect(oa).toEqual(ob);
     // Each job is its set's instance at its ord, with the id it showed while Pending (derived from its set).
-    const { rows: mismatched } = await h.pool.query(
-      `SELECT j.ord FROM alteration_jobs j
-         JOIN alteration_job_sets s ON s.plan_id = j.plan_id AND j.ord - s.first_ord BETWEEN 0 AND cardinality(s.instance_ids) - 1
-        WHERE j.plan_id = $1
-          AND (j.instance_id <> s.instance_ids[j.ord - s.first_ord + 1] OR j.created_at <> s.created_at
-               OR j.id <> wfa_job_id(s.plan_id, s.created_at, j.ord))`,
-      [pa],
-    );
-    expect(mismatched).toEqual([]);
+    expect(await mismatched(pa)).toEqual([]);
     expect(oa.jobs).toHaveLength(60);
     // And what that is: amount 9, note "x", updated at the batch's time, one revision more; the before-image
     // holds updatedAt at the millisecond, then the variables that changed, in key order.
@@ -451,6 +468,30 @@ describe('a plan that only sets variables', () => {
       [planId, a],
     );
     expect(rows[0]).toEqual({ jobs: 40, once: 40 });
+  });
+
+  it('pairs each job with its instance over ranges that span sets generated at different times, as node does', async () => {
+    const [a, b] = await twins(30);
+    const setBased = recordingDeps(true);
+    const inNode = recordingDeps(false);
+    const pa = await plan(a, setThree, setBased);
+    const pb = await plan(b, setThree, inNode);
+    await rechunk(pa, 7);
+    await rechunk(pb, 7);
+    const ranges: [number, number][] = [
+      [0, 5],
+      [5, 16],
+      [16, 30],
+      [30, 40],
+    ];
+    const ra = await runBatches(setBased, pa, ranges);
+    const rb = await runBatches(inNode, pb, ranges);
+    expect(ra.map((r) => took(r.sent, SET_BASED) && !took(r.sent, INSTANCE_READ))).toEqual([true, true, true, true]);
+    expect(ra.map((r) => r.result)).toEqual(rb.map((r) => r.result));
+    // Both paths: each job keeps its own set's time and the id it showed while Pending.
+    expect(await mismatched(pa)).toEqual([]);
+    expect(await mismatched(pb)).toEqual([]);
+    expect(await observed(pa, a)).toEqual(await observed(pb, b));
   });
 
   it('leaves to node a range with a job row already (a Pending row written before job sets), which keeps its id', async () => {
