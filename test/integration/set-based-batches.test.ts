@@ -144,6 +144,14 @@ async function runBatches(deps: ReturnType<typeof recordingDeps>, planId: string
   return results;
 }
 
+/** The same plan over twin sets of `count`, generated, no batch run yet: `a` as the service runs it, `b` in node. */
+async function twinPlans(count: number, alterations: unknown[]) {
+  const [a, b] = await twins(count);
+  const setBased = recordingDeps(true);
+  const inNode = recordingDeps(false);
+  return { a, b, setBased, inNode, pa: await plan(a, alterations, setBased), pb: await plan(b, alterations, inNode) };
+}
+
 /**
  * The same plan over twin sets, batch by batch over `ranges`: `a` as the service runs it, `b` with every batch in
  * node. What each batch returned and sent, for both.
@@ -471,11 +479,7 @@ describe('a plan that only sets variables', () => {
   });
 
   it('pairs each job with its instance over ranges that span sets generated at different times, as node does', async () => {
-    const [a, b] = await twins(30);
-    const setBased = recordingDeps(true);
-    const inNode = recordingDeps(false);
-    const pa = await plan(a, setThree, setBased);
-    const pb = await plan(b, setThree, inNode);
+    const { a, b, setBased, inNode, pa, pb } = await twinPlans(30, setThree);
     await rechunk(pa, 7);
     await rechunk(pb, 7);
     const ranges: [number, number][] = [
@@ -495,11 +499,7 @@ describe('a plan that only sets variables', () => {
   });
 
   it('leaves to node a range with a job row already (a Pending row written before job sets), which keeps its id', async () => {
-    const [a, b] = await twins(20);
-    const setBased = recordingDeps(true);
-    const inNode = recordingDeps(false);
-    const pa = await plan(a, setAmount, setBased);
-    const pb = await plan(b, setAmount, inNode);
+    const { a, b, setBased, inNode, pa, pb } = await twinPlans(20, setAmount);
     // A job of each plan's range as a plan generated before job sets left it: a Pending row with its id.
     for (const planId of [pa, pb]) {
       await h.pool.query(
