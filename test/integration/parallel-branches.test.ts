@@ -274,17 +274,24 @@ describe('an instance with its call out, altered', () => {
       for (const res of held.splice(0)) res.writeHead(200).end('ok');
     }, 50);
     try {
-      const done = await eventually(async () => {
-        const now = await instance(id);
-        return now.subStatus === 'Finished' ? now : undefined;
-      }, 'the instance to finish');
+      // The call waits while the cancelled delivery is out, and looks again after a quarter of the time that one has
+      // been out, up to 10 s (`recheckAfterMs`, activities/calls.ts): held since the test began, under the whole
+      // suite's load that look can come 10 s after the endpoint answered it, then the call and the last step.
+      const done = await eventually(
+        async () => {
+          const now = await instance(id);
+          return now.subStatus === 'Finished' ? now : undefined;
+        },
+        'the instance to finish',
+        45_000,
+      );
       expect(journal(done)).toEqual(['called', 'started']);
       expect(code(done)).toBe(200);
       expect(records(done)).toEqual({ start: 'Completed', call: 'Completed', called: 'Completed' });
     } finally {
       clearInterval(answering);
     }
-  });
+  }, 90_000);
 });
 
 describe('a Finish in one branch', () => {
