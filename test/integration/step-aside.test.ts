@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PLAN_STATUS } from '../../src/alterations/model.js';
 import { STARTING_MS, stepsAside, WAIT_MS } from '../../src/alterations/step-aside.js';
+import type { Logger } from '../../src/logger.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { batchesOfRun, keepStarting, planToCompletion } from '../support/step-aside.js';
 
@@ -78,6 +80,21 @@ describe("a plan's batch", () => {
     const waited = performance.now() - t0;
     expect(waited).toBeGreaterThanOrEqual(WAIT_MS - 5);
     expect(waited).toBeLessThan(WAIT_MS + 2000);
+  });
+
+  it('does not step aside, and says why in the log, when it cannot look (a batch never fails for it)', async () => {
+    const mine = await planRow('aside-a', PLAN_STATUS.Running);
+    await planRow('aside-b', PLAN_STATUS.Dispatching);
+    // A pool that can no longer query: every look fails.
+    const closed = new pg.Pool({ connectionString: h.databaseUrl });
+    await closed.end();
+    const warned: unknown[][] = [];
+    const logger = { warn: (...args: unknown[]) => void warned.push(args) } as unknown as Logger;
+    expect(await stepsAside({ pool: closed, logger }, mine, async () => {})).toBe(false);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]![1]).toBe('plan batch: could not look for starting plans of other tenants');
+    // The same rows through a working pool: it would have stepped aside.
+    expect(await stepsAside(deps(), mine, async () => {})).toBe(true);
   });
 });
 
