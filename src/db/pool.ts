@@ -180,9 +180,17 @@ export type TransactionMark = typeof OWN_STEP;
  */
 export const OWN_STEP = 'own-step';
 
+/** A COMMIT that Postgres answered with ROLLBACK: a statement of the transaction had failed unseen. */
+export class RolledBackError extends Error {
+  override name = 'RolledBackError';
+}
+
 /**
  * Runs `fn` in one transaction on one client: COMMIT on success, ROLLBACK on any throw, and the client
  * always goes back to the pool. `mark`: the transaction is a step of the instance's own workflow.
+ * A COMMIT that rolled back (Postgres answers a COMMIT of a failed transaction with ROLLBACK, not an error)
+ * throws, and a client whose ROLLBACK failed (a cancel that reached it, a broken connection) is discarded,
+ * never handed to the next caller inside a failed transaction.
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
@@ -190,16 +198,20 @@ export async function withTransaction<T>(
   mark?: TransactionMark,
 ): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     // One round trip: a simple query of two statements, the second a constant.
     await client.query(mark === OWN_STEP ? `BEGIN; SELECT set_config('wfa.outbox', 'own-step', true)` : 'BEGIN');
     const result = await fn(client);
-    await client.query('COMMIT');
+    const commit = await client.query('COMMIT');
+    if (commit.command !== 'COMMIT') throw new RolledBackError(`the transaction ended with ${commit.command}`);
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch((rollback: Error) => {
+      broken = rollback;
+    });
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
