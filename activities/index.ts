@@ -10,7 +10,7 @@ import {
   steppedAside,
   type ProcessingDeps,
 } from '../src/alterations/processing.js';
-import { GaveWay, stepsAside } from '../src/alterations/step-aside.js';
+import { stepsAside } from '../src/alterations/step-aside.js';
 import type { PauseReason } from '../src/alterations/model.js';
 import { checkSchedule, expireApproval } from '../src/alterations/governance.js';
 import { ZodError } from 'zod';
@@ -27,7 +27,7 @@ import {
 } from '../src/engine/executor.js';
 import type { HttpOutcome } from '../src/connections/http.js';
 
-export interface ActivityDeps extends EngineDeps, Omit<ProcessingDeps, 'logger'> {}
+export interface ActivityDeps extends EngineDeps, ProcessingDeps {}
 
 /**
  * Plan activities retry only what a retry can fix. A transient failure (database or Temporal unreachable,
@@ -108,18 +108,11 @@ export function createActivities(deps: ActivityDeps) {
     generateJobs(planId: string) {
       return withHeartbeat(() => retryOnlyTransient('generateJobs', () => generateJobs(deps, planId), deps.logger));
     },
-    runJobBatch(args: {
-      planId: string;
-      fromOrd: number;
-      toOrd: number;
-      notBefore?: number;
-      mayStepAside?: boolean;
-      mayGiveWay?: boolean;
-    }) {
+    runJobBatch(args: { planId: string; fromOrd: number; toOrd: number; notBefore?: number; mayStepAside?: boolean }) {
       const ctx = Context.current();
       // A second attempt re-dispatches what an interrupted first attempt may have committed but not dispatched.
       const redispatch = ctx.info.attempt > 1;
-      const { notBefore, mayStepAside, mayGiveWay, ...range } = args;
+      const { notBefore, mayStepAside, ...range } = args;
       // In flight from the slot's start: a throttled batch waiting for its time holds the slot too.
       const ended = deps.planMetrics?.batchStarted();
       return withHeartbeat(async () => {
@@ -127,25 +120,9 @@ export function createActivities(deps: ActivityDeps) {
         const wait = notBefore === undefined ? 0 : notBefore - Date.now();
         if (wait > 0) await ctx.sleep(Math.min(wait, 60_000));
         // Another tenant's plan is starting: this batch gives its slot back to it, once (src/alterations/step-aside.ts).
-        const sleep = (ms: number) => ctx.sleep(ms);
-        // The batch that may step aside looks before its work; it, and any batch that may give way, also while it runs.
-        const giveWay = (mayStepAside === true || mayGiveWay === true) && !redispatch;
-        if (mayStepAside && !redispatch && (await stepsAside(deps, range.planId, sleep)))
+        if (mayStepAside && !redispatch && (await stepsAside(deps, range.planId, (ms) => ctx.sleep(ms))))
           return retryOnlyTransient('runJobBatch', () => steppedAside(deps, range.planId), deps.logger);
-        return retryOnlyTransient(
-          'runJobBatch',
-          async () => {
-            try {
-              return await runJobBatch(deps, { ...range, redispatch, giveWay });
-            } catch (err) {
-              if (!(err instanceof GaveWay)) throw err;
-              // One started while the batch ran: its work rolled back; it waits while that plan generates, as above.
-              await stepsAside(deps, range.planId, sleep);
-              return steppedAside(deps, range.planId);
-            }
-          },
-          deps.logger,
-        );
+        return retryOnlyTransient('runJobBatch', () => runJobBatch(deps, { ...range, redispatch }), deps.logger);
       }).finally(() => ended?.());
     },
     /** The workflow pauses its plan: the canary is done, or too many jobs failed. */

@@ -60,11 +60,6 @@ const GOVERNANCE_PATCH = 'plan-governance';
  * (src/alterations/step-aside.ts), and its range then runs again next.
  */
 const STEP_ASIDE_PATCH = 'plan-step-aside';
-/**
- * Since this patch: a batch on the batches queue that may not step aside before its work may still give way to
- * another tenant's plan that starts while it runs (`mayGiveWay`; the one that may step aside always could).
- */
-const GIVE_WAY_PATCH = 'plan-give-way';
 /** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
@@ -367,14 +362,12 @@ function startBatch(
   plan: PlanScheduler,
   input: AlterationPlanInput,
   o: { total: number; batchQueue: boolean; state: PlanWorkflowProgress },
-  { batch, mayStepAside, mayGiveWay }: { batch: BatchRange; mayStepAside: boolean; mayGiveWay: boolean },
+  { batch, mayStepAside }: { batch: BatchRange; mayStepAside: boolean },
   show: (status: WorkflowStatus) => PlanWorkflowProgress,
   inFlight: Set<Promise<void>>,
 ): Promise<void> {
   // On the batches queue since STEP_ASIDE_PATCH: a batch may give its slot to another tenant's starting plan.
   const aside = o.batchQueue && mayStepAside && patched(STEP_ASIDE_PATCH) ? { mayStepAside: true } : {};
-  // Since GIVE_WAY_PATCH, any batch may give way while it runs (`mayGiveWay`), not only the one that may step aside.
-  const giveWay = o.batchQueue && mayGiveWay && !mayStepAside && patched(GIVE_WAY_PATCH) ? { mayGiveWay: true } : {};
   const summary = `jobs ${number(batch.fromOrd)}–${number(batch.toOrd - 1)} of ${number(o.total)}`;
   const p: Promise<void> = runJobBatch
     .executeWithOptions(
@@ -387,7 +380,7 @@ function startBatch(
             priority: { fairnessWeight: batchWeight(o.total) },
           }
         : { summary },
-      [{ planId: input.planId, ...batch, ...aside, ...giveWay }],
+      [{ planId: input.planId, ...batch, ...aside }],
     )
     .then((r) => {
       // The batch's own counts, exact even when a retried attempt found its jobs already done.

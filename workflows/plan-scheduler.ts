@@ -72,7 +72,7 @@ export type PlanStep =
   | { kind: 'wait' }
   | { kind: 'pause'; reason: PauseReason }
   | { kind: 'throttle'; ms: number }
-  | { kind: 'start'; batch: BatchRange; mayStepAside: boolean; mayGiveWay: boolean }
+  | { kind: 'start'; batch: BatchRange; mayStepAside: boolean }
   | { kind: 'endRun' }
   | { kind: 'done' };
 
@@ -89,10 +89,9 @@ const THROTTLE_AHEAD_MS = 2_000;
 
 /**
  * After a batch stepped aside for another tenant's starting plan, the batches started within this long (workflow
- * time) do not step aside. With one batch in flight at a time allowed to step aside before its work (`probing`),
- * and the batches scheduled before the quiet time allowed to give way while they run (each range once), a plan
- * that other tenants' starts keep meeting loses its slots (the work in flight, and at most 1 s each:
- * src/alterations/step-aside.ts WAIT_MS) about once in every STEP_ASIDE_QUIET_MS and more.
+ * time) do not step aside. With one batch in flight at a time allowed to step aside (`probing`), a plan that
+ * other tenants' starts keep meeting loses at most one slot, for at most 1 s (src/alterations/step-aside.ts
+ * WAIT_MS), in every STEP_ASIDE_QUIET_MS and more.
  */
 export const STEP_ASIDE_QUIET_MS = 2_000;
 
@@ -400,16 +399,12 @@ export class PlanScheduler {
     // One batch in flight at a time may step aside. A range that stepped aside runs when it comes again, and so
     // do the batches started soon after one did (else each new range would step aside in turn until the other
     // plan's batches are queued); a throttled plan's batches never step aside.
-    // Any batch so started may give way while it runs (a plan starting after it started): every slot the plan holds
-    // then goes to the starting plan at once, each range at most once, and again only after the quiet time.
-    const mayGiveWay = !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil;
-    const mayStepAside = mayGiveWay && this.probing === null;
+    const mayStepAside = !this.steppedAside.delete(fromOrd) && !rate && now >= this.asideUntil && this.probing === null;
     if (mayStepAside) this.probing = fromOrd;
     return {
       kind: 'start',
       batch: { fromOrd, toOrd, ...(notBefore === undefined ? {} : { notBefore }) },
       mayStepAside,
-      mayGiveWay,
     };
   }
 }

@@ -7,8 +7,6 @@ import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
 import { scheduleState } from './schedule.js';
-import { givingWay } from './step-aside.js';
-import type { Logger } from '../logger.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -72,8 +70,6 @@ export interface ProcessingDeps {
   setBased?: boolean;
   /** Counts the jobs plan batches finish, for the operator's metrics (src/metrics/service-metrics.ts). */
   planMetrics?: PlanMetrics | undefined;
-  /** Where a batch says why it could not give way (src/alterations/step-aside.ts). */
-  logger?: Logger;
 }
 
 /** What plan processing reports to the operator's metrics: node-wide counts, never a plan or a tenant. */
@@ -245,11 +241,6 @@ interface BatchArgs {
   redispatch?: boolean;
   /** Read the instances row-locked (after a read without the lock went stale). */
   locked?: boolean;
-  /**
-   * The batch may give way to another tenant's plan that starts while its work runs (src/alterations/step-aside.ts
-   * `givingWay`): its transaction then rolls back and GaveWay is thrown.
-   */
-  giveWay?: boolean;
 }
 
 /** What a batch's transaction did, for what follows its commit. */
@@ -266,12 +257,7 @@ const LOCKED_DEADLOCK_RETRIES = 3;
 
 /** The batch's transaction (`processBatch`), then what the workflow is told (`reportBatch`). */
 async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<BatchResult> {
-  const run = (a: BatchArgs) =>
-    withTransaction(deps.pool, (client) =>
-      a.giveWay
-        ? givingWay(deps, a.planId, client, () => processBatch(deps, client, a))
-        : processBatch(deps, client, a),
-    );
+  const run = (a: BatchArgs) => withTransaction(deps.pool, (client) => processBatch(deps, client, a));
   let outcome: BatchOutcome | undefined;
   let attempt = args;
   for (let deadlocks = 0; !outcome;) {

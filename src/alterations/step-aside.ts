@@ -3,18 +3,16 @@ import type { Logger } from '../logger.js';
 import { PLAN_STATUS } from './model.js';
 
 /**
- * A plan's batch steps aside for another tenant's plan that is starting. A tenant's small plan that arrives while
- * a big plan of another tenant holds every batch slot would wait for a batch in flight to end, and its jobs'
- * generation would share the cores with those batches (bench/README.md, the noisy neighbour). So a batch the plan
- * lets step aside (one in flight at a time, none for STEP_ASIDE_QUIET_MS after one did:
+ * A plan's batch steps aside for another tenant's plan that is starting. Batches are not preempted: a tenant's
+ * small plan that arrives while a big plan of another tenant holds every batch slot waits for a batch in flight
+ * to end, and its jobs' generation shares the cores with those batches (bench/README.md, the noisy neighbour).
+ * So a batch the plan lets step aside (one in flight at a time, none for STEP_ASIDE_QUIET_MS after one did:
  * workflows/plan-scheduler.ts), before it starts its work, looks for a plan of another tenant that started
  * after its own plan, in the last STARTING_MS, and is generating its jobs or has them and no batch done yet.
  * While one is generating it waits (its slot held, no work done), at most WAIT_MS; then, if one is starting, it
  * does nothing and gives its slot back, and its plan runs the same range again next, without stepping aside a
  * second time. The starting plan's batches, queued by then and weighted by their plan's size, take the slot (if
- * the wait ran out first, the slot goes to whatever the queue holds). While its work runs, the same batch keeps looking (`givingWay`): a
- * plan that starts meanwhile has the batch's statement cancelled and its transaction rolled back, and the batch
- * then steps aside as above. Never for the plan's own tenant's plans.
+ * the wait ran out first, the slot goes to whatever the queue holds). Never for the plan's own tenant's plans.
  * The time is the database's (`now()`), so workers' clocks do not matter; a plan whose start the database sees
  * in the future does not count.
  */
@@ -23,7 +21,7 @@ import { PLAN_STATUS } from './model.js';
 export const STARTING_MS = 10_000;
 /** How long a batch waits, its slot held, for another tenant's plan to finish generating its jobs. */
 export const WAIT_MS = 1_000;
-/** How often it looks again meanwhile, and while its work runs. */
+/** How often it looks again meanwhile. */
 const POLL_MS = 25;
 
 type Starting = 'generating' | 'dispatching' | null;
@@ -68,76 +66,4 @@ export async function stepsAside(
     if (starting === 'dispatching' || Date.now() >= until) return true;
     await sleep(POLL_MS);
   }
-}
-
-/** A batch's work was cancelled for another tenant's starting plan: its transaction rolls back, nothing done. */
-export class GaveWay extends Error {
-  override name = 'GaveWay';
-  constructor() {
-    super("the batch gave way to another tenant's starting plan");
-  }
-}
-
-/**
- * Runs `work` (statements on `client`, in the caller's transaction) while looking, every POLL_MS on another of the
- * pool's connections, for another tenant's plan starting (as `stepsAside` counts them). When one is, the statement
- * running on `client` is cancelled (`pg_cancel_backend`), and once `work` has settled, whatever it did, GaveWay is
- * thrown, so that the caller's transaction rolls back: the cancel may have reached a statement after the one it
- * was meant for, never one outside this transaction (it is awaited before this returns). A look that fails ends
- * the watch, logged; the work goes on.
- */
-export async function givingWay<T>(
-  deps: { pool: pg.Pool; logger?: Logger },
-  planId: string,
-  client: pg.PoolClient,
-  work: () => Promise<T>,
-): Promise<T> {
-  const pid = (client as unknown as { processID?: number }).processID;
-  if (!pid) return work();
-  let done = false;
-  let cancel: Promise<unknown> | undefined;
-  let wake = () => {};
-  const watch = (async () => {
-    while (!done) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, POLL_MS);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      if (done) return;
-      let starting: Starting;
-      try {
-        starting = await othersStarting(deps.pool, planId);
-      } catch (err) {
-        deps.logger?.warn({ err, planId }, 'plan batch: could not look for starting plans of other tenants');
-        return;
-      }
-      if (starting !== null && !done) {
-        cancel = deps.pool.query('SELECT pg_cancel_backend($1)', [pid]).catch((err: unknown) => {
-          deps.logger?.warn({ err, planId }, 'plan batch: could not cancel its statement to give way');
-        });
-        return;
-      }
-    }
-  })();
-  const settle = async () => {
-    done = true;
-    wake();
-    await watch;
-    if (cancel) {
-      await cancel;
-      throw new GaveWay();
-    }
-  };
-  let result: T;
-  try {
-    result = await work();
-  } catch (err) {
-    await settle();
-    throw err;
-  }
-  await settle();
-  return result;
 }

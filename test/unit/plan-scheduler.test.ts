@@ -105,12 +105,7 @@ describe('the window of batches in flight', () => {
     ]);
     expect(then).toEqual({ kind: 'wait' });
     s.batchEnded(started[0]!, ran(started[0]!, control()), 10);
-    expect(s.next(10, 3, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 400, toOrd: 500 },
-      mayStepAside: true,
-      mayGiveWay: true,
-    });
+    expect(s.next(10, 3, false)).toEqual({ kind: 'start', batch: { fromOrd: 400, toOrd: 500 }, mayStepAside: true });
   });
 
   it('keeps one window under a rate, whatever the queue', () => {
@@ -143,7 +138,6 @@ describe('the rate', () => {
       kind: 'start',
       batch: { fromOrd: 20, toOrd: 30, notBefore: 750 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
   });
 
@@ -159,7 +153,6 @@ describe('the rate', () => {
       kind: 'start',
       batch: { fromOrd: 4, toOrd: 5, notBefore: 2500 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
   });
 
@@ -198,7 +191,6 @@ describe('the rate', () => {
       kind: 'start',
       batch: { fromOrd: 10, toOrd: 11, notBefore: 5500 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
   });
 
@@ -210,7 +202,6 @@ describe('the rate', () => {
       kind: 'start',
       batch: { fromOrd: 0, toOrd: 1, notBefore: 60_500 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
   });
 
@@ -226,7 +217,6 @@ describe('the rate', () => {
       kind: 'start',
       batch: { fromOrd: 1, toOrd: 101, notBefore: 350 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
   });
 });
@@ -271,12 +261,7 @@ describe('stopOnFailureRatio', () => {
     const first = startAll(s, 0).started; // [0,50) and [50,100)
     s.batchEnded(first[0]!, ran(first[0]!, c, 50), 1);
     // 50 done, all failed: not yet (fewer than 100 finished).
-    expect(s.next(1, 1, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 100, toOrd: 150 },
-      mayStepAside: true,
-      mayGiveWay: true,
-    });
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 150 }, mayStepAside: true });
     s.batchEnded(first[1]!, ran(first[1]!, c, 0), 2);
     // 100 done, 50 failed: 0.5 > 0.2; the batch in flight finishes first.
     expect(s.next(2, 1, false)).toEqual({ kind: 'wait' });
@@ -290,12 +275,7 @@ describe('stopOnFailureRatio', () => {
     const first = startAll(s, 0).started;
     for (const b of first) s.batchEnded(b, ran(b, c, 1), 1);
     // 200 done with failures, fewer than the canary's 300: it goes on.
-    expect(s.next(1, 0, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 200, toOrd: 300 },
-      mayStepAside: true,
-      mayGiveWay: true,
-    });
+    expect(s.next(1, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: true });
   });
 });
 
@@ -326,37 +306,17 @@ describe('pausing and stopping', () => {
     ]);
   });
 
-  it('lets one batch in flight at a time step aside, any give way while it runs; a range that stepped aside runs next, once', () => {
+  it('lets one batch in flight at a time step aside; a range that stepped aside runs next, and only once', () => {
     const s = scheduler();
-    expect(s.next(0, 0, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 0, toOrd: 100 },
-      mayStepAside: true,
-      mayGiveWay: true,
-    });
-    expect(s.next(0, 1, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 100, toOrd: 200 },
-      mayStepAside: false,
-      mayGiveWay: true,
-    });
+    expect(s.next(0, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: true });
+    expect(s.next(0, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 100, toOrd: 200 }, mayStepAside: false });
     s.batchEnded({ fromOrd: 0, toOrd: 100 }, steppedAside(), 1);
     // The range comes again at once, ahead of the ranges not started yet, and this time it runs.
-    expect(s.next(1, 1, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 0, toOrd: 100 },
-      mayStepAside: false,
-      mayGiveWay: false,
-    });
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
     expect(s.next(1, 2, false)).toEqual({ kind: 'wait' });
     s.batchEnded({ fromOrd: 100, toOrd: 200 }, ran({ fromOrd: 100, toOrd: 200 }, control()), 2);
     // The next new range, started soon after, does not step aside either.
-    expect(s.next(2, 1, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 200, toOrd: 300 },
-      mayStepAside: false,
-      mayGiveWay: false,
-    });
+    expect(s.next(2, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: false });
     // Nothing counted for the batch that stepped aside.
     expect(s.counts).toEqual({ completed: 100, failed: 0, batchesDone: 1 });
   });
@@ -365,19 +325,9 @@ describe('pausing and stopping', () => {
     const s = scheduler();
     const [a, b] = startAll(s, 0).started;
     s.batchEnded(a!, ran(a!, control()), 1);
-    expect(s.next(1, 1, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 200, toOrd: 300 },
-      mayStepAside: true,
-      mayGiveWay: true,
-    });
+    expect(s.next(1, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: true });
     s.batchEnded(b!, ran(b!, control()), 2);
-    expect(s.next(2, 1, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 300, toOrd: 400 },
-      mayStepAside: false,
-      mayGiveWay: true,
-    });
+    expect(s.next(2, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 300, toOrd: 400 }, mayStepAside: false });
   });
 
   it('starts its batches without stepping aside for STEP_ASIDE_QUIET_MS after one did', () => {
@@ -385,24 +335,17 @@ describe('pausing and stopping', () => {
     const [a, b] = startAll(s, 0).started;
     s.batchEnded(a!, steppedAside(), 1000);
     s.batchEnded(b!, ran(b!, control()), 1000);
-    expect(s.next(1000, 0, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 0, toOrd: 100 },
-      mayStepAside: false,
-      mayGiveWay: false,
-    });
+    expect(s.next(1000, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
     expect(s.next(1000 + STEP_ASIDE_QUIET_MS - 1, 1, false)).toEqual({
       kind: 'start',
       batch: { fromOrd: 200, toOrd: 300 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
     s.batchEnded({ fromOrd: 0, toOrd: 100 }, ran({ fromOrd: 0, toOrd: 100 }, control()), 1000 + STEP_ASIDE_QUIET_MS);
     expect(s.next(1000 + STEP_ASIDE_QUIET_MS, 1, false)).toEqual({
       kind: 'start',
       batch: { fromOrd: 300, toOrd: 400 },
       mayStepAside: true,
-      mayGiveWay: true,
     });
   });
 
@@ -420,17 +363,11 @@ describe('pausing and stopping', () => {
     const carried = JSON.parse(JSON.stringify(s.progress()));
     expect(carried).toMatchObject({ redo: [[0, 100]], steppedAside: [0], asideUntil: 500 + STEP_ASIDE_QUIET_MS });
     const next = scheduler({ batchesPerRun: 2, carried, now: 600 });
-    expect(next.next(600, 0, false)).toEqual({
-      kind: 'start',
-      batch: { fromOrd: 0, toOrd: 100 },
-      mayStepAside: false,
-      mayGiveWay: false,
-    });
+    expect(next.next(600, 0, false)).toEqual({ kind: 'start', batch: { fromOrd: 0, toOrd: 100 }, mayStepAside: false });
     expect(next.next(600, 1, false)).toEqual({
       kind: 'start',
       batch: { fromOrd: 200, toOrd: 300 },
       mayStepAside: false,
-      mayGiveWay: false,
     });
   });
 
