@@ -161,12 +161,17 @@ async function toldIfEnded(
   options: StepOptions,
 ): Promise<Pick<StepResult, 'told'>> {
   if (!deps.tidings || !options.ownWorkflow || s.status !== 'Finished' || s.subStatus !== 'Finished') return {};
+  // In the step's transaction: a read that fails rolls back to here only. Without the savepoint its failed
+  // statement would fail the transaction, and the step's COMMIT with it (src/db/pool.ts withTransaction).
+  await db.query('SAVEPOINT told_if_ended');
   try {
     const told = await deps.tidings(db, s.id);
+    await db.query('RELEASE SAVEPOINT told_if_ended');
     return told ? { told } : {};
   } catch (err) {
     // Only what it names is missed: the workflow still completes on the standing the answer carries.
     if (isTransientError(err)) throw err;
+    await db.query('ROLLBACK TO SAVEPOINT told_if_ended');
     return {};
   }
 }

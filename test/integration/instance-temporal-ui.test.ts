@@ -15,6 +15,7 @@ import { readTidings } from '../../src/temporal/instance-tidings.js';
 import { createLogger } from '../../src/logger.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
 import { finishOutboundCall, orFault, runStep } from '../../src/engine/executor.js';
+import type { Queryable } from '../../src/db/pool.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { payloadJson } from '../support/plans.js';
 import {
@@ -436,6 +437,14 @@ describe('an instance in Temporal', () => {
     const without = await runStep(failing, id, { ownWorkflow: true });
     expect(without).toMatchObject({ hasMoreWork: false, instance: { status: 'Finished', subStatus: 'Finished' } });
     expect(without).not.toHaveProperty('told');
+    // One whose statement fails inside the step's transaction rolls back only itself: the step still commits.
+    const failingSql = { ...deps, tidings: (db: Queryable) => db.query('SELECT 1 / 0').then(() => undefined) };
+    const failedRead = await runStep(failingSql, id, { ownWorkflow: true });
+    expect(failedRead).toMatchObject({ hasMoreWork: false, instance: { status: 'Finished', subStatus: 'Finished' } });
+    expect(failedRead).not.toHaveProperty('told');
+    expect(
+      await finishOutboundCall(failingSql, details, { ok: true, status: 200 }, { ownWorkflow: true }),
+    ).toMatchObject({ hasMoreWork: false, instance: { status: 'Finished' } });
     // A step that fails for good on the ended instance answers with where it stands too.
     expect(await orFault(deps, id, () => Promise.reject(new Error('a step that cannot succeed')))).toMatchObject({
       hasMoreWork: false,
