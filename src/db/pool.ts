@@ -58,8 +58,27 @@ export function createPool(connection: string | PostgresConnection, options: num
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
+    // The server's own id of the session, for a cancel (`cancelStatement`): read before the caller's first
+    // statement (a client runs its statements in order).
+    client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').then(
+      (r) => backendPids.set(client, r.rows[0]!.pid),
+      () => undefined,
+    );
   });
   return pool;
+}
+
+const backendPids = new WeakMap<pg.ClientBase, number>();
+
+/**
+ * Cancels the statement `client` is running, on the server (`pg_cancel_backend`, through another of `pool`'s
+ * connections). By the session's id as the server reads it (`pg_backend_pid()`), never the id its start-up
+ * message gave: behind a pooler (session mode, docs/operations.md) that one is the pooler's key, and a
+ * server process of that number, if any, would be another session's. Nothing when the id is not known yet.
+ */
+function cancelStatement(pool: pg.Pool, client: pg.ClientBase): void {
+  const pid = backendPids.get(client);
+  if (pid) void pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
 }
 
 /** The per-tenant share a request's connections count against (src/shares.ts). */
@@ -92,10 +111,7 @@ export class ConnectionShareTimeout extends Error {
 export function requestPool(pool: pg.Pool, signal: AbortSignal, share?: ConnectionShare): pg.Pool {
   const active = new Set<pg.PoolClient>();
   const onAbort = () => {
-    for (const client of active) {
-      const pid = (client as unknown as { processID?: number }).processID;
-      if (pid) void pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
-    }
+    for (const client of active) cancelStatement(pool, client);
   };
   if (!signal.aborted) signal.addEventListener('abort', onAbort, { once: true });
   const aborted = () =>
