@@ -46,21 +46,6 @@ export function recheckAfterMs(outForMs: number): number {
   return Math.min(CALL_OUT_RECHECK_MAX_MS, Math.max(CALL_OUT_RECHECK_MS, outForMs / 4));
 }
 const CALL_OUT_RECHECK_MS = 2_000;
-
-/**
- * How long a call turned back over its tenant's share waits before it asks again (before the spread every
- * turn-back gets). It grows with how many of the tenant's calls this worker turned back lately (`turnedBack`,
- * about the square root of its backlog: from 0.5 s), the same for an old call as for a new one, so that none
- * starves; and with how long the tenant's places have stood still (`stillForMs`: no call of the tenant has
- * taken one since), half of it, up to 30 s: calls held by an endpoint that hangs free no place soon, and a
- * backlog waiting behind them would otherwise come back several times a second, each time a timer, two
- * workflow tasks and an activity task on the Temporal server and the cores every tenant shares (bench/README.md,
- * the noisy neighbour, thirteenth session). A place that frees is taken at once by a call waiting inside the
- * worker (`SHARE_WAIT_MS`), so the places of a tenant whose calls end do not stand still. At most a minute.
- */
-export function shareTurnBackMs(turnedBack: number, perTenant: number, stillForMs: number): number {
-  return Math.min(60_000, Math.max(500 * (1 + turnedBack / perTenant), Math.min(30_000, stillForMs / 2)));
-}
 const CALL_OUT_RECHECK_MAX_MS = 10_000;
 /**
  * How long a call over its tenant's share waits in the activity for a place one of the tenant's calls gives
@@ -130,11 +115,14 @@ export function createCallActivities(deps: CallDeps) {
           category: ApplicationFailureCategory.BENIGN,
         });
       };
-      // Over the tenant's share: back at once, having cost no query, to come again after `shareTurnBackMs`.
+      // Over the tenant's share: back at once, having cost no query. How soon it comes again grows with how
+      // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
+      // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
+      // cost the server little however many they are, and none of them starves.
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
         if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') return undefined;
         return turnBack(
-          shareTurnBackMs(turnedBack.add(tenant), deps.calls.perTenant, deps.calls.stillForMs(tenant)),
+          Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant)),
           `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
         );
       };

@@ -11,8 +11,6 @@
  */
 export class TenantCounter {
   private readonly held = new Map<string, number>();
-  /** When each tenant that holds any last took a place (ms since the epoch): how long its places stand still. */
-  private readonly lastTaken = new Map<string, number>();
   private all = 0;
   /** Callers waiting for a place their tenant gives back, first come first served (`take`). */
   private readonly waiting = new Map<string, ((taken: boolean) => void)[]>();
@@ -34,19 +32,8 @@ export class TenantCounter {
     if (mine >= this.perTenant) return 'tenant';
     if (this.all >= this.overall) return 'overall';
     this.held.set(tenant, mine + 1);
-    this.lastTaken.set(tenant, Date.now());
     this.all++;
     return 'taken';
-  }
-
-  /**
-   * How long it has been since `tenant` last took a place, while it holds some (0 when it holds none): a
-   * tenant whose places have all been held that long by the same callers (an endpoint that hangs) will not
-   * see one free soon.
-   */
-  stillForMs(tenant: string, now = Date.now()): number {
-    const at = this.lastTaken.get(tenant);
-    return at === undefined ? 0 : Math.max(0, now - at);
   }
 
   /**
@@ -89,15 +76,10 @@ export class TenantCounter {
   /** Gives one back: to the tenant's first waiter, if one waits (it holds it from then on), else to the pool. */
   give(tenant: string): void {
     const next = this.waiting.get(tenant)?.[0];
-    if (next) {
-      this.lastTaken.set(tenant, Date.now());
-      return next(true);
-    }
+    if (next) return next(true);
     const mine = this.held.get(tenant) ?? 0;
-    if (mine <= 1) {
-      this.held.delete(tenant);
-      this.lastTaken.delete(tenant);
-    } else this.held.set(tenant, mine - 1);
+    if (mine <= 1) this.held.delete(tenant);
+    else this.held.set(tenant, mine - 1);
     this.all = Math.max(0, this.all - 1);
   }
 }

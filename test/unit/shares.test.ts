@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RequestScheduler, ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
 
 describe('TenantCounter', () => {
@@ -44,39 +44,6 @@ describe('TenantCounter', () => {
     // Gone from the queue: a later give frees the place.
     c.give('a');
     expect(c.tryTake('a')).toBe('taken');
-  });
-
-  describe("how long a tenant's places have stood still", () => {
-    afterEach(() => {
-      vi.useRealTimers();
-    });
-
-    it("counts from the tenant's last take, a waiter handed a place included, and is 0 once it holds none", async () => {
-      vi.useFakeTimers({ now: 1_000_000 });
-      const c = new TenantCounter(2, 10, 4);
-      expect(c.stillForMs('a')).toBe(0);
-      c.tryTake('a');
-      vi.advanceTimersByTime(3_000);
-      c.tryTake('a');
-      vi.advanceTimersByTime(4_000);
-      expect(c.stillForMs('a')).toBe(4_000);
-      expect(c.stillForMs('b')).toBe(0);
-      // A refused take is no take.
-      expect(c.tryTake('a')).toBe('tenant');
-      vi.advanceTimersByTime(1_000);
-      expect(c.stillForMs('a')).toBe(5_000);
-      // A place given back to a waiter is taken again at once.
-      const waiter = c.take('a', 10_000);
-      vi.advanceTimersByTime(2_000);
-      c.give('a');
-      expect(await waiter).toBe('taken');
-      expect(c.stillForMs('a')).toBe(0);
-      vi.advanceTimersByTime(500);
-      expect(c.stillForMs('a')).toBe(500);
-      c.give('a');
-      c.give('a');
-      expect(c.stillForMs('a')).toBe(0);
-    });
   });
 });
 
