@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -38,13 +38,19 @@ export async function claimDataDir(
   // The first folder made (the data folder, or a parent of it made with it); undefined when it was there.
   const made = await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const pidFile = path.join(dataDir, SERVICE_PID_FILE);
-  const other = await pidIn(pidFile);
-  if (other !== undefined && other !== process.pid && (await running(other, isService))) {
-    throw new DataDirInUseError(
-      `DATA_DIR ${dataDir} is in use by another running service (pid ${other}): stop it first, or set DATA_DIR to another folder.`,
-    );
+  // Read and written under a lock: two starts at once must not both find the folder free.
+  const unlock = await lockClaim(dataDir);
+  try {
+    const other = await pidIn(pidFile);
+    if (other !== undefined && other !== process.pid && (await running(other, isService))) {
+      throw new DataDirInUseError(
+        `DATA_DIR ${dataDir} is in use by another running service (pid ${other}): stop it first, or set DATA_DIR to another folder.`,
+      );
+    }
+    await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
+  } finally {
+    await unlock();
   }
-  await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
   if (uses.postgres) {
     const pgData = postgresDataDirOf(dataDir);
     await stopLeftover(path.join(pgData, 'postmaster.pid'), {
@@ -72,6 +78,43 @@ export async function claimDataDir(
       if (unused && made !== undefined) await removeEmptyUpTo(dataDir, made);
     },
   };
+}
+
+/** The folder whose creation is the lock of a claim (mkdir either makes it or fails: one start at a time). */
+export const CLAIM_LOCK_DIR = '.claiming';
+/** A lock older than this was left by a start killed while claiming (a claim takes milliseconds): taken over. */
+const CLAIM_LOCK_STALE_MS = 10_000;
+/** How long a start waits for another's claim before it gives up. */
+const CLAIM_LOCK_WAIT_MS = 15_000;
+
+/**
+ * Takes the claim lock of `dataDir`, waiting while another start holds it; answers how to give it back. A lock
+ * left by a start that was killed while it held it is taken over once it is CLAIM_LOCK_STALE_MS old.
+ */
+async function lockClaim(dataDir: string): Promise<() => Promise<void>> {
+  const lock = path.join(dataDir, CLAIM_LOCK_DIR);
+  const until = Date.now() + CLAIM_LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await mkdir(lock, { mode: 0o700 });
+      return () => rm(lock, { recursive: true, force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const since = await stat(lock).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (since > CLAIM_LOCK_STALE_MS) {
+      await rm(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() >= until)
+      throw new DataDirInUseError(
+        `DATA_DIR ${dataDir} is being claimed by another start (${lock} exists): wait for it, or set DATA_DIR to another folder.`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** Removes `dir` and its parents up to `top`, each only while empty (rmdir refuses a folder with anything in it). */
