@@ -88,32 +88,76 @@ const CLAIM_LOCK_STALE_MS = 10_000;
 const CLAIM_LOCK_WAIT_MS = 15_000;
 
 /**
- * Takes the claim lock of `dataDir`, waiting while another start holds it; answers how to give it back. A lock
- * left by a start that was killed while it held it is taken over once it is CLAIM_LOCK_STALE_MS old.
+ * Takes the claim lock of `dataDir`, waiting while another start holds it; answers how to give it back (only
+ * this lock: one taken over since is left alone). A lock left by a start killed while it held it is taken over
+ * once it is CLAIM_LOCK_STALE_MS old, by one waiting start at a time (the right to take over is a lock of its
+ * own, `.claiming.takeover`, itself taken over when a second kill left it). The lock's age is its folder's
+ * mtime (an empty folder's is its creation) against this machine's clock: DATA_DIR on a local disk, as the
+ * embedded Postgres needs.
  */
 async function lockClaim(dataDir: string): Promise<() => Promise<void>> {
   const lock = path.join(dataDir, CLAIM_LOCK_DIR);
-  const until = Date.now() + CLAIM_LOCK_WAIT_MS;
+  const until = performance.now() + CLAIM_LOCK_WAIT_MS;
   for (;;) {
-    try {
-      await mkdir(lock, { mode: 0o700 });
-      return () => rm(lock, { recursive: true, force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const taken = await makeLock(lock, dataDir);
+    if (taken) {
+      return async () => {
+        const now = await stat(lock).catch(() => undefined);
+        if (now?.ino === taken.ino && now.mtimeMs === taken.mtimeMs)
+          await rm(lock, { recursive: true, force: true }).catch(() => undefined);
+      };
     }
-    const since = await stat(lock).then(
-      (s) => Date.now() - s.mtimeMs,
-      () => 0,
-    );
-    if (since > CLAIM_LOCK_STALE_MS) {
-      await rm(lock, { recursive: true, force: true });
+    const age = await ageOf(lock);
+    if (age === undefined) continue; // gone meanwhile: try again at once
+    if (age > CLAIM_LOCK_STALE_MS) {
+      await takeOver(lock);
       continue;
     }
-    if (Date.now() >= until)
+    if (performance.now() >= until)
       throw new DataDirInUseError(
-        `DATA_DIR ${dataDir} is being claimed by another start (${lock} exists): wait for it, or set DATA_DIR to another folder.`,
+        `DATA_DIR ${dataDir} is being claimed by another start (${lock} exists): wait for it, or remove that folder if no start is running.`,
       );
     await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Makes the lock folder: its identity, or undefined when it exists (the data folder is made again if gone). */
+async function makeLock(lock: string, dataDir: string): Promise<{ ino: number; mtimeMs: number } | undefined> {
+  try {
+    await mkdir(lock, { mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return undefined;
+    // The data folder was removed after we made it (another start that failed gave back the folders it made).
+    if (code !== 'ENOENT') throw err;
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    return makeLock(lock, dataDir);
+  }
+  const made = await stat(lock);
+  return { ino: made.ino, mtimeMs: made.mtimeMs };
+}
+
+const ageOf = (dir: string) =>
+  stat(dir).then(
+    (s) => Date.now() - s.mtimeMs,
+    () => undefined,
+  );
+
+/** Removes a stale lock, if it is still stale once this start alone has the right to (see `lockClaim`). */
+async function takeOver(lock: string): Promise<void> {
+  const right = `${lock}.takeover`;
+  const mine = await mkdir(right, { mode: 0o700 }).then(
+    () => true,
+    () => false,
+  );
+  if (!mine) {
+    if (((await ageOf(right)) ?? 0) > CLAIM_LOCK_STALE_MS) await rm(right, { recursive: true, force: true });
+    return;
+  }
+  try {
+    if (((await ageOf(lock)) ?? 0) > CLAIM_LOCK_STALE_MS) await rm(lock, { recursive: true, force: true });
+  } finally {
+    await rm(right, { recursive: true, force: true });
   }
 }
 
