@@ -95,7 +95,7 @@ const CLAIM_LOCK_WAIT_MS = 15_000;
  * mtime (an empty folder's is its creation) against this machine's clock: DATA_DIR on a local disk, as the
  * embedded Postgres needs.
  */
-async function lockClaim(dataDir: string): Promise<() => Promise<void>> {
+export async function lockClaim(dataDir: string): Promise<() => Promise<void>> {
   const lock = path.join(dataDir, CLAIM_LOCK_DIR);
   const until = performance.now() + CLAIM_LOCK_WAIT_MS;
   for (;;) {
@@ -109,10 +109,8 @@ async function lockClaim(dataDir: string): Promise<() => Promise<void>> {
     }
     const age = await ageOf(lock);
     if (age === undefined) continue; // gone meanwhile: try again at once
-    if (age > CLAIM_LOCK_STALE_MS) {
-      await takeOver(lock);
-      continue;
-    }
+    // Taken over: try again at once. Otherwise (fresh, or another start has the right to take it over) wait.
+    if (age > CLAIM_LOCK_STALE_MS && (await takeOver(lock))) continue;
     if (performance.now() >= until)
       throw new DataDirInUseError(
         `DATA_DIR ${dataDir} is being claimed by another start (${lock} exists): wait for it, or remove that folder if no start is running.`,
@@ -143,19 +141,25 @@ const ageOf = (dir: string) =>
     () => undefined,
   );
 
-/** Removes a stale lock, if it is still stale once this start alone has the right to (see `lockClaim`). */
-async function takeOver(lock: string): Promise<void> {
+/**
+ * Removes a stale lock, if it is still stale once this start alone has the right to (see `lockClaim`); answers
+ * whether it did, or removed a right to take over that a start killed while holding it left.
+ */
+async function takeOver(lock: string): Promise<boolean> {
   const right = `${lock}.takeover`;
   const mine = await mkdir(right, { mode: 0o700 }).then(
     () => true,
     () => false,
   );
   if (!mine) {
-    if (((await ageOf(right)) ?? 0) > CLAIM_LOCK_STALE_MS) await rm(right, { recursive: true, force: true });
-    return;
+    if (((await ageOf(right)) ?? 0) <= CLAIM_LOCK_STALE_MS) return false;
+    await rm(right, { recursive: true, force: true });
+    return true;
   }
   try {
-    if (((await ageOf(lock)) ?? 0) > CLAIM_LOCK_STALE_MS) await rm(lock, { recursive: true, force: true });
+    if (((await ageOf(lock)) ?? 0) <= CLAIM_LOCK_STALE_MS) return false;
+    await rm(lock, { recursive: true, force: true });
+    return true;
   } finally {
     await rm(right, { recursive: true, force: true });
   }

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, rmdir, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLAIM_LOCK_DIR, claimDataDir } from '../../src/embedded/leftovers.js';
+import { CLAIM_LOCK_DIR, claimDataDir, lockClaim } from '../../src/embedded/leftovers.js';
 
 /**
  * Two services started at the same moment on one new data folder: exactly one may claim it. Each start runs
@@ -90,5 +90,44 @@ describe('claiming a data folder', () => {
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect((await readdir(parent)).sort()).toEqual(['service.pid']);
     await claim.release();
+  });
+
+  it('takes over a stale lock whose right to take over a second kill left behind too', async () => {
+    const parent = await mkdtemp(path.join(os.tmpdir(), 'wfa-claim-'));
+    dirs.push(parent);
+    const old = new Date(Date.now() - 11_000);
+    for (const name of [CLAIM_LOCK_DIR, `${CLAIM_LOCK_DIR}.takeover`]) {
+      await mkdir(path.join(parent, name));
+      await utimes(path.join(parent, name), old, old);
+    }
+    const t0 = Date.now();
+    const claim = await claimDataDir(parent, { postgres: false, devServer: false }, { info: () => undefined });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect((await readdir(parent)).sort()).toEqual(['service.pid']);
+    await claim.release();
+  });
+
+  it('waits for a fresh lock, and gives back only its own lock, not one that replaced it', async () => {
+    const parent = await mkdtemp(path.join(os.tmpdir(), 'wfa-claim-'));
+    dirs.push(parent);
+    const lock = path.join(parent, CLAIM_LOCK_DIR);
+    await mkdir(lock);
+    // Held by another start, which gives it back 300 ms later.
+    setTimeout(() => void rmdir(lock), 300);
+    const t0 = Date.now();
+    const unlock = await lockClaim(parent);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    // Taken over meanwhile (this start looked stale, paused): the new holder's lock stays.
+    await rmdir(lock);
+    await mkdir(lock);
+    const later = new Date(Date.now() + 5_000);
+    await utimes(lock, later, later);
+    await unlock();
+    expect(await readdir(parent)).toEqual([CLAIM_LOCK_DIR]);
+    // Its own lock it gives back.
+    await rmdir(lock);
+    const again = await lockClaim(parent);
+    await again();
+    expect(await readdir(parent)).toEqual([]);
   });
 });
