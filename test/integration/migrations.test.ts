@@ -179,7 +179,7 @@ describe('migrations', () => {
     await plan('r-rejected', 6, 'p', 'Rejected');
     // Before 024 the rejected revert holds the plan's one place.
     await expect(plan('r-before', 8, 'p', 'Pending')).rejects.toMatchObject({ code: '23505' });
-    expect(await migrate(pool)).toEqual([24]);
+    expect(await migrate(pool, undefined, { upTo: 24 })).toEqual([24]);
     await plan('r-withdrawn', 6, 'p', 'Withdrawn');
     await plan('r-expired', 6, 'p', 'Expired');
     await plan('r-held', 8, 'p', 'Pending');
@@ -200,10 +200,54 @@ describe('migrations', () => {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE workflow_instances IN SHARE UPDATE EXCLUSIVE MODE');
       const released = sleep(1_500).then(() => holder.query('COMMIT'));
-      expect(await migrate(pool)).toEqual([23, 24]);
+      expect(await migrate(pool, undefined, { upTo: 24 })).toEqual([23, 24]);
       await released;
     } finally {
       await holder.end();
     }
+  });
+
+  it('025: a write that changes only variables, revision and updated_at is heap-only (no new index entries)', async () => {
+    const { pool } = await migratedDatabase(24);
+    await pool.query(`
+      INSERT INTO workflow_definitions (id, tenant_id, definition_id, version, is_latest, variables, root, options)
+      VALUES ('one:1', '', 'one', 1, true, '[]', '{}', '{}');
+      INSERT INTO workflow_instances (id, tenant_id, definition_id, definition_version_id, version, status, sub_status,
+                                      variables, scheduled, bookmarks, created_at, updated_at)
+      VALUES ('hot', '', 'one', 'one:1', 1, 'Running', 'Suspended', '{}', '[]', '[]', now(), now());`);
+    const hotUpdates = async () => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        // Counts of this backend not yet reported (earlier transactions' included): the difference is this write's.
+        const counts = async () =>
+          (
+            await client.query<{ hot: string; all: string }>(
+              `SELECT n_tup_hot_upd AS hot, n_tup_upd AS all FROM pg_stat_xact_user_tables WHERE relname = 'workflow_instances'`,
+            )
+          ).rows[0]!;
+        const before = await counts();
+        await client.query(
+          `UPDATE workflow_instances SET variables = variables || '{"x": 1}', revision = revision + 1, updated_at = now()
+            WHERE id = 'hot'`,
+        );
+        const after = await counts();
+        await client.query('COMMIT');
+        return { hot: Number(after.hot) - Number(before.hot), all: Number(after.all) - Number(before.all) };
+      } finally {
+        client.release();
+      }
+    };
+    // Before 025 the B-tree on (tenant_id, updated_at) keeps the write from being heap-only.
+    expect(await hotUpdates()).toEqual({ hot: 0, all: 1 });
+    expect(await migrate(pool, undefined, { upTo: 25 })).toEqual([25]);
+    expect(await hotUpdates()).toEqual({ hot: 1, all: 1 });
+    // The UpdatedAt filter is still served by an index of its own.
+    const { rows } = await pool.query<{ am: string }>(
+      `SELECT am.amname AS am FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_am am ON am.oid = c.relam
+        WHERE x.indrelid = 'workflow_instances'::regclass
+          AND x.indkey::int2[] @> ARRAY[(SELECT attnum FROM pg_attribute WHERE attrelid = 'workflow_instances'::regclass AND attname = 'updated_at')]`,
+    );
+    expect(rows).toEqual([{ am: 'brin' }]);
   });
 });
