@@ -42,6 +42,8 @@ const RESULTS_FILE = process.env.NOISY_RESULTS_FILE ?? path.join(ROOT, 'bench', 
 const A_SIZE = Number(process.env.NOISY_A ?? 100_000);
 const B_SIZE = Number(process.env.NOISY_B ?? 10_000);
 const CALLS = Number(process.env.NOISY_CALLS ?? 60);
+/** The plans run on rows as inserted (BENCH_FRESH_PAGES=1), not written once more and vacuumed first. */
+const FRESH_PAGES = process.env.BENCH_FRESH_PAGES === '1';
 const RUNS = Number(process.env.NOISY_RUNS ?? 3);
 const API_RUNS = Number(process.env.NOISY_API_RUNS ?? 5);
 const API_MS = Number(process.env.NOISY_API_MS ?? 3_000);
@@ -176,19 +178,27 @@ async function main(): Promise<void> {
       const def = await call<{ id: string }>(key, 'POST', '/workflow-definitions', DEFINITION);
       const db = new pg.Client({ connectionString: databaseUrl });
       await db.connect();
-      await seedWithoutWorkflows(db, SEED_SQL, [def.id, n, tenantId]);
-      // As bench/size.ts seeds (since 2026-11-27): every row written once more and vacuumed, so that the first
-      // plans find pages as later ones do, with room for heap-only writes (BENCH_FRESH_PAGES=1: as inserted).
-      if (process.env.BENCH_FRESH_PAGES !== '1') {
-        await db.query('VACUUM ANALYZE workflow_instances');
-        await db.query('UPDATE workflow_instances SET revision = revision WHERE tenant_id = $1', [tenantId]);
-      }
-      await db.query('VACUUM ANALYZE workflow_instances');
+      const seeded = await seedWithoutWorkflows(db, SEED_SQL, [def.id, n, tenantId]);
+      if (seeded.rowCount !== n) throw new Error(`seeded ${seeded.rowCount} instances of ${tenantId}, expected ${n}`);
       await db.end();
     };
     log(`seeding ${A_SIZE} instances of tenant A and ${B_SIZE} of tenant B`);
     await seed(keyA, 'tenant-a', A_SIZE);
     await seed(keyB, 'tenant-b', B_SIZE);
+    {
+      const db = new pg.Client({ connectionString: databaseUrl });
+      await db.connect();
+      await db.query('VACUUM ANALYZE workflow_instances');
+      // As bench/size.ts seeds (since 2026-11-27): both tenants' rows written once more and vacuumed, so that the
+      // first plans find pages as later ones do, with room for heap-only writes (BENCH_FRESH_PAGES=1: as inserted).
+      if (FRESH_PAGES === false) {
+        const written = await db.query('UPDATE workflow_instances SET revision = revision');
+        if (written.rowCount !== A_SIZE + B_SIZE)
+          throw new Error(`wrote ${written.rowCount} instances once more, expected ${A_SIZE + B_SIZE}`);
+        await db.query('VACUUM ANALYZE workflow_instances');
+      }
+      await db.end();
+    }
 
     let plans: Record<string, unknown> | undefined;
     let planLines: string[] = [];
@@ -270,7 +280,7 @@ async function main(): Promise<void> {
       );
       const ratio = round(median(noisy) / median(alone), 2);
       plans = {
-        sizes: { tenantA: A_SIZE, tenantB: B_SIZE, callsOfA: CALLS, runs: RUNS },
+        sizes: { tenantA: A_SIZE, tenantB: B_SIZE, callsOfA: CALLS, runs: RUNS, freshPages: FRESH_PAGES },
         tenantB: { aloneMs: alone.map((x) => round(x)), withNoisyAMs: noisy.map((x) => round(x)), ratio, target: 1.5 },
         tenantAPlanMs: aPlans.map((x) => round(x)),
         health: { alone: healthAlone, withNoisyA: healthNoisy },

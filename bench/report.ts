@@ -11,6 +11,11 @@ export interface SizeResult {
   n: number;
   /** Plan jobs recorded before-images (false: BENCH_RECORD_UNDO=0, to measure their cost). */
   recordUndo?: boolean;
+  /**
+   * The plan ran on the rows as inserted (BENCH_FRESH_PAGES=1), not written once more and vacuumed first as the
+   * floor's runs find them; absent before 2026-11-27, when every plan ran on the inserted rows.
+   */
+  freshPages?: boolean;
   undo?: {
     bytesPerJob: number;
     revert: { ms: number; instancesPerSecond: number; restored: number; ok: boolean } | null;

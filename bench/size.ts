@@ -606,6 +606,7 @@ export async function runSize(n: number): Promise<SizeResult> {
     return {
       n,
       recordUndo: RECORD_UNDO,
+      freshPages: FRESH_PAGES,
       undo,
       seedMs: round(seedMs),
       plan: {
