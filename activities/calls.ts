@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
 import type { HttpOutcome } from '../src/connections/http.js';
 import { isTransientError } from '../src/db/errors.js';
@@ -6,12 +6,14 @@ import { sendThroughConnection } from '../src/connections/http.js';
 import type { Queryable } from '../src/db/pool.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
 import { newId } from '../src/ids.js';
-import type { TenantCounter } from '../src/shares.js';
+import type { PlaceWaiters, TenantCounter } from '../src/shares.js';
 import { withHeartbeat } from './heartbeat.js';
 
 export interface CallDeps extends EngineDeps {
   /** Outbound calls in flight on this worker, per tenant (TENANT_OUTBOUND_CALLS) and in all (its call slots). */
   calls: TenantCounter;
+  /** The workflows whose calls this worker turned back, woken when a place frees (`turnBack: 'wake'`). */
+  waiters?: PlaceWaiters;
 }
 
 /** What a call came to: the outcome, and the names the step's last part records it with. */
@@ -25,6 +27,11 @@ export interface CallResult {
    * details count; ask again after this many milliseconds.
    */
   askAgainInMs?: number;
+  /**
+   * With `askAgainInMs`, for a caller that passed `turnBack: 'wake'`: the worker will signal `callPlaceFreed` to
+   * the caller's workflow when a place it could take frees; `askAgainInMs` is then only how long to wait at most.
+   */
+  wakes?: true;
 }
 
 /**
@@ -52,6 +59,13 @@ const CALL_OUT_RECHECK_MAX_MS = 10_000;
  * back, before it is turned back (the worker's short queue: `TenantCounter.take`).
  */
 export const SHARE_WAIT_MS = 1_000;
+/**
+ * The least a call turned back over its share waits for the signal that a place freed (`wakes`) before it asks
+ * again anyway: what brings it back if the worker that turned it back stopped, or kept no place free while
+ * another worker had one. Twice the delay it would otherwise wait, and never more than two minutes.
+ */
+export const WAKE_BACKSTOP_MS = 15_000;
+const WAKE_BACKSTOP_MAX_MS = 120_000;
 
 /**
  * The activities of the calls task queue: the outbound calls of Send HTTP Request, in slots of their own
@@ -75,7 +89,10 @@ export const SHARE_WAIT_MS = 1_000;
  * warning with a stack trace for every turn-back, about 20 a second under one tenant's backlog, and
  * Temporal attempt counts of 80 for calls that only waited): the activity answers `askAgainInMs` and the
  * instance's workflow waits that long on a durable timer and asks again, so the activity's attempt stays 1,
- * nothing is logged and no failure is counted. Waiting in the activity for long would hold a worker slot,
+ * nothing is logged and no failure is counted. A workflow that passes `turnBack: 'wake'` (the lifelong instance
+ * workflow) also waits to be woken: the worker keeps it in its `PlaceWaiters` (src/shares.ts) and signals
+ * `callPlaceFreed` when a place it could take frees here, so the call asks again at once rather than when its
+ * timer is due, and the timer, now at least WAKE_BACKSTOP_MS, is only what brings it back otherwise. Waiting in the activity for long would hold a worker slot,
  * which is what the share exists to prevent: hence the short queue only. A workflow started by a release before this one (it does not
  * pass `turnBack: 'result'`) gets the old retryable failure, now of the BENIGN category: the SDK logs it at
  * debug and does not count it as a failure.
@@ -92,7 +109,7 @@ export function createCallActivities(deps: CallDeps) {
       recordId: string;
       tenantKey?: string;
       activityId?: string;
-      turnBack?: 'result';
+      turnBack?: 'result' | 'wake';
       /** The connection the step's first part resolved: read with the record (workflows since it pass it). */
       connectionName?: string;
     }): Promise<CallResult> {
@@ -103,11 +120,17 @@ export function createCallActivities(deps: CallDeps) {
         activityType: 'Elsa.Http.SendHttpRequest',
         connectionName: '',
       });
-      const turnBack = (delayMs: number, message: string): CallResult => {
+      const turnBack = (delayMs: number, message: string, wakes = false): CallResult => {
         // Spread out, so that the waiting calls of one tenant do not come back all at once.
         const askAgainInMs = Math.max(100, Math.round(delayMs * (0.75 + Math.random() / 2)));
-        if (args.turnBack === 'result')
-          return { made: false, details: details(), outcome: { ok: false, error: message }, askAgainInMs };
+        if (args.turnBack !== undefined)
+          return {
+            made: false,
+            details: details(),
+            outcome: { ok: false, error: message },
+            askAgainInMs,
+            ...(wakes ? { wakes: true as const } : {}),
+          };
         throw ApplicationFailure.create({
           type: SHARE_FULL,
           message,
@@ -119,12 +142,22 @@ export function createCallActivities(deps: CallDeps) {
       // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
       // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
       // cost the server little however many they are, and none of them starves.
+      // A caller that takes the signal (`turnBack: 'wake'`) waits for it, and asks again on its own only after a
+      // longer wait.
+      const workflowId = args.turnBack === 'wake' ? Context.current().info.workflowExecution?.workflowId : undefined;
+      const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
-        if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') return undefined;
-        return turnBack(
-          Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant)),
-          `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`,
-        );
+        if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
+          if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
+          return undefined;
+        }
+        const delayMs = Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant));
+        const message = `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`;
+        if (!waiters || workflowId === undefined) return turnBack(delayMs, message);
+        const backstopMs = Math.min(WAKE_BACKSTOP_MAX_MS, Math.max(WAKE_BACKSTOP_MS, 2 * delayMs));
+        // Registered for the whole spread wait, so that the worker still wakes it until its own timer is due.
+        waiters.add(tenant, workflowId, backstopMs * 1.25);
+        return turnBack(backstopMs, message, true);
       };
       if (args.tenantKey !== undefined) {
         const back = await overShare(args.tenantKey);

@@ -15,6 +15,8 @@ export class TenantCounter {
   /** Callers waiting for a place their tenant gives back, first come first served (`take`). */
   private readonly waiting = new Map<string, ((taken: boolean) => void)[]>();
   private waiters = 0;
+  /** Told when a place goes back to the pool (no caller waiting here took it): `PlaceWaiters`. */
+  private freedListener: ((tenant: string) => void) | undefined;
 
   /**
    * `maxWaiting`: callers waiting at once, all tenants together (each tenant at most `perTenant` of them); a
@@ -63,6 +65,16 @@ export class TenantCounter {
     return taken ? 'taken' : 'tenant';
   }
 
+  /** Whether `tenant` could take a place now (under its share and under the limit overall). */
+  room(tenant: string): boolean {
+    return (this.held.get(tenant) ?? 0) < this.perTenant && this.all < this.overall;
+  }
+
+  /** `listener(tenant)` whenever one of `tenant`'s places goes back to the pool rather than to a caller waiting here. */
+  onFreed(listener: (tenant: string) => void): void {
+    this.freedListener = listener;
+  }
+
   /** What all tenants hold now (the operator's metrics read it; it names no tenant). */
   get total(): number {
     return this.all;
@@ -81,6 +93,114 @@ export class TenantCounter {
     if (mine <= 1) this.held.delete(tenant);
     else this.held.set(tenant, mine - 1);
     this.all = Math.max(0, this.all - 1);
+    this.freedListener?.(tenant);
+  }
+}
+
+/**
+ * The workflows waiting outside this worker for a place of a `TenantCounter`: those whose outbound call it turned
+ * back (over their tenant's share, or its limit overall). Each is woken (`wake`, a signal to its workflow) when a
+ * place it could take frees here, its own tenant's waiters first, in the order they came; a waiter keeps its place
+ * in line when it is turned back again. Without this, waiting calls asked again on timers: 55 calls behind an
+ * endpoint that hangs came back about 7 times a second, each a timer, two workflow tasks and an activity task on the
+ * Temporal server every tenant shares (bench/README.md), and a call asked again up to its timer after a place freed.
+ *
+ * In memory: a worker that stops forgets its waiters, and each one's own timer (the long wait it was given,
+ * `until`) brings it back. A waiter woken whose call then went to another worker, or found the place taken, is
+ * woken again by the next place that frees, or by the sweep: every second, a tenant with waiters and room here whose
+ * last wake was a second ago or more gets one more.
+ */
+export class PlaceWaiters {
+  /** Per tenant, the waiting workflows in the order they came: when their own timer brings them back, when woken. */
+  private readonly lines = new Map<string, Map<string, { until: number; wokenAt?: number }>>();
+  private readonly lastWake = new Map<string, number>();
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly counter: TenantCounter,
+    private readonly wake: (workflowId: string) => void,
+    private readonly now: () => number = Date.now,
+    private readonly sweepMs = 1_000,
+  ) {
+    counter.onFreed((tenant) => this.freed(tenant));
+  }
+
+  /** `workflowId` waits for a place of `tenant`; its own timer brings it back after `forMs` whatever happens. */
+  add(tenant: string, workflowId: string, forMs: number): void {
+    let line = this.lines.get(tenant);
+    if (!line) this.lines.set(tenant, (line = new Map()));
+    // Set on a key already there keeps its place in the line.
+    line.set(workflowId, { until: this.now() + forMs });
+    this.sweeper ??= setInterval(() => this.sweep(), this.sweepMs);
+    this.sweeper.unref?.();
+  }
+
+  /** `workflowId`'s call took a place: it waits no more. */
+  remove(tenant: string, workflowId: string): void {
+    const line = this.lines.get(tenant);
+    if (!line) return;
+    line.delete(workflowId);
+    this.tidy(tenant, line);
+  }
+
+  /** Workflows waiting now, all tenants. */
+  get size(): number {
+    let n = 0;
+    for (const line of this.lines.values()) n += line.size;
+    return n;
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  /** A place of `tenant` went back to the pool: the first who could take it is woken. */
+  private freed(tenant: string): void {
+    if (this.wakeOne(tenant)) return;
+    // A place counts against the limit overall too: a waiter of another tenant under its share may take it.
+    for (const other of this.lines.keys())
+      if (other !== tenant && this.counter.room(other) && this.wakeOne(other)) return;
+  }
+
+  /** Wakes `tenant`'s first waiter not woken in the last sweep interval; forgets those whose timer is due. */
+  private wakeOne(tenant: string): boolean {
+    const line = this.lines.get(tenant);
+    if (!line) return false;
+    const now = this.now();
+    for (const [workflowId, w] of line) {
+      if (w.until <= now) {
+        line.delete(workflowId);
+        continue;
+      }
+      if (w.wokenAt !== undefined && now - w.wokenAt < this.sweepMs) continue;
+      w.wokenAt = now;
+      this.lastWake.set(tenant, now);
+      this.wake(workflowId);
+      return true;
+    }
+    this.tidy(tenant, line);
+    return false;
+  }
+
+  /** A tenant no one waits for any more leaves; with none left, the sweep stops. */
+  private tidy(tenant: string, line: Map<string, unknown>): void {
+    if (line.size > 0) return;
+    this.lines.delete(tenant);
+    this.lastWake.delete(tenant);
+    if (this.lines.size === 0) this.stop();
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const tenant of [...this.lines.keys()]) {
+      if (this.counter.room(tenant) && now - (this.lastWake.get(tenant) ?? 0) >= this.sweepMs) this.wakeOne(tenant);
+      else {
+        const line = this.lines.get(tenant)!;
+        for (const [workflowId, w] of line) if (w.until <= now) line.delete(workflowId);
+        this.tidy(tenant, line);
+      }
+    }
   }
 }
 

@@ -1,2 +1,2 @@
-export { instanceExecution, workAvailable } from './instance-execution.js';
+export { callPlaceFreed, instanceExecution, workAvailable } from './instance-execution.js';
 export { alterationPlan, planChangedSignal } from './alteration-plan.js';

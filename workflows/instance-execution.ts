@@ -87,6 +87,7 @@ async function makeCall(
   instanceId: string,
   call: NonNullable<StepResult['call']>,
   local: boolean,
+  inbox?: Inbox,
 ): Promise<StepResult> {
   const calls = proxyActivities<CallActivities>({
     taskQueue: callsTaskQueue(workflowInfo().taskQueue),
@@ -96,13 +97,15 @@ async function makeCall(
   });
   let result: CallResult;
   for (let attempt = 1; ; attempt++) {
+    // A wake that came for an earlier wait is spent: only one sent after this ask counts.
+    if (inbox) inbox.placeFreed = false;
     try {
       result = await calls.callOutbound({
         instanceId,
         recordId: call.recordId,
         tenantKey: call.tenantKey,
         activityId: call.activityId,
-        turnBack: 'result',
+        turnBack: inbox ? 'wake' : 'result',
         ...(call.connectionName !== undefined ? { connectionName: call.connectionName } : {}),
       });
     } catch (err) {
@@ -125,7 +128,13 @@ async function makeCall(
     // out): nothing was sent. Asked again after a durable timer rather than an activity retry, so waiting
     // is neither a failed attempt nor one of the strategy's (activities/calls.ts says why).
     if (result.askAgainInMs !== undefined) {
-      await sleep(result.askAgainInMs);
+      // The worker wakes it when a place frees (`callPlaceFreed`); the timer is only the longest wait. Which of
+      // the two the run takes follows from the recorded result (`wakes`), so a history whose call was turned
+      // back without it replays as it ran.
+      if (result.wakes && inbox) {
+        const waiting = inbox;
+        if (!waiting.placeFreed) await condition(() => waiting.placeFreed === true, result.askAgainInMs);
+      } else await sleep(result.askAgainInMs);
       attempt--;
       continue;
     }
@@ -162,6 +171,12 @@ export interface InstanceTidings extends StepTidings {
 
 /** Sent by the relay with where the instance stands; runs of the previous release took it without arguments. */
 export const workAvailable = defineSignal<[InstanceTidings?]>('workAvailable');
+
+/**
+ * Sent by the calls worker that turned this run's outbound call back over its tenant's share, when a place it
+ * could take frees there (src/shares.ts `PlaceWaiters`): the call asks again now rather than when its timer is due.
+ */
+export const callPlaceFreed = defineSignal('callPlaceFreed');
 
 export interface InstanceExecutionInput {
   instanceId: string;
@@ -259,6 +274,8 @@ interface Inbox {
   latest?: InstanceTidings;
   /** A signal arrived since the per-dispatch run last looked (its "look for work once more"). */
   signalled: boolean;
+  /** The calls worker said a place freed since the call last asked (`callPlaceFreed`). */
+  placeFreed?: boolean;
 }
 
 /**
@@ -279,6 +296,9 @@ export async function instanceExecution(input: InstanceExecutionInput): Promise<
   setHandler(workAvailable, (tidings) => {
     inbox.signalled = true;
     if (tidings && (!inbox.latest || tidings.revision > inbox.latest.revision)) inbox.latest = tidings;
+  });
+  setHandler(callPlaceFreed, () => {
+    inbox.placeFreed = true;
   });
   // Given at the start (histories recorded before have no `told`): read as the first signal would be.
   const { told } = input;
@@ -356,7 +376,7 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         let policy = peeks ? (await (local ? localSteps : steps).peekStep(input.instanceId)).nextRetry : undefined;
         let last: Standing | undefined;
         for (;;) {
-          const step = await runStep(input.instanceId, policy, showStep, local, !peeks);
+          const step = await runStep(input.instanceId, policy, showStep, local, !peeks, inbox);
           policy = step.nextRetry;
           for (const id of ranIn(step)) {
             executed.push(id);
@@ -406,6 +426,8 @@ async function runStep(
   calling: (standing: Standing | undefined) => void,
   local = false,
   plainOnly = false,
+  /** Where the calls worker's wake arrives (`callPlaceFreed`): the lifelong shape's; the per-dispatch one waits on timers. */
+  inbox?: Inbox,
 ): Promise<StepResult> {
   const plain = local ? localSteps : steps;
   // Local steps are this workflow's own: it shows their results itself, and the relay does not tell it again.
@@ -431,7 +453,7 @@ async function runStep(
   }
   if (step.call) {
     calling(step.instance);
-    step = await makeCall(instanceId, step.call, local);
+    step = await makeCall(instanceId, step.call, local, inbox);
   }
   return step;
 }

@@ -9,8 +9,9 @@ import type { DefinitionCache } from '../engine/definitions.js';
 import { ResumptionDrain } from '../engine/resumption-drain.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
-import { TenantCounter } from '../shares.js';
+import { PlaceWaiters, TenantCounter } from '../shares.js';
 import { OutboxRelay } from '../temporal/outbox-relay.js';
+import { callPlaceFreed } from '../../workflows/index.js';
 import { createBatchWorker, createCallsWorker, createWorker } from '../temporal/worker.js';
 import { type Tracing, withTracing } from '../tracing.js';
 import type { TemporalParts } from './temporal.js';
@@ -83,15 +84,27 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     config.shares.outboundCallSlots,
     Math.max(1, Math.floor(config.shares.outboundCallSlots / 4)),
   );
+  // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back to this
+  // process's worker with the start), and the requests go through the SDK's native client.
+  const client = new Client({
+    connection: d.temporal.nativeConnection,
+    namespace: config.temporal.namespace,
+    interceptors: d.tracing?.clientInterceptors,
+  });
+  // A call turned back waits for a place to free on this worker: the freed place wakes its workflow.
+  const callWaiters = new PlaceWaiters(outboundCalls, (workflowId) => {
+    client.workflow
+      .getHandle(workflowId)
+      .signal(callPlaceFreed)
+      .catch((err: unknown) =>
+        // Its instance ended meanwhile, or Temporal is away: the workflow's own timer brings the call back.
+        logger.debug({ err, workflowId }, 'a workflow waiting for an outbound call place could not be woken'),
+      );
+  });
+  d.stops.add('outbound call waiters', async () => callWaiters.stop());
   const relay = new OutboxRelay({
     pool: d.workerPool,
-    // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back to
-    // this process's worker with the start), and the requests go through the SDK's native client.
-    client: new Client({
-      connection: d.temporal.nativeConnection,
-      namespace: config.temporal.namespace,
-      interceptors: d.tracing?.clientInterceptors,
-    }),
+    client,
     eager: true,
     taskQueue: config.temporal.taskQueue,
     logger,
@@ -106,7 +119,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   let stopping = false;
   const start = async () => {
     if (workers.length) throw new Error('the worker is already running');
-    workers = await createWorkers(d, callsPool, outboundCalls);
+    workers = await createWorkers(d, callsPool, outboundCalls, callWaiters);
     stopping = false;
     runs = workers.map((w) => w.run());
     relay.start();
@@ -139,7 +152,12 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
 }
 
 /** The main, batches and calls workers, each with its slots (src/temporal/worker.ts). */
-async function createWorkers(d: WorkerRoleDeps, callsPool: pg.Pool, calls: TenantCounter): Promise<Worker[]> {
+async function createWorkers(
+  d: WorkerRoleDeps,
+  callsPool: pg.Pool,
+  calls: TenantCounter,
+  waiters: PlaceWaiters,
+): Promise<Worker[]> {
   const { config } = d;
   const engine = {
     definitions: d.definitions,
@@ -176,7 +194,7 @@ async function createWorkers(d: WorkerRoleDeps, callsPool: pg.Pool, calls: Tenan
   const batches = await createBatchWorker({ ...where, deps: activityDeps, slots: batchSlots, options });
   const callsWorker = await createCallsWorker({
     ...where,
-    deps: { ...engine, pool: callsPool, calls },
+    deps: { ...engine, pool: callsPool, calls, waiters },
     slots: config.shares.outboundCallSlots,
     options,
   });

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WAKE_BACKSTOP_MS } from '../../activities/calls.js';
 import { createLogger } from '../../src/logger.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { installTemporalRuntime } from '../../src/temporal/runtime.js';
@@ -151,8 +152,11 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
     expect(held.length).toBe(5);
     expect(maxInFlight).toBe(5);
 
-    // Once the endpoint answers, A's waiting calls get their turn, five at a time, and all 30 finish.
+    // Once the endpoint answers, A's waiting calls get their turn, five at a time, and all 30 finish: each place
+    // that frees wakes a waiting call's workflow (`callPlaceFreed`), long before the timer each waits on at most
+    // (WAKE_BACKSTOP_MS, 15 s less its spread) would have brought it back.
     answering = true;
+    const answeredAt = performance.now();
     for (const x of held.splice(0)) x.res.end('{}');
     for (const id of noisy) {
       await eventually(
@@ -161,6 +165,7 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
         60_000,
       );
     }
+    expect(performance.now() - answeredAt).toBeLessThan(0.75 * WAKE_BACKSTOP_MS);
     expect(maxInFlight).toBe(5);
 
     // Waiting its turn is no failure (attack report L1): no warning (let alone a stack trace) for a call
@@ -170,8 +175,10 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
     expect(warnings.map((l) => l.msg)).not.toContain('Activity failed');
     let callsStarted = 0;
     let turnBacks = 0;
+    let woken = 0;
     for (const id of noisy) {
       const { events } = await h.client.workflow.getHandle(instanceWorkflowId(id)).fetchHistory();
+      if (events!.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'callPlaceFreed')) woken++;
       const callSchedules = new Set(
         events!
           .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound')
@@ -188,5 +195,7 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
     expect(callsStarted).toBeGreaterThanOrEqual(30);
     // 25 of the 30 calls waited their turn, most of them more than once.
     expect(turnBacks).toBeGreaterThanOrEqual(25);
+    // Those that waited were woken by the worker when a place freed, not by their timers.
+    expect(woken).toBeGreaterThanOrEqual(20);
   }, 150_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RequestScheduler, ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
+import { PlaceWaiters, RequestScheduler, ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
 
 describe('TenantCounter', () => {
   it('refuses a tenant past its share before the overall limit, and gives places back', () => {
@@ -117,5 +117,95 @@ describe('RequestScheduler', () => {
     expect(performance.now() - released).toBeGreaterThanOrEqual(30);
     next();
     b();
+  });
+});
+
+describe('PlaceWaiters', () => {
+  /** A counter, its waiters on a clock the test moves, and the workflows woken, in order. */
+  const setUp = (perTenant = 1, overall = 10) => {
+    let now = 1_000;
+    const woken: string[] = [];
+    const counter = new TenantCounter(perTenant, overall);
+    const waiters = new PlaceWaiters(
+      counter,
+      (id) => woken.push(id),
+      () => now,
+      1_000,
+    );
+    return { counter, waiters, woken, tick: (ms: number) => (now += ms) };
+  };
+
+  it('wakes the first waiter of the tenant whose place freed, one per place, in the order they came', () => {
+    const { counter, waiters, woken } = setUp();
+    expect(counter.tryTake('a')).toBe('taken');
+    expect(counter.tryTake('b')).toBe('taken');
+    waiters.add('a', 'wf-1', 30_000);
+    waiters.add('a', 'wf-2', 30_000);
+    waiters.add('b', 'wf-3', 30_000);
+    // Turned back again, wf-1 keeps its place in line.
+    waiters.add('a', 'wf-1', 30_000);
+    counter.give('a');
+    expect(woken).toEqual(['wf-1']);
+    // wf-1's call took the place and waits no more; the next place of a goes to wf-2, not to b's waiter.
+    waiters.remove('a', 'wf-1');
+    expect(counter.tryTake('a')).toBe('taken');
+    counter.give('a');
+    expect(woken).toEqual(['wf-1', 'wf-2']);
+    waiters.stop();
+  });
+
+  it('wakes the same waiter again only after a sweep interval, and forgets waiters whose own timer is due', () => {
+    const { counter, waiters, woken, tick } = setUp(2);
+    waiters.add('a', 'wf-1', 5_000);
+    waiters.add('a', 'wf-2', 500);
+    expect(counter.tryTake('a')).toBe('taken');
+    tick(600);
+    // wf-2's timer brought it back already: only wf-1 is woken, and a second freed place finds no one else.
+    counter.give('a');
+    expect(woken).toEqual(['wf-1']);
+    expect(counter.tryTake('a')).toBe('taken');
+    counter.give('a');
+    expect(woken).toEqual(['wf-1']);
+    // Woken, its call went elsewhere: a place that frees a second later wakes it again.
+    tick(1_000);
+    expect(counter.tryTake('a')).toBe('taken');
+    counter.give('a');
+    expect(woken).toEqual(['wf-1', 'wf-1']);
+    tick(5_000);
+    expect(counter.tryTake('a')).toBe('taken');
+    counter.give('a');
+    expect(waiters.size).toBe(0);
+    waiters.stop();
+  });
+
+  it("wakes a waiter of another tenant with room when a place frees under the limit overall, and none a tenant's place does not fit", () => {
+    const { counter, waiters, woken } = setUp(1, 2);
+    expect(counter.tryTake('a')).toBe('taken');
+    expect(counter.tryTake('b')).toBe('taken');
+    // c was refused by the limit overall; a's own waiter is at its share.
+    waiters.add('c', 'wf-c', 30_000);
+    counter.give('b');
+    expect(woken).toEqual(['wf-c']);
+    waiters.stop();
+  });
+
+  it('wakes a waiter once a second while its tenant has room and no place freed (a wake whose call went elsewhere)', async () => {
+    let woken = 0;
+    const counter = new TenantCounter(1, 10);
+    const waiters = new PlaceWaiters(counter, () => woken++, Date.now, 20);
+    expect(counter.tryTake('a')).toBe('taken');
+    waiters.add('a', 'wf-1', 60_000);
+    await new Promise((r) => setTimeout(r, 70));
+    // No room: the sweep wakes no one.
+    expect(woken).toBe(0);
+    counter.give('a');
+    expect(woken).toBe(1);
+    await new Promise((r) => setTimeout(r, 90));
+    expect(woken).toBeGreaterThanOrEqual(2);
+    waiters.remove('a', 'wf-1');
+    const after = woken;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(woken).toBe(after);
+    waiters.stop();
   });
 });
