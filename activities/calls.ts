@@ -60,11 +60,12 @@ const CALL_OUT_RECHECK_MAX_MS = 10_000;
  */
 export const SHARE_WAIT_MS = 1_000;
 /**
- * The least a call turned back over its share waits for the signal that a place freed (`wakes`) before it asks
- * again anyway: what brings it back if the worker that turned it back stopped, or kept no place free while
- * another worker had one. Twice the delay it would otherwise wait, and never more than two minutes.
+ * How long a call turned back over its share waits for the signal that a place freed (`wakes`) before it asks
+ * again anyway (spread by ±25 %, as every turn-back): what brings it back if the worker that turned it back
+ * stopped, or kept no place free while another worker had one. Twice the delay it would otherwise wait where that
+ * is longer (a tenant's large backlog), never more than two minutes.
  */
-export const WAKE_BACKSTOP_MS = 15_000;
+export const WAKE_BACKSTOP_MS = 30_000;
 const WAKE_BACKSTOP_MAX_MS = 120_000;
 
 /**
@@ -120,9 +121,11 @@ export function createCallActivities(deps: CallDeps) {
         activityType: 'Elsa.Http.SendHttpRequest',
         connectionName: '',
       });
-      const turnBack = (delayMs: number, message: string, wakes = false): CallResult => {
+      const turnBack = (delayMs: number, message: string, waitsFor?: (askAgainInMs: number) => void): CallResult => {
         // Spread out, so that the waiting calls of one tenant do not come back all at once.
         const askAgainInMs = Math.max(100, Math.round(delayMs * (0.75 + Math.random() / 2)));
+        waitsFor?.(askAgainInMs);
+        const wakes = waitsFor !== undefined;
         if (args.turnBack !== undefined)
           return {
             made: false,
@@ -147,7 +150,11 @@ export function createCallActivities(deps: CallDeps) {
       const workflowId = args.turnBack === 'wake' ? Context.current().info.workflowExecution?.workflowId : undefined;
       const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
-        if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
+        // While workflows wait in line for this tenant's places, a call not among them waits for none inside the
+        // worker: a place that frees goes to the line, in its order.
+        const line = deps.waiters;
+        const queues = !line?.waitingFor(tenant) || (workflowId !== undefined && line.has(tenant, workflowId));
+        if ((await deps.calls.take(tenant, queues ? SHARE_WAIT_MS : 0)) === 'taken') {
           if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
           return undefined;
         }
@@ -155,9 +162,8 @@ export function createCallActivities(deps: CallDeps) {
         const message = `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`;
         if (!waiters || workflowId === undefined) return turnBack(delayMs, message);
         const backstopMs = Math.min(WAKE_BACKSTOP_MAX_MS, Math.max(WAKE_BACKSTOP_MS, 2 * delayMs));
-        // Registered for the whole spread wait, so that the worker still wakes it until its own timer is due.
-        waiters.add(tenant, workflowId, backstopMs * 1.25);
-        return turnBack(backstopMs, message, true);
+        // In line until its own timer is due; woken when a place frees before that.
+        return turnBack(backstopMs, message, (askAgainInMs) => waiters.add(tenant, workflowId, askAgainInMs));
       };
       if (args.tenantKey !== undefined) {
         const back = await overShare(args.tenantKey);

@@ -65,6 +65,11 @@ export class TenantCounter {
     return taken ? 'taken' : 'tenant';
   }
 
+  /** How many places `tenant` could take now (under its share and under the limit overall). */
+  free(tenant: string): number {
+    return Math.max(0, Math.min(this.perTenant - (this.held.get(tenant) ?? 0), this.overall - this.all));
+  }
+
   /** Whether `tenant` could take a place now (under its share and under the limit overall). */
   room(tenant: string): boolean {
     return (this.held.get(tenant) ?? 0) < this.perTenant && this.all < this.overall;
@@ -99,26 +104,28 @@ export class TenantCounter {
 
 /**
  * The workflows waiting outside this worker for a place of a `TenantCounter`: those whose outbound call it turned
- * back (over their tenant's share, or its limit overall). Each is woken (`wake`, a signal to its workflow) when a
- * place it could take frees here, its own tenant's waiters first, in the order they came; a waiter keeps its place
- * in line when it is turned back again. Without this, waiting calls asked again on timers: 55 calls behind an
- * endpoint that hangs came back about 7 times a second, each a timer, two workflow tasks and an activity task on the
- * Temporal server every tenant shares (bench/README.md), and a call asked again up to its timer after a place freed.
+ * back (over their tenant's share, or its limit overall). A place that frees here wakes (`wake`, a signal to its
+ * workflow) the first of its tenant's waiters not woken yet, in the order they came (else the first of another
+ * tenant with room); a waiter keeps its place in line when it is turned back again. Without this, waiting calls
+ * asked again on timers: 55 calls behind an endpoint that hangs came back about 7 times a second, each a timer, two
+ * workflow tasks and an activity task on the Temporal server every tenant shares (bench/README.md), and a call
+ * asked again up to its timer after a place freed.
  *
- * In memory: a worker that stops forgets its waiters, and each one's own timer (the long wait it was given,
- * `until`) brings it back. A waiter woken whose call then went to another worker, or found the place taken, is
- * woken again by the next place that frees, or by the sweep: every second, a tenant with waiters and room here whose
- * last wake was a second ago or more gets one more.
+ * In memory: a worker that stops forgets its waiters, and each one's own timer (`forMs` of `add`) brings it back;
+ * an entry lasts no longer than that timer. A wake whose workflow is gone (`wake` answers false) drops its entry and
+ * wakes the next. A waiter woken whose call then went to another worker, or found the place taken, is woken again by
+ * the sweep: every second, as many of a tenant's waiters as it has places free here, those never woken first, then
+ * those woken a second ago or more.
  */
 export class PlaceWaiters {
   /** Per tenant, the waiting workflows in the order they came: when their own timer brings them back, when woken. */
   private readonly lines = new Map<string, Map<string, { until: number; wokenAt?: number }>>();
-  private readonly lastWake = new Map<string, number>();
   private sweeper: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly counter: TenantCounter,
-    private readonly wake: (workflowId: string) => void,
+    /** Signals the workflow; resolves false when it is gone (finished, cancelled), true otherwise. */
+    private readonly wake: (workflowId: string) => Promise<boolean>,
     private readonly now: () => number = Date.now,
     private readonly sweepMs = 1_000,
   ) {
@@ -129,7 +136,7 @@ export class PlaceWaiters {
   add(tenant: string, workflowId: string, forMs: number): void {
     let line = this.lines.get(tenant);
     if (!line) this.lines.set(tenant, (line = new Map()));
-    // Set on a key already there keeps its place in the line.
+    // Set on a key already there keeps its place in the line; asked again, it may be woken again.
     line.set(workflowId, { until: this.now() + forMs });
     this.sweeper ??= setInterval(() => this.sweep(), this.sweepMs);
     this.sweeper.unref?.();
@@ -141,6 +148,21 @@ export class PlaceWaiters {
     if (!line) return;
     line.delete(workflowId);
     this.tidy(tenant, line);
+  }
+
+  /** Whether `workflowId` is in `tenant`'s line. */
+  has(tenant: string, workflowId: string): boolean {
+    const w = this.lines.get(tenant)?.get(workflowId);
+    return w !== undefined && w.until > this.now();
+  }
+
+  /** Whether any workflow waits for a place of `tenant` here. */
+  waitingFor(tenant: string): boolean {
+    const line = this.lines.get(tenant);
+    if (!line) return false;
+    const now = this.now();
+    for (const w of line.values()) if (w.until > now) return true;
+    return false;
   }
 
   /** Workflows waiting now, all tenants. */
@@ -155,51 +177,65 @@ export class PlaceWaiters {
     this.sweeper = undefined;
   }
 
-  /** A place of `tenant` went back to the pool: the first who could take it is woken. */
+  /** A place of `tenant` went back to the pool: the first who could take it and was not woken yet is woken. */
   private freed(tenant: string): void {
-    if (this.wakeOne(tenant)) return;
+    if (this.wakeOne(tenant, false)) return;
     // A place counts against the limit overall too: a waiter of another tenant under its share may take it.
     for (const other of this.lines.keys())
-      if (other !== tenant && this.counter.room(other) && this.wakeOne(other)) return;
+      if (other !== tenant && this.counter.room(other) && this.wakeOne(other, false)) return;
   }
 
-  /** Wakes `tenant`'s first waiter not woken in the last sweep interval; forgets those whose timer is due. */
-  private wakeOne(tenant: string): boolean {
+  /**
+   * Wakes `tenant`'s first waiter never woken, or (`again`) else its first woken a sweep interval ago or more;
+   * forgets those whose own timer is due.
+   */
+  private wakeOne(tenant: string, again: boolean): boolean {
     const line = this.lines.get(tenant);
     if (!line) return false;
     const now = this.now();
-    for (const [workflowId, w] of line) {
+    let chosen: [string, { until: number; wokenAt?: number }] | undefined;
+    for (const entry of line) {
+      const [workflowId, w] = entry;
       if (w.until <= now) {
         line.delete(workflowId);
         continue;
       }
-      if (w.wokenAt !== undefined && now - w.wokenAt < this.sweepMs) continue;
-      w.wokenAt = now;
-      this.lastWake.set(tenant, now);
-      this.wake(workflowId);
-      return true;
+      if (w.wokenAt === undefined) {
+        chosen = entry;
+        break;
+      }
+      if (again && !chosen && now - w.wokenAt >= this.sweepMs) chosen = entry;
     }
-    this.tidy(tenant, line);
-    return false;
+    if (!chosen) {
+      this.tidy(tenant, line);
+      return false;
+    }
+    const [workflowId, w] = chosen;
+    w.wokenAt = now;
+    void this.wake(workflowId).then((alive) => {
+      if (alive || line.get(workflowId) !== w) return;
+      // Gone: its place in line goes to the next.
+      this.remove(tenant, workflowId);
+      if (this.counter.room(tenant)) this.wakeOne(tenant, false);
+    });
+    return true;
   }
 
   /** A tenant no one waits for any more leaves; with none left, the sweep stops. */
   private tidy(tenant: string, line: Map<string, unknown>): void {
     if (line.size > 0) return;
     this.lines.delete(tenant);
-    this.lastWake.delete(tenant);
     if (this.lines.size === 0) this.stop();
   }
 
   private sweep(): void {
-    const now = this.now();
     for (const tenant of [...this.lines.keys()]) {
-      if (this.counter.room(tenant) && now - (this.lastWake.get(tenant) ?? 0) >= this.sweepMs) this.wakeOne(tenant);
-      else {
-        const line = this.lines.get(tenant)!;
-        for (const [workflowId, w] of line) if (w.until <= now) line.delete(workflowId);
-        this.tidy(tenant, line);
-      }
+      for (let free = this.counter.free(tenant); free > 0; free--) if (!this.wakeOne(tenant, true)) break;
+      const line = this.lines.get(tenant);
+      if (!line) continue;
+      const now = this.now();
+      for (const [workflowId, w] of line) if (w.until <= now) line.delete(workflowId);
+      this.tidy(tenant, line);
     }
   }
 }

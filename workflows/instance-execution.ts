@@ -128,9 +128,8 @@ async function makeCall(
     // out): nothing was sent. Asked again after a durable timer rather than an activity retry, so waiting
     // is neither a failed attempt nor one of the strategy's (activities/calls.ts says why).
     if (result.askAgainInMs !== undefined) {
-      // The worker wakes it when a place frees (`callPlaceFreed`); the timer is only the longest wait. Which of
-      // the two the run takes follows from the recorded result (`wakes`), so a history whose call was turned
-      // back without it replays as it ran.
+      // The worker wakes it when a place frees (`callPlaceFreed`); the timer is only the longest wait (a run
+      // that asked with 'wake', CALL_WAKE_PATCH; a worker of a release before answers without `wakes`).
       if (result.wakes && inbox) {
         const waiting = inbox;
         if (!waiting.placeFreed) await condition(() => waiting.placeFreed === true, result.askAgainInMs);
@@ -249,17 +248,24 @@ const LOCAL_STEPS_PATCH = 'instance-local-steps';
  */
 const STORY_PATCH = 'instance-story';
 /**
+ * A call turned back over its tenant's share asks with `turnBack: 'wake'` and waits for the calls worker's
+ * `callPlaceFreed` (or its timer) instead of its timer alone. A run that takes it can record a cancelled timer
+ * and a signal where a worker without it records the timer firing: the patch keeps a run of each kind on its code.
+ */
+const CALL_WAKE_PATCH = 'instance-call-wake';
+/**
  * The patches a run takes without asking `patched()`, by the level of the release that started it: the relay
  * starts every new run with `patchLevel: PATCH_LEVEL`, so that its history carries no patch marker and no
  * TemporalChangeVersion upsert for them (three of each per instance before: each upsert a visibility write in
  * Temporal). Runs recorded before carry no level and ask as they did. A patch added later gets the next level,
  * never one that exists: a run started at level 1 must replay the same under whatever code replays it.
  */
-export const PATCH_LEVEL = 1;
+export const PATCH_LEVEL = 2;
 const PATCH_LEVELS: Readonly<Record<string, number>> = {
   [LIFELONG_PATCH]: 1,
   [STORY_PATCH]: 1,
   [LOCAL_STEPS_PATCH]: 1,
+  [CALL_WAKE_PATCH]: 2,
 };
 /** `patched(id)`, answered by the run's level where the level covers the patch. */
 const takes = (input: InstanceExecutionInput, id: string): boolean =>
@@ -376,7 +382,9 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         let policy = peeks ? (await (local ? localSteps : steps).peekStep(input.instanceId)).nextRetry : undefined;
         let last: Standing | undefined;
         for (;;) {
-          const step = await runStep(input.instanceId, policy, showStep, local, !peeks, inbox);
+          const step = await runStep(input.instanceId, policy, showStep, local, !peeks, () =>
+            takes(input, CALL_WAKE_PATCH) ? inbox : undefined,
+          );
           policy = step.nextRetry;
           for (const id of ranIn(step)) {
             executed.push(id);
@@ -426,8 +434,11 @@ async function runStep(
   calling: (standing: Standing | undefined) => void,
   local = false,
   plainOnly = false,
-  /** Where the calls worker's wake arrives (`callPlaceFreed`): the lifelong shape's; the per-dispatch one waits on timers. */
-  inbox?: Inbox,
+  /**
+   * Where the calls worker's wake arrives (`callPlaceFreed`), asked only when a call is made (patch
+   * CALL_WAKE_PATCH): the lifelong shape's; the per-dispatch one, and runs recorded before, wait on timers.
+   */
+  callWake?: () => Inbox | undefined,
 ): Promise<StepResult> {
   const plain = local ? localSteps : steps;
   // Local steps are this workflow's own: it shows their results itself, and the relay does not tell it again.
@@ -453,7 +464,7 @@ async function runStep(
   }
   if (step.call) {
     calling(step.instance);
-    step = await makeCall(instanceId, step.call, local, inbox);
+    step = await makeCall(instanceId, step.call, local, callWake?.());
   }
   return step;
 }

@@ -1,4 +1,4 @@
-import { Client } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Worker, WorkerOptions } from '@temporalio/worker';
 import type pg from 'pg';
 import type { Config } from '../config.js';
@@ -92,15 +92,21 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     interceptors: d.tracing?.clientInterceptors,
   });
   // A call turned back waits for a place to free on this worker: the freed place wakes its workflow.
-  const callWaiters = new PlaceWaiters(outboundCalls, (workflowId) => {
+  const callWaiters = new PlaceWaiters(outboundCalls, (workflowId) =>
     client.workflow
       .getHandle(workflowId)
       .signal(callPlaceFreed)
-      .catch((err: unknown) =>
-        // Its instance ended meanwhile, or Temporal is away: the workflow's own timer brings the call back.
-        logger.debug({ err, workflowId }, 'a workflow waiting for an outbound call place could not be woken'),
-      );
-  });
+      .then(
+        () => true,
+        (err: unknown) => {
+          // Its instance ended meanwhile: its place in line goes to the next. Temporal away: the workflow's own
+          // timer brings the call back.
+          if (err instanceof WorkflowNotFoundError) return false;
+          logger.debug({ err, workflowId }, 'a workflow waiting for an outbound call place could not be woken');
+          return true;
+        },
+      ),
+  );
   d.stops.add('outbound call waiters', async () => callWaiters.stop());
   const relay = new OutboxRelay({
     pool: d.workerPool,

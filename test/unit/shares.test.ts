@@ -121,19 +121,24 @@ describe('RequestScheduler', () => {
 });
 
 describe('PlaceWaiters', () => {
-  /** A counter, its waiters on a clock the test moves, and the workflows woken, in order. */
+  /** A counter, its waiters on a clock the test moves, and the workflows woken, in order; `gone` are not found. */
   const setUp = (perTenant = 1, overall = 10) => {
     let now = 1_000;
     const woken: string[] = [];
-    const counter = new TenantCounter(perTenant, overall);
+    const gone = new Set<string>();
+    const counter = new TenantCounter(perTenant, overall, 2);
     const waiters = new PlaceWaiters(
       counter,
-      (id) => woken.push(id),
+      async (id) => {
+        woken.push(id);
+        return !gone.has(id);
+      },
       () => now,
       1_000,
     );
-    return { counter, waiters, woken, tick: (ms: number) => (now += ms) };
+    return { counter, waiters, woken, gone, tick: (ms: number) => (now += ms) };
   };
+  const settle = () => new Promise((r) => setTimeout(r, 0));
 
   it('wakes the first waiter of the tenant whose place freed, one per place, in the order they came', () => {
     const { counter, waiters, woken } = setUp();
@@ -154,58 +159,87 @@ describe('PlaceWaiters', () => {
     waiters.stop();
   });
 
-  it('wakes the same waiter again only after a sweep interval, and forgets waiters whose own timer is due', () => {
+  it('wakes a waiter at most once per freed place, never one whose own timer is due', () => {
     const { counter, waiters, woken, tick } = setUp(2);
     waiters.add('a', 'wf-1', 5_000);
     waiters.add('a', 'wf-2', 500);
     expect(counter.tryTake('a')).toBe('taken');
     tick(600);
-    // wf-2's timer brought it back already: only wf-1 is woken, and a second freed place finds no one else.
+    // wf-2's timer brought it back already: only wf-1 is woken, and a second freed place wakes no one again.
     counter.give('a');
     expect(woken).toEqual(['wf-1']);
     expect(counter.tryTake('a')).toBe('taken');
     counter.give('a');
     expect(woken).toEqual(['wf-1']);
-    // Woken, its call went elsewhere: a place that frees a second later wakes it again.
-    tick(1_000);
+    // Turned back again (asked, found the place taken), it may be woken again.
+    waiters.add('a', 'wf-1', 5_000);
     expect(counter.tryTake('a')).toBe('taken');
     counter.give('a');
     expect(woken).toEqual(['wf-1', 'wf-1']);
-    tick(5_000);
-    expect(counter.tryTake('a')).toBe('taken');
-    counter.give('a');
-    expect(waiters.size).toBe(0);
+    tick(6_000);
+    expect(waiters.waitingFor('a')).toBe(false);
     waiters.stop();
   });
 
-  it("wakes a waiter of another tenant with room when a place frees under the limit overall, and none a tenant's place does not fit", () => {
+  it('gives the place of a waiter whose workflow is gone to the next in line', async () => {
+    const { counter, waiters, woken, gone } = setUp();
+    expect(counter.tryTake('a')).toBe('taken');
+    waiters.add('a', 'wf-cancelled', 30_000);
+    waiters.add('a', 'wf-2', 30_000);
+    gone.add('wf-cancelled');
+    counter.give('a');
+    await settle();
+    expect(woken).toEqual(['wf-cancelled', 'wf-2']);
+    expect(waiters.has('a', 'wf-cancelled')).toBe(false);
+    waiters.stop();
+  });
+
+  it('wakes no one when a place goes to a caller waiting inside the worker', async () => {
+    const { counter, waiters, woken } = setUp();
+    expect(counter.tryTake('a')).toBe('taken');
+    waiters.add('a', 'wf-1', 30_000);
+    const inside = counter.take('a', 5_000);
+    counter.give('a');
+    expect(await inside).toBe('taken');
+    expect(woken).toEqual([]);
+    waiters.stop();
+  });
+
+  it('wakes a waiter of another tenant with room when a place frees under the limit overall, none at its share', () => {
     const { counter, waiters, woken } = setUp(1, 2);
     expect(counter.tryTake('a')).toBe('taken');
     expect(counter.tryTake('b')).toBe('taken');
-    // c was refused by the limit overall; a's own waiter is at its share.
+    // c was refused by the limit overall; a's waiter is at its share (a holds its one place).
+    waiters.add('a', 'wf-a', 30_000);
     waiters.add('c', 'wf-c', 30_000);
     counter.give('b');
     expect(woken).toEqual(['wf-c']);
     waiters.stop();
   });
 
-  it('wakes a waiter once a second while its tenant has room and no place freed (a wake whose call went elsewhere)', async () => {
-    let woken = 0;
-    const counter = new TenantCounter(1, 10);
-    const waiters = new PlaceWaiters(counter, () => woken++, Date.now, 20);
-    expect(counter.tryTake('a')).toBe('taken');
+  it('sweeps every interval: as many waiters as the tenant has places free, again those woken an interval ago', async () => {
+    const woken: string[] = [];
+    const counter = new TenantCounter(2, 10);
+    const waiters = new PlaceWaiters(counter, async (id) => (woken.push(id), true), Date.now, 20);
+    expect([counter.tryTake('a'), counter.tryTake('a')]).toEqual(['taken', 'taken']);
     waiters.add('a', 'wf-1', 60_000);
+    waiters.add('a', 'wf-2', 60_000);
+    waiters.add('a', 'wf-3', 60_000);
     await new Promise((r) => setTimeout(r, 70));
     // No room: the sweep wakes no one.
-    expect(woken).toBe(0);
+    expect(woken).toEqual([]);
     counter.give('a');
-    expect(woken).toBe(1);
+    counter.give('a');
+    expect(woken).toEqual(['wf-1', 'wf-2']);
+    // Their calls went elsewhere: the sweep wakes wf-3, never woken, first, then wf-1 again (two places free).
     await new Promise((r) => setTimeout(r, 90));
-    expect(woken).toBeGreaterThanOrEqual(2);
-    waiters.remove('a', 'wf-1');
-    const after = woken;
+    expect(woken[2]).toBe('wf-3');
+    expect(woken.filter((id) => id === 'wf-1').length).toBeGreaterThanOrEqual(2);
+    for (const id of ['wf-1', 'wf-2', 'wf-3']) waiters.remove('a', id);
+    const after = woken.length;
     await new Promise((r) => setTimeout(r, 60));
-    expect(woken).toBe(after);
+    expect(woken.length).toBe(after);
+    expect(waiters.size).toBe(0);
     waiters.stop();
   });
 });
