@@ -150,11 +150,11 @@ export function createCallActivities(deps: CallDeps) {
       const workflowId = args.turnBack === 'wake' ? Context.current().info.workflowExecution?.workflowId : undefined;
       const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
-        // While workflows wait in line for this tenant's places, a call not among them waits for none inside the
-        // worker: a place that frees goes to the line, in its order.
-        const line = deps.waiters;
-        const queues = !line?.waitingFor(tenant) || (workflowId !== undefined && line.has(tenant, workflowId));
-        if ((await deps.calls.take(tenant, queues ? SHARE_WAIT_MS : 0)) === 'taken') {
+        // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
+        // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks
+        // and an activity task (measured: `bench:engine` phase d lost a fifth of its rate when calls skipped this
+        // wait while a line waited). The line gets the places no caller inside the worker takes.
+        if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
           if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
           return undefined;
         }
