@@ -151,9 +151,8 @@ export function createCallActivities(deps: CallDeps) {
       const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
-        // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks
-        // and an activity task (measured: `bench:engine` phase d lost a fifth of its rate when calls skipped this
-        // wait while a line waited). The line gets the places no caller inside the worker takes.
+        // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
+        // an activity task. Each place given back also wakes the first in line, to wait here in its turn.
         if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
           if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
           return undefined;

@@ -15,8 +15,8 @@ export class TenantCounter {
   /** Callers waiting for a place their tenant gives back, first come first served (`take`). */
   private readonly waiting = new Map<string, ((taken: boolean) => void)[]>();
   private waiters = 0;
-  /** Told when a place goes back to the pool (no caller waiting here took it): `PlaceWaiters`. */
-  private freedListener: ((tenant: string) => void) | undefined;
+  /** Told when one of a tenant's places is given back (`toPool`: no caller waiting here took it): `PlaceWaiters`. */
+  private freedListener: ((tenant: string, toPool: boolean) => void) | undefined;
 
   /**
    * `maxWaiting`: callers waiting at once, all tenants together (each tenant at most `perTenant` of them); a
@@ -75,8 +75,11 @@ export class TenantCounter {
     return (this.held.get(tenant) ?? 0) < this.perTenant && this.all < this.overall;
   }
 
-  /** `listener(tenant)` whenever one of `tenant`'s places goes back to the pool rather than to a caller waiting here. */
-  onFreed(listener: (tenant: string) => void): void {
+  /**
+   * `listener(tenant, toPool)` whenever one of `tenant`'s places is given back: to the pool (`toPool`), or to the
+   * first caller waiting here for it.
+   */
+  onFreed(listener: (tenant: string, toPool: boolean) => void): void {
     this.freedListener = listener;
   }
 
@@ -93,20 +96,25 @@ export class TenantCounter {
   /** Gives one back: to the tenant's first waiter, if one waits (it holds it from then on), else to the pool. */
   give(tenant: string): void {
     const next = this.waiting.get(tenant)?.[0];
-    if (next) return next(true);
+    if (next) {
+      next(true);
+      this.freedListener?.(tenant, false);
+      return;
+    }
     const mine = this.held.get(tenant) ?? 0;
     if (mine <= 1) this.held.delete(tenant);
     else this.held.set(tenant, mine - 1);
     this.all = Math.max(0, this.all - 1);
-    this.freedListener?.(tenant);
+    this.freedListener?.(tenant, true);
   }
 }
 
 /**
  * The workflows waiting outside this worker for a place of a `TenantCounter`: those whose outbound call it turned
- * back (over their tenant's share, or its limit overall). A place that frees here wakes (`wake`, a signal to its
- * workflow) the first of its tenant's waiters not woken yet, in the order they came (else the first of another
- * tenant with room); a waiter keeps its place in line when it is turned back again. Without this, waiting calls
+ * back (over their tenant's share, or its limit overall). A place given back here wakes (`wake`, a signal to its
+ * workflow) the first of its tenant's waiters not woken yet, in the order they came (else, a place that went back
+ * to the pool, the first of another tenant with room); a waiter keeps its place in line when it is turned back
+ * again. Without this, waiting calls
  * asked again on timers: 55 calls behind an endpoint that hangs came back about 7 times a second, each a timer, two
  * workflow tasks and an activity task on the Temporal server every tenant shares (bench/README.md), and a call
  * asked again up to its timer after a place freed.
@@ -129,7 +137,7 @@ export class PlaceWaiters {
     private readonly now: () => number = Date.now,
     private readonly sweepMs = 1_000,
   ) {
-    counter.onFreed((tenant) => this.freed(tenant));
+    counter.onFreed((tenant, toPool) => this.freed(tenant, toPool));
   }
 
   /** `workflowId` waits for a place of `tenant`; its own timer brings it back after `forMs` whatever happens. */
@@ -177,9 +185,14 @@ export class PlaceWaiters {
     this.sweeper = undefined;
   }
 
-  /** A place of `tenant` went back to the pool: the first who could take it and was not woken yet is woken. */
-  private freed(tenant: string): void {
-    if (this.wakeOne(tenant, false)) return;
+  /**
+   * A place of `tenant` was given back: its first in line not woken yet is woken, also when a caller waiting inside
+   * the worker took the place (the woken call then waits there in its turn: new calls that keep coming cannot hold
+   * the line back until its timers). A place that went to the pool with no one of its tenant in line may go to
+   * another tenant's.
+   */
+  private freed(tenant: string, toPool: boolean): void {
+    if (this.wakeOne(tenant, false) || !toPool) return;
     // A place counts against the limit overall too: a waiter of another tenant under its share may take it.
     for (const other of this.lines.keys())
       if (other !== tenant && this.counter.room(other) && this.wakeOne(other, false)) return;

@@ -194,14 +194,17 @@ describe('PlaceWaiters', () => {
     waiters.stop();
   });
 
-  it('wakes no one when a place goes to a caller waiting inside the worker', async () => {
-    const { counter, waiters, woken } = setUp();
+  it('wakes the first in line also when a place goes to a caller waiting inside the worker, to wait there in turn', async () => {
+    const { counter, waiters, woken } = setUp(1, 2);
     expect(counter.tryTake('a')).toBe('taken');
+    expect(counter.tryTake('b')).toBe('taken');
     waiters.add('a', 'wf-1', 30_000);
+    waiters.add('c', 'wf-c', 30_000);
     const inside = counter.take('a', 5_000);
     counter.give('a');
     expect(await inside).toBe('taken');
-    expect(woken).toEqual([]);
+    // The place stayed with tenant a: c's waiter, refused by the limit overall, is not woken for it.
+    expect(woken).toEqual(['wf-1']);
     waiters.stop();
   });
 
