@@ -152,7 +152,8 @@ export function createCallActivities(deps: CallDeps) {
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
         // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
-        // an activity task. Each place given back also wakes the first in line, to wait here in its turn.
+        // an activity task. A place given back to a call waiting here also wakes the first in line (once a second), to
+        // wait here in its turn.
         if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
           if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
           return undefined;

@@ -128,6 +128,8 @@ export class TenantCounter {
 export class PlaceWaiters {
   /** Per tenant, the waiting workflows in the order they came: when their own timer brings them back, when woken. */
   private readonly lines = new Map<string, Map<string, { until: number; wokenAt?: number }>>();
+  /** When each tenant's line last had a waiter woken for a place a caller inside the worker took. */
+  private readonly handedOn = new Map<string, number>();
   private sweeper: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -186,13 +188,20 @@ export class PlaceWaiters {
   }
 
   /**
-   * A place of `tenant` was given back: its first in line not woken yet is woken, also when a caller waiting inside
-   * the worker took the place (the woken call then waits there in its turn: new calls that keep coming cannot hold
-   * the line back until its timers). A place that went to the pool with no one of its tenant in line may go to
-   * another tenant's.
+   * A place of `tenant` was given back: its first in line not woken yet is woken. When a caller waiting inside the
+   * worker took the place, at most one a sweep interval is woken so (to wait there in its turn: new calls that keep
+   * coming cannot hold the line back until its timers, and a backlog that keeps the worker's short queue full
+   * does not turn a woken call back with every place). A place that went to the pool with no one of its tenant in
+   * line may go to another tenant's.
    */
   private freed(tenant: string, toPool: boolean): void {
-    if (this.wakeOne(tenant, false) || !toPool) return;
+    if (!toPool) {
+      const now = this.now();
+      if (now - (this.handedOn.get(tenant) ?? Number.NEGATIVE_INFINITY) < this.sweepMs) return;
+      if (this.wakeOne(tenant, false)) this.handedOn.set(tenant, now);
+      return;
+    }
+    if (this.wakeOne(tenant, false)) return;
     // A place counts against the limit overall too: a waiter of another tenant under its share may take it.
     for (const other of this.lines.keys())
       if (other !== tenant && this.counter.room(other) && this.wakeOne(other, false)) return;
@@ -238,6 +247,7 @@ export class PlaceWaiters {
   private tidy(tenant: string, line: Map<string, unknown>): void {
     if (line.size > 0) return;
     this.lines.delete(tenant);
+    this.handedOn.delete(tenant);
     if (this.lines.size === 0) this.stop();
   }
 

@@ -194,17 +194,28 @@ describe('PlaceWaiters', () => {
     waiters.stop();
   });
 
-  it('wakes the first in line also when a place goes to a caller waiting inside the worker, to wait there in turn', async () => {
-    const { counter, waiters, woken } = setUp(1, 2);
+  it('wakes the first in line, once a second, when a place goes to a caller waiting inside the worker', async () => {
+    const { counter, waiters, woken, tick } = setUp(1, 2);
     expect(counter.tryTake('a')).toBe('taken');
     expect(counter.tryTake('b')).toBe('taken');
     waiters.add('a', 'wf-1', 30_000);
     waiters.add('c', 'wf-c', 30_000);
+    waiters.add('a', 'wf-2', 30_000);
     const inside = counter.take('a', 5_000);
     counter.give('a');
     expect(await inside).toBe('taken');
     // The place stayed with tenant a: c's waiter, refused by the limit overall, is not woken for it.
     expect(woken).toEqual(['wf-1']);
+    // Another place handed on inside the same second wakes no one more; one a second later does.
+    const again = counter.take('a', 5_000);
+    counter.give('a');
+    expect(await again).toBe('taken');
+    expect(woken).toEqual(['wf-1']);
+    tick(1_000);
+    const third = counter.take('a', 5_000);
+    counter.give('a');
+    expect(await third).toBe('taken');
+    expect(woken).toEqual(['wf-1', 'wf-2']);
     waiters.stop();
   });
 
