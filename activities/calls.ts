@@ -63,7 +63,7 @@ export const SHARE_WAIT_MS = 1_000;
  * How long a call turned back over its share waits for the signal that a place freed (`wakes`) before it asks
  * again anyway (spread by ±25 %, as every turn-back): what brings it back if the worker that turned it back
  * stopped, or kept no place free while another worker had one. Twice the delay it would otherwise wait where that
- * is longer (a tenant's large backlog), never more than two minutes.
+ * is longer (a tenant's large backlog), two minutes at most before the spread.
  */
 export const WAKE_BACKSTOP_MS = 30_000;
 const WAKE_BACKSTOP_MAX_MS = 120_000;

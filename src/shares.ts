@@ -65,9 +65,12 @@ export class TenantCounter {
     return taken ? 'taken' : 'tenant';
   }
 
-  /** How many places `tenant` could take now (under its share and under the limit overall). */
-  free(tenant: string): number {
-    return Math.max(0, Math.min(this.perTenant - (this.held.get(tenant) ?? 0), this.overall - this.all));
+  /** How many places `tenant` could take now (under its share and under the limit overall); without one, in all. */
+  free(tenant?: string): number {
+    const overall = Math.max(0, this.overall - this.all);
+    return tenant === undefined
+      ? overall
+      : Math.max(0, Math.min(this.perTenant - (this.held.get(tenant) ?? 0), overall));
   }
 
   /** Whether `tenant` could take a place now (under its share and under the limit overall). */
@@ -122,8 +125,9 @@ export class TenantCounter {
  * In memory: a worker that stops forgets its waiters, and each one's own timer (`forMs` of `add`) brings it back;
  * an entry lasts no longer than that timer. A wake whose workflow is gone (`wake` answers false) drops its entry and
  * wakes the next. A waiter woken whose call then went to another worker, or found the place taken, is woken again by
- * the sweep: every second, as many of a tenant's waiters as it has places free here, those never woken first, then
- * those woken a second ago or more.
+ * the sweep: every second, as many of a tenant's waiters as it has places free here (and no more in all than the
+ * limit overall leaves), those never woken first, then those woken `rewakeMs` (10 s) ago or more and not turned
+ * back since.
  */
 export class PlaceWaiters {
   /** Per tenant, the waiting workflows in the order they came: when their own timer brings them back, when woken. */
@@ -138,6 +142,11 @@ export class PlaceWaiters {
     private readonly wake: (workflowId: string) => Promise<boolean>,
     private readonly now: () => number = Date.now,
     private readonly sweepMs = 1_000,
+    /**
+     * How long after its wake a waiter that has not been turned back again (its call went to another worker, its
+     * activity waited in Temporal's queue, the signal was lost) may be woken again by the sweep.
+     */
+    private readonly rewakeMs = 10_000,
   ) {
     counter.onFreed((tenant, toPool) => this.freed(tenant, toPool));
   }
@@ -226,7 +235,7 @@ export class PlaceWaiters {
         chosen = entry;
         break;
       }
-      if (again && !chosen && now - w.wokenAt >= this.sweepMs) chosen = entry;
+      if (again && !chosen && now - w.wokenAt >= this.rewakeMs) chosen = entry;
     }
     if (!chosen) {
       this.tidy(tenant, line);
@@ -252,8 +261,11 @@ export class PlaceWaiters {
   }
 
   private sweep(): void {
+    let budget = this.counter.free();
     for (const tenant of [...this.lines.keys()]) {
-      for (let free = this.counter.free(tenant); free > 0; free--) if (!this.wakeOne(tenant, true)) break;
+      // As many as the tenant has places free, and no more in all than the limit overall leaves free.
+      for (let free = this.counter.free(tenant); free > 0 && budget > 0; free--, budget--)
+        if (!this.wakeOne(tenant, true)) break;
       const line = this.lines.get(tenant);
       if (!line) continue;
       const now = this.now();

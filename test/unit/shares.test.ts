@@ -231,10 +231,10 @@ describe('PlaceWaiters', () => {
     waiters.stop();
   });
 
-  it('sweeps every interval: as many waiters as the tenant has places free, again those woken an interval ago', async () => {
+  it('sweeps every interval: as many waiters as the tenant has places free, again those woken a while ago', async () => {
     const woken: string[] = [];
     const counter = new TenantCounter(2, 10);
-    const waiters = new PlaceWaiters(counter, async (id) => (woken.push(id), true), Date.now, 20);
+    const waiters = new PlaceWaiters(counter, async (id) => (woken.push(id), true), Date.now, 20, 40);
     expect([counter.tryTake('a'), counter.tryTake('a')]).toEqual(['taken', 'taken']);
     waiters.add('a', 'wf-1', 60_000);
     waiters.add('a', 'wf-2', 60_000);
@@ -246,7 +246,7 @@ describe('PlaceWaiters', () => {
     counter.give('a');
     expect(woken).toEqual(['wf-1', 'wf-2']);
     // Their calls went elsewhere: the sweep wakes wf-3, never woken, first, then wf-1 again (two places free).
-    await new Promise((r) => setTimeout(r, 90));
+    await new Promise((r) => setTimeout(r, 150));
     expect(woken[2]).toBe('wf-3');
     expect(woken.filter((id) => id === 'wf-1').length).toBeGreaterThanOrEqual(2);
     for (const id of ['wf-1', 'wf-2', 'wf-3']) waiters.remove('a', id);
@@ -254,6 +254,19 @@ describe('PlaceWaiters', () => {
     await new Promise((r) => setTimeout(r, 60));
     expect(woken.length).toBe(after);
     expect(waiters.size).toBe(0);
+    waiters.stop();
+  });
+
+  it('wakes no more in a sweep than the limit overall leaves free, whatever each tenant has', async () => {
+    const woken: string[] = [];
+    const counter = new TenantCounter(2, 3);
+    const waiters = new PlaceWaiters(counter, async (id) => (woken.push(id), true), Date.now, 20);
+    expect([counter.tryTake('x'), counter.tryTake('x')]).toEqual(['taken', 'taken']);
+    // b and c were refused by the limit overall; one place is free in all, and each has room under its share.
+    for (const t of ['b', 'c', 'd']) waiters.add(t, `wf-${t}`, 60_000);
+    // One sweep's wakes all happen in one turn of the event loop: looked at as soon as there are any.
+    while (woken.length === 0) await new Promise((r) => setTimeout(r, 1));
+    expect(woken.length).toBe(1);
     waiters.stop();
   });
 });
