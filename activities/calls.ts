@@ -93,10 +93,11 @@ const WAKE_BACKSTOP_MAX_MS = 120_000;
  * nothing is logged and no failure is counted. A workflow that passes `turnBack: 'wake'` (the lifelong instance
  * workflow) also waits to be woken: the worker keeps it in its `PlaceWaiters` (src/shares.ts) and signals
  * `callPlaceFreed` when a place it could take frees here, so the call asks again at once rather than when its
- * timer is due, and the timer, now at least WAKE_BACKSTOP_MS, is only what brings it back otherwise. Waiting in the activity for long would hold a worker slot,
- * which is what the share exists to prevent: hence the short queue only. A workflow started by a release before this one (it does not
- * pass `turnBack: 'result'`) gets the old retryable failure, now of the BENIGN category: the SDK logs it at
- * debug and does not count it as a failure.
+ * timer is due, and the timer, now at least WAKE_BACKSTOP_MS less its spread, is only what brings it back
+ * otherwise. Waiting in the activity for long would hold a worker slot, which is what the share exists to
+ * prevent: hence the short queue only. A workflow started by a release before this one (it passes no `turnBack`)
+ * gets the old retryable failure, now of the BENIGN category: the SDK logs it at debug and does not count it as a
+ * failure.
  */
 export function createCallActivities(deps: CallDeps) {
   const turnedBack = new DecayingCount(10_000);
@@ -152,8 +153,8 @@ export function createCallActivities(deps: CallDeps) {
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
         // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
-        // an activity task. A place given back to a call waiting here also wakes the first in line (once a second), to
-        // wait here in its turn.
+        // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),
+        // to wait here in its turn.
         if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
           if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
           return undefined;

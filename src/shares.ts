@@ -73,11 +73,6 @@ export class TenantCounter {
       : Math.max(0, Math.min(this.perTenant - (this.held.get(tenant) ?? 0), overall));
   }
 
-  /** Whether `tenant` could take a place now (under its share and under the limit overall). */
-  room(tenant: string): boolean {
-    return (this.held.get(tenant) ?? 0) < this.perTenant && this.all < this.overall;
-  }
-
   /**
    * `listener(tenant, toPool)` whenever one of `tenant`'s places is given back: to the pool (`toPool`), or to the
    * first caller waiting here for it.
@@ -117,10 +112,9 @@ export class TenantCounter {
  * back (over their tenant's share, or its limit overall). A place given back here wakes (`wake`, a signal to its
  * workflow) the first of its tenant's waiters not woken yet, in the order they came (else, a place that went back
  * to the pool, the first of another tenant with room); a waiter keeps its place in line when it is turned back
- * again. Without this, waiting calls
- * asked again on timers: 55 calls behind an endpoint that hangs came back about 7 times a second, each a timer, two
- * workflow tasks and an activity task on the Temporal server every tenant shares (bench/README.md), and a call
- * asked again up to its timer after a place freed.
+ * again. Without this, waiting calls asked again on timers: 55 calls behind an endpoint that hangs came back about 7
+ * times a second, each a timer, two workflow tasks and an activity task on the Temporal server every tenant shares
+ * (bench/README.md), and a call asked again up to its timer after a place freed.
  *
  * In memory: a worker that stops forgets its waiters, and each one's own timer (`forMs` of `add`) brings it back;
  * an entry lasts no longer than that timer. A wake whose workflow is gone (`wake` answers false) drops its entry and
@@ -169,21 +163,6 @@ export class PlaceWaiters {
     this.tidy(tenant, line);
   }
 
-  /** Whether `workflowId` is in `tenant`'s line. */
-  has(tenant: string, workflowId: string): boolean {
-    const w = this.lines.get(tenant)?.get(workflowId);
-    return w !== undefined && w.until > this.now();
-  }
-
-  /** Whether any workflow waits for a place of `tenant` here. */
-  waitingFor(tenant: string): boolean {
-    const line = this.lines.get(tenant);
-    if (!line) return false;
-    const now = this.now();
-    for (const w of line.values()) if (w.until > now) return true;
-    return false;
-  }
-
   /** Workflows waiting now, all tenants. */
   get size(): number {
     let n = 0;
@@ -213,12 +192,12 @@ export class PlaceWaiters {
     if (this.wakeOne(tenant, false)) return;
     // A place counts against the limit overall too: a waiter of another tenant under its share may take it.
     for (const other of this.lines.keys())
-      if (other !== tenant && this.counter.room(other) && this.wakeOne(other, false)) return;
+      if (other !== tenant && this.counter.free(other) > 0 && this.wakeOne(other, false)) return;
   }
 
   /**
-   * Wakes `tenant`'s first waiter never woken, or (`again`) else its first woken a sweep interval ago or more;
-   * forgets those whose own timer is due.
+   * Wakes `tenant`'s first waiter never woken, or (`again`) else its first woken `rewakeMs` ago or more; forgets
+   * those whose own timer is due.
    */
   private wakeOne(tenant: string, again: boolean): boolean {
     const line = this.lines.get(tenant);
@@ -247,7 +226,7 @@ export class PlaceWaiters {
       if (alive || line.get(workflowId) !== w) return;
       // Gone: its place in line goes to the next.
       this.remove(tenant, workflowId);
-      if (this.counter.room(tenant)) this.wakeOne(tenant, false);
+      if (this.counter.free(tenant) > 0) this.wakeOne(tenant, false);
     });
     return true;
   }

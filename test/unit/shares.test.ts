@@ -176,8 +176,12 @@ describe('PlaceWaiters', () => {
     expect(counter.tryTake('a')).toBe('taken');
     counter.give('a');
     expect(woken).toEqual(['wf-1', 'wf-1']);
+    // Its own timer due, the next place wakes no one and its entry is gone.
     tick(6_000);
-    expect(waiters.waitingFor('a')).toBe(false);
+    expect(counter.tryTake('a')).toBe('taken');
+    counter.give('a');
+    expect(woken).toEqual(['wf-1', 'wf-1']);
+    expect(waiters.size).toBe(0);
     waiters.stop();
   });
 
@@ -190,7 +194,7 @@ describe('PlaceWaiters', () => {
     counter.give('a');
     await settle();
     expect(woken).toEqual(['wf-cancelled', 'wf-2']);
-    expect(waiters.has('a', 'wf-cancelled')).toBe(false);
+    expect(waiters.size).toBe(1);
     waiters.stop();
   });
 
