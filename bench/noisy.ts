@@ -35,7 +35,17 @@ import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { freePort } from '../test/support/free-port.js';
 import { DEFINITION, recreateDatabase } from './size.js';
-import { dbUrl, HTTP_CONNECTION_TYPE, oneCallDefinition, round, seedWithoutWorkflows, sleep } from './util.js';
+import {
+  dbUrl,
+  HTTP_CONNECTION_TYPE,
+  oneCallDefinition,
+  RANDOM_IDS,
+  round,
+  SEEDED_AT,
+  seededId,
+  seedWithoutWorkflows,
+  sleep,
+} from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_FILE = process.env.NOISY_RESULTS_FILE ?? path.join(ROOT, 'bench', 'results', 'noisy-latest.json');
@@ -54,9 +64,9 @@ const SEED_SQL = `
   INSERT INTO workflow_instances
     (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
      variables, scheduled, bookmarks, created_at, updated_at)
-  SELECT gen_random_uuid()::text, $3, d.definition_id, d.id, d.version, 'noisy-' || n, 'noisy-' || n, 'Running', 'Suspended',
+  SELECT ${seededId('n', SEEDED_AT)}, $3, d.definition_id, d.id, d.version, 'noisy-' || n, 'noisy-' || n, 'Running', 'Suspended',
          '{"amount":0}'::jsonb, '[]'::jsonb, '[{"activityId":"wait","eventName":"approve"}]'::jsonb,
-         now() + n * interval '1 microsecond', now()
+         ${SEEDED_AT}, now()
     FROM workflow_definitions d, generate_series(1, $2::int) AS n
    WHERE d.id = $1`;
 
@@ -280,7 +290,14 @@ async function main(): Promise<void> {
       );
       const ratio = round(median(noisy) / median(alone), 2);
       plans = {
-        sizes: { tenantA: A_SIZE, tenantB: B_SIZE, callsOfA: CALLS, runs: RUNS, freshPages: FRESH_PAGES },
+        sizes: {
+          tenantA: A_SIZE,
+          tenantB: B_SIZE,
+          callsOfA: CALLS,
+          runs: RUNS,
+          freshPages: FRESH_PAGES,
+          randomIds: RANDOM_IDS,
+        },
         tenantB: { aloneMs: alone.map((x) => round(x)), withNoisyAMs: noisy.map((x) => round(x)), ratio, target: 1.5 },
         tenantAPlanMs: aPlans.map((x) => round(x)),
         health: { alone: healthAlone, withNoisyA: healthNoisy },

@@ -16,6 +16,8 @@ export interface SizeResult {
    * floor's runs find them; absent before 2026-11-27, when every plan ran on the inserted rows.
    */
   freshPages?: boolean;
+  /** Seeded with random instance ids (BENCH_RANDOM_IDS=1) rather than ids shaped as the service's (UUIDv7). */
+  randomIds?: boolean;
   undo?: {
     bytesPerJob: number;
     revert: { ms: number; instancesPerSecond: number; restored: number; ok: boolean } | null;

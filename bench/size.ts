@@ -18,7 +18,7 @@ import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { planHistory } from './history.js';
 import { activityRecords, instrumentPool, sqlStats, sqlTable, timingInterceptor } from './instrument.js';
 import type { SizeResult } from './report.js';
-import { dbUrl, mb, round, seedWithoutWorkflows, sleep, stat } from './util.js';
+import { dbUrl, mb, RANDOM_IDS, round, SEEDED_AT, seededId, seedWithoutWorkflows, sleep, stat } from './util.js';
 
 export const DEFINITION_ID = 'bench-def';
 export const PLAN_VALUE = 1001;
@@ -47,9 +47,9 @@ export const SEED_SQL = `
   INSERT INTO workflow_instances
     (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
      variables, scheduled, bookmarks, created_at, updated_at)
-  SELECT gen_random_uuid()::text, '', d.definition_id, d.id, d.version, 'bench-' || n, 'bench-' || n, 'Running', 'Suspended',
+  SELECT ${seededId('n', SEEDED_AT)}, '', d.definition_id, d.id, d.version, 'bench-' || n, 'bench-' || n, 'Running', 'Suspended',
          '{"amount":0}'::jsonb, '[]'::jsonb, '[{"activityId":"wait","eventName":"approve"}]'::jsonb,
-         now() + n * interval '1 microsecond', now()
+         ${SEEDED_AT}, now()
     FROM workflow_definitions d, generate_series(1, $2::int) AS n
    WHERE d.id = $1`;
 
@@ -607,6 +607,7 @@ export async function runSize(n: number): Promise<SizeResult> {
       n,
       recordUndo: RECORD_UNDO,
       freshPages: FRESH_PAGES,
+      randomIds: RANDOM_IDS,
       undo,
       seedMs: round(seedMs),
       plan: {

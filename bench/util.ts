@@ -45,6 +45,27 @@ export function redactUrl(url: string): string {
 /**
  * Runs a seeding statement with the instance outbox off (`SET LOCAL wfa.outbox = 'off'`, migration 011): the bench's seeded rows are what plans alter, and get no Temporal workflow each.
  */
+/** BENCH_RANDOM_IDS=1: seeded instances get random ids (UUIDv4), as every bench seeded them before 2026-11-28. */
+export const RANDOM_IDS = process.env.BENCH_RANDOM_IDS === '1';
+
+/**
+ * The id of the seeded instance numbered `n`, created at `createdAt` (both SQL expressions): by default shaped as
+ * the service's own instance ids (src/ids.ts `newId`, a UUIDv7: the creation time's milliseconds, then an order
+ * within them, then random bits), so that ids follow creation order, as in a table the service filled. The
+ * primary key then holds the instances of a plan's batch, generated in creation order, on a few neighbouring
+ * pages. With BENCH_RANDOM_IDS=1 they are random (UUIDv4): a batch of 2,000 instances of 1,000,000 then reads
+ * about as many pages of the primary key, which a table of ids the service made never asks of it.
+ */
+/** When the seeded instance numbered `n` was created: a microsecond apart each, in the order of `n`. */
+export const SEEDED_AT = "now() + n * interval '1 microsecond'";
+
+export function seededId(n: string, createdAt: string): string {
+  if (RANDOM_IDS) return 'gen_random_uuid()::text';
+  return `(lpad(to_hex(floor(extract(epoch FROM ${createdAt}) * 1000)::bigint), 12, '0')
+    || '7' || lpad(to_hex((${n} >> 26) & 4095), 3, '0') || to_hex(8 | ((${n} >> 24) & 3))
+    || lpad(to_hex(${n} & 16777215), 6, '0') || substr(md5(random()::text), 1, 9))::uuid::text`;
+}
+
 export async function seedWithoutWorkflows(db: pg.Pool | pg.Client, sql: string, params: unknown[]) {
   const client = db instanceof pg.Pool ? await db.connect() : db;
   try {
