@@ -315,6 +315,49 @@ describe('the instance workflow', () => {
     await expect(replay(history)).resolves.toBeUndefined();
   });
 
+  // Recorded by the workflow code of patch level 2 (PATCH_LEVEL 2, patch `instance-call-wake`), on 2026-11-28: the
+  // four lives of level 1 again, and a call turned back over its tenant's share (five of the tenant's calls hung)
+  // whose workflow the calls worker woke (`callPlaceFreed`) when one of them ended: its timer cancelled, the call
+  // asked again and made, the instance finished. Code that waited on the timer alone for these runs, or asked
+  // patched() for the wake, would fail them as nondeterministic.
+  it.each([
+    ['instance-history-level2-migrated-finished.bin', ['start', 'wait', 'done'], 2],
+    ['instance-history-level2-cancelled.bin', undefined, 1],
+    ['instance-history-level2-faulted.bin', undefined, 1],
+    ['instance-history-level2-call-suspended-finished.bin', ['start', 'call', 'wait', 'set'], 1],
+    ['instance-history-level2-call-woken-finished.bin', ['start', 'call'], 1],
+  ])('replays %s, a run started at patch level 2', async (name, ran, version) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const input = payloadJson(events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+    expect(input).toMatchObject({ patchLevel: 2 });
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).not.toContain('core_patch');
+    const calls = events
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound')
+      .map((e) => payloadJson(e.activityTaskScheduledEventAttributes?.input?.payloads?.[0]));
+    for (const call of calls) expect(call).toMatchObject({ turnBack: 'wake' });
+    if (name.includes('woken')) {
+      // Turned back once, woken (the signal, then the timer cancelled), asked again.
+      expect(calls).toHaveLength(2);
+      const signalled = events.findIndex(
+        (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'callPlaceFreed',
+      );
+      const cancelled = events.findIndex((e) => e.timerCanceledEventAttributes);
+      expect(events.findIndex((e) => e.timerStartedEventAttributes)).toBeLessThan(signalled);
+      expect(signalled).toBeLessThan(cancelled);
+      expect(events.some((e) => e.timerFiredEventAttributes)).toBe(false);
+    }
+    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
+    if (ran) {
+      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
+      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
+    } else {
+      expect(completed).toBeUndefined();
+    }
+    await expect(replay(history)).resolves.toBeUndefined();
+  });
+
   it.each([
     ['instance-history-per-dispatch-suspended.bin', ['start', 'wait'], 'Running/Suspended'],
     ['instance-history-per-dispatch-finished.bin', ['set'], 'Finished/Finished'],

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import proto from '@temporalio/proto';
@@ -24,15 +24,22 @@ const PREFIX = process.env.RECORD_INSTANCE_HISTORIES_PREFIX ?? 'instance-history
 
 let h: Harness;
 let server: Server;
+/** Requests to /hold wait here until the test answers them (an endpoint that hangs). */
+const held: ServerResponse[] = [];
 const run = Math.random().toString(36).slice(2, 8);
 
 beforeAll(async () => {
   if (!RECORD) return;
   h = await createHarness();
-  server = createServer((_req, res) => res.writeHead(200).end('ok'));
+  server = createServer((req, res) => {
+    req.resume();
+    if (req.url === '/hold') held.push(res);
+    else res.writeHead(200).end('ok');
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 });
 afterAll(async () => {
+  for (const res of held.splice(0)) res.end('ok');
   await h?.close();
   server?.close();
 });
@@ -126,32 +133,11 @@ describe.skipIf(!RECORD)('recording instance histories (RECORD_INSTANCE_HISTORIE
 
   it('records an instance whose workflow makes its call, then waits, then is triggered to its end', async () => {
     const def = `rec-call-${run}`;
-    const name = `rec-${run}`;
-    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const made = await h.request('POST', '/connection-configuration', {
-      body: {
-        name,
-        connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
-        connectionConfiguration: { baseUrl },
-      },
-    });
-    expect(made.status).toBe(201);
-    const call = {
-      id: 'call',
-      type: 'Elsa.Http.SendHttpRequest',
-      version: 1,
-      connection: {
-        typeName: 'ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>',
-        expression: { type: 'Literal', value: { connectionName: name } },
-      },
-      method: lit('GET'),
-      path: lit('/ping'),
-    };
     const body = chain(
       def,
       [
         writeLine('start', 'started'),
-        call,
+        callStep(await connection('ping'), '/ping'),
         event('wait', 'after-call'),
         setVariable('set', 'note', 'called', 'String'),
       ],
@@ -164,4 +150,56 @@ describe.skipIf(!RECORD)('recording instance histories (RECORD_INSTANCE_HISTORIE
     await reaches(id, 'Finished/Finished', 'COMPLETED');
     await save(id, 'call-suspended-finished');
   });
+
+  it("records a call turned back over its tenant's share, woken when a place frees, then made", async () => {
+    // TENANT_OUTBOUND_CALLS (5) calls of the tenant hang; the sixth waits its second inside the worker, is turned
+    // back (the worker keeps its workflow in line), and is woken (`callPlaceFreed`) when one of the five ends.
+    const def = `rec-wake-${run}`;
+    const body = chain(def, [writeLine('start', 'started'), callStep(await connection('hold'), '/hold')]);
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+    const hanging: string[] = [];
+    for (let i = 0; i < 5; i++) hanging.push(await start(def));
+    await eventually(async () => (held.length === 5 ? true : undefined), 'five calls to hang', 30_000);
+    const id = await start(def);
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    const turnedBack = async () =>
+      (await handle.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) ? true : undefined;
+    await eventually(turnedBack, 'the sixth call to be turned back and wait', 30_000);
+    held.shift()!.end('ok');
+    await eventually(async () => (held.length === 5 ? true : undefined), 'the woken call to be made', 30_000);
+    for (const res of held.splice(0)) res.end('ok');
+    await reaches(id, 'Finished/Finished', 'COMPLETED');
+    const { events } = await save(id, 'call-woken-finished');
+    expect(events?.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'callPlaceFreed')).toBe(true);
+    expect(events?.some((e) => e.timerCanceledEventAttributes)).toBe(true);
+    for (const other of hanging) await reaches(other, 'Finished/Finished', 'COMPLETED');
+  });
+});
+
+/** A connection to the recorder's endpoint, made once per name. */
+async function connection(name: string): Promise<string> {
+  const full = `rec-${name}-${run}`;
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const made = await h.request('POST', '/connection-configuration', {
+    body: {
+      name: full,
+      connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
+      connectionConfiguration: { baseUrl },
+    },
+  });
+  expect(made.status).toBe(201);
+  return full;
+}
+
+/** A Send HTTP Request step `call` through connection `name` to `path`. */
+const callStep = (name: string, path: string) => ({
+  id: 'call',
+  type: 'Elsa.Http.SendHttpRequest',
+  version: 1,
+  connection: {
+    typeName: 'ConnectionProperties<Elsa.Connections.Http.HttpConnectionConfiguration>',
+    expression: { type: 'Literal', value: { connectionName: name } },
+  },
+  method: lit('GET'),
+  path: lit(path),
 });
