@@ -112,6 +112,9 @@ async function build(
       stops.add('worker', () => workers!.stop());
       if (o.startWorker !== false) {
         await workers.start();
+        // Plans submitted to this process start on its own worker (eager start).
+        const role = workers;
+        planProcessing.eagerClient = () => role.eagerClient();
         await startPendingPlans(db.workerPool, parts.client, planProcessing, logger);
       }
     }

@@ -60,6 +60,12 @@ export interface WorkerRole {
   running(): boolean;
   /** The main worker, while it runs. */
   readonly main: Worker | undefined;
+  /**
+   * A client on the main worker's own connection while that worker runs (undefined otherwise): a workflow of
+   * its task queue started through it with `requestEagerStart` gets its first task back with the start, for
+   * this process's worker to run at once, without a round through Temporal's matching.
+   */
+  eagerClient(): Client | undefined;
 }
 
 /**
@@ -154,6 +160,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     get main() {
       return workers[0];
     },
+    eagerClient: () => (!stopping && workers[0]?.getState() === 'RUNNING' ? client : undefined),
   };
 }
 
