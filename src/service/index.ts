@@ -110,11 +110,11 @@ async function build(
         onLost: o.onLost,
       });
       stops.add('worker', () => workers!.stop());
+      // Plans submitted to this process start on its own worker (eager start), while that worker runs.
+      const role = workers;
+      planProcessing.eagerClient = () => role.eagerClient();
       if (o.startWorker !== false) {
         await workers.start();
-        // Plans submitted to this process start on its own worker (eager start).
-        const role = workers;
-        planProcessing.eagerClient = () => role.eagerClient();
         await startPendingPlans(db.workerPool, parts.client, planProcessing, logger);
       }
     }
