@@ -32,6 +32,10 @@ export interface ServiceMetrics extends PlanMetrics, CallObserver {
   watchEngineBacklog(pool: pg.Pool): void;
   /** Read the plans waiting on governance (an approval, a maintenance window) through this pool at each scrape. */
   watchGovernedPlans(pool: pg.Pool): void;
+  /** Reports the outbound calls waiting on this worker for a place of their tenant's share at every scrape. */
+  watchCallWaiters(waiting: () => number): void;
+  /** The workflow of a waiting call was signalled that a place freed (`callPlaceFreed`), with what came of it. */
+  callWoken(outcome: CallWakeOutcome): void;
   /** The exposition: this registry's metrics, then the Temporal SDK's (read from its exporter on loopback). */
   scrape(): Promise<string>;
 }
@@ -52,6 +56,10 @@ const ENGINE_BACKLOG_SQL = `
     FROM (SELECT 'outbox' AS queue, count(*) AS n, min(enqueued_at) AS oldest FROM instance_outbox
           UNION ALL
           SELECT 'resumptions', count(*), min(triggered_at) FROM instance_resumptions) q`;
+
+/** What came of waking a waiting call's workflow: signalled, gone (it ended), or the signal failed (Temporal away). */
+export type CallWakeOutcome = 'signalled' | 'gone' | 'failed';
+const CALL_WAKE_OUTCOMES: readonly CallWakeOutcome[] = ['signalled', 'gone', 'failed'];
 
 export function createServiceMetrics(options: { temporalMetricsUrl?: string | undefined } = {}): ServiceMetrics {
   const registry = new Registry();
@@ -185,6 +193,23 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     registers,
   });
 
+  const callWaiterSources: (() => number)[] = [];
+  new Gauge({
+    name: 'wfa_outbound_calls_waiting',
+    help: "Outbound calls turned back over their tenant's share (TENANT_OUTBOUND_CALLS) whose workflows wait on this worker to be woken when a place frees, at scrape time",
+    registers,
+    collect() {
+      this.set(callWaiterSources.reduce((n, waiting) => n + waiting(), 0));
+    },
+  });
+  const callWakes = new Counter({
+    name: 'wfa_outbound_call_wakes_total',
+    help: 'Workflows of waiting outbound calls this worker woke (callPlaceFreed), by outcome: signalled, gone (the workflow had ended), failed (Temporal did not take the signal; the call comes back on its timer)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  for (const outcome of CALL_WAKE_OUTCOMES) callWakes.inc({ outcome }, 0);
+
   return {
     contentType: registry.contentType,
     requestFinished(route, method, status, seconds) {
@@ -220,6 +245,12 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     },
     watchGovernedPlans(pool) {
       governancePool = pool;
+    },
+    watchCallWaiters(waiting) {
+      callWaiterSources.push(waiting);
+    },
+    callWoken(outcome) {
+      callWakes.inc({ outcome });
     },
     async scrape() {
       await Promise.all([readBacklog(), readGovernance()]);

@@ -103,16 +103,24 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
       .getHandle(workflowId)
       .signal(callPlaceFreed)
       .then(
-        () => true,
+        () => {
+          d.metrics.callWoken('signalled');
+          return true;
+        },
         (err: unknown) => {
           // Its instance ended meanwhile: its place in line goes to the next. Temporal away: the workflow's own
           // timer brings the call back.
-          if (err instanceof WorkflowNotFoundError) return false;
+          if (err instanceof WorkflowNotFoundError) {
+            d.metrics.callWoken('gone');
+            return false;
+          }
+          d.metrics.callWoken('failed');
           logger.debug({ err, workflowId }, 'a workflow waiting for an outbound call place could not be woken');
           return true;
         },
       ),
   );
+  d.metrics.watchCallWaiters(() => callWaiters.size);
   d.stops.add('outbound call waiters', async () => callWaiters.stop());
   const relay = new OutboxRelay({
     pool: d.workerPool,

@@ -63,6 +63,17 @@ afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
 });
 
+/** A sample of `GET /metrics` (with its `outcome` label, if given); absent, the test fails. */
+async function metric(name: string, outcome?: string): Promise<number> {
+  const res = await h.request('GET', '/metrics', { key: h.adminKey });
+  expect(res.status).toBe(200);
+  const label = outcome === undefined ? '' : `\\{outcome="${outcome}"\\}`;
+  const line = new RegExp(`^${name}${label} (\\S+)$`, 'm').exec(String(res.body));
+  if (!line)
+    throw new Error(`GET /metrics has no sample ${name}${outcome === undefined ? '' : ` {outcome="${outcome}"}`}`);
+  return Number(line[1]);
+}
+
 const instanceOf = async (key: string, id: string) =>
   (await h.request('GET', `/workflow-instances/${id}`, { key })).body as { subStatus: string; status: string };
 
@@ -152,6 +163,14 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
     // Still five of A's calls hang, and no more than five were ever in flight at once.
     expect(held.length).toBe(5);
     expect(maxInFlight).toBe(5);
+    // The calls turned back wait in this worker's line, as its metrics say (contract section 9), and none is woken
+    // while no place frees.
+    await eventually(
+      async () => ((await metric('wfa_outbound_calls_waiting')) >= 20 ? true : undefined),
+      'the waiting calls to show in wfa_outbound_calls_waiting',
+      30_000,
+    );
+    expect(await metric('wfa_outbound_call_wakes_total', 'signalled')).toBe(0);
 
     // Once the endpoint answers, A's waiting calls get their turn, five at a time, and all 30 finish: each place
     // that frees wakes a waiting call's workflow (`callPlaceFreed`), long before the timer each waits on at most
@@ -208,5 +227,9 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
     // Those that waited were woken by the worker when a place freed (a few may have asked on their own timer or
     // found a place while waiting inside the worker; without the wakes, none is woken).
     expect(woken).toBeGreaterThanOrEqual(10);
+    // Each wake counted (a workflow signalled at least once for each run that shows the signal), and the line empty.
+    expect(await metric('wfa_outbound_call_wakes_total', 'signalled')).toBeGreaterThanOrEqual(woken);
+    expect(await metric('wfa_outbound_call_wakes_total', 'failed')).toBe(0);
+    expect(await metric('wfa_outbound_calls_waiting')).toBe(0);
   }, 150_000);
 });
