@@ -1,4 +1,4 @@
-import proto from '@temporalio/proto';
+import type proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planWorkflowId } from '../../src/temporal/names.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
