@@ -32,6 +32,25 @@ beforeAll(async () => {
 }, 120_000);
 
 /** Replays a history and answers the commands today's code asked for on the way, with what they carry. */
+/**
+ * A recorded instance run: finished with a result naming what ran (`ran`, at definition version `version`), or
+ * still open (`ran` undefined); and it replays on today's workflow code.
+ */
+async function finishesAsRecordedAndReplays(
+  history: proto.temporal.api.history.v1.IHistory,
+  ran: string[] | undefined,
+  version: number,
+): Promise<void> {
+  const completed = (history.events ?? []).find((e) => e.workflowExecutionCompletedEventAttributes);
+  if (ran) {
+    const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
+    expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
+  } else {
+    expect(completed).toBeUndefined();
+  }
+  await expect(replay(history)).resolves.toBeUndefined();
+}
+
 async function replayRecorded(history: proto.temporal.api.history.v1.IHistory): Promise<RecordedCommand[]> {
   const commands: RecordedCommand[] = [];
   await Worker.runReplayHistory(
@@ -275,14 +294,7 @@ describe('the instance workflow', () => {
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
       .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0])?.id);
     expect(patches).toContain('instance-story');
-    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
-    if (ran) {
-      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
-      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
-    } else {
-      expect(completed).toBeUndefined();
-    }
-    await expect(replay(history)).resolves.toBeUndefined();
+    await finishesAsRecordedAndReplays(history, ran, version);
   });
 
   // Recorded by the workflow code of patch level 1 (workflows/instance-execution.ts, PATCH_LEVEL): the relay starts
@@ -305,14 +317,7 @@ describe('the instance workflow', () => {
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
       .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.data?.payloads?.[0])?.activity_type);
     expect(localActivities).not.toContain('peekStep');
-    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
-    if (ran) {
-      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
-      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
-    } else {
-      expect(completed).toBeUndefined();
-    }
-    await expect(replay(history)).resolves.toBeUndefined();
+    await finishesAsRecordedAndReplays(history, ran, version);
   });
 
   // Recorded by the workflow code of patch level 2 (PATCH_LEVEL 2, patch `instance-call-wake`), on 2026-11-28: the
@@ -348,14 +353,7 @@ describe('the instance workflow', () => {
       expect(signalled).toBeLessThan(cancelled);
       expect(events.some((e) => e.timerFiredEventAttributes)).toBe(false);
     }
-    const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
-    if (ran) {
-      const result = payloadJson(completed?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]);
-      expect(result).toMatchObject({ instance: 'Finished/Finished', executedActivityIds: ran, version });
-    } else {
-      expect(completed).toBeUndefined();
-    }
-    await expect(replay(history)).resolves.toBeUndefined();
+    await finishesAsRecordedAndReplays(history, ran, version);
   });
 
   it.each([
