@@ -111,8 +111,7 @@ async function build(
       });
       stops.add('worker', () => workers!.stop());
       // Plans submitted to this process start on its own worker (eager start), while that worker runs.
-      const role = workers;
-      planProcessing.eagerClient = () => role.eagerClient();
+      planProcessing.withEagerClient = workers.withEagerClient;
       if (o.startWorker !== false) {
         await workers.start();
         await startPendingPlans(db.workerPool, parts.client, planProcessing, logger);

@@ -61,11 +61,13 @@ export interface WorkerRole {
   /** The main worker, while it runs. */
   readonly main: Worker | undefined;
   /**
-   * A client on the main worker's own connection while that worker runs (undefined otherwise): a workflow of
-   * its task queue started through it with `requestEagerStart` gets its first task back with the start, for
-   * this process's worker to run at once, without a round through Temporal's matching.
+   * Runs `start` with a client on the main worker's own connection while that worker runs (undefined
+   * otherwise): a workflow of its task queue started through it with `requestEagerStart` gets its first task
+   * back with the start, for this process's worker to run at once, without a round through Temporal's matching.
+   * The worker stops only after such starts have returned: a task handed back to a worker that was shutting
+   * down would wait out its workflow task timeout.
    */
-  eagerClient(): Client | undefined;
+  withEagerClient<T>(start: (eager: Client | undefined) => Promise<T>): Promise<T>;
 }
 
 /**
@@ -137,6 +139,18 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   let workers: Worker[] = [];
   let runs: Promise<void>[] = [];
   let stopping = false;
+  // Eager starts in flight through `client` (withEagerClient), and what waits for them to end.
+  let eagerStarts = 0;
+  let eagerStartsEnded: (() => void) | undefined;
+  const withEagerClient = async <T>(begin: (eager: Client | undefined) => Promise<T>): Promise<T> => {
+    if (stopping || workers[0]?.getState() !== 'RUNNING') return begin(undefined);
+    eagerStarts++;
+    try {
+      return await begin(client);
+    } finally {
+      if (--eagerStarts === 0) eagerStartsEnded?.();
+    }
+  };
   const start = async () => {
     if (workers.length) throw new Error('the worker is already running');
     workers = await createWorkers(d, callsPool, outboundCalls, callWaiters);
@@ -155,7 +169,10 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   const stop = async () => {
     if (!workers.length) return;
     stopping = true;
-    await Promise.all([relay.stop(), resumptions.stop()]);
+    const eagerEnded =
+      eagerStarts === 0 ? Promise.resolve() : new Promise<void>((resolve) => (eagerStartsEnded = resolve));
+    await Promise.all([relay.stop(), resumptions.stop(), eagerEnded]);
+    eagerStartsEnded = undefined;
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await Promise.all(runs.map((r) => r.catch(() => undefined)));
     workers = [];
@@ -168,7 +185,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     get main() {
       return workers[0];
     },
-    eagerClient: () => (!stopping && workers[0]?.getState() === 'RUNNING' ? client : undefined),
+    withEagerClient,
   };
 }
 

@@ -27,12 +27,13 @@ export interface PlanProcessing {
   /** The plan search attributes are registered on the server (src/temporal/search-attributes.ts). */
   searchAttributes?: boolean;
   /**
-   * Where this process also runs the worker of `taskQueue`: a client on that worker's connection (while it
-   * runs). A plan's workflow then starts eagerly: its first task (the jobs' generation) runs on this process's
-   * worker as the start returns, rather than after a round through Temporal's matching, which beside another
-   * tenant's running plan took tens of milliseconds (bench/README.md).
+   * Where this process also runs the worker of `taskQueue`: runs a start with a client on that worker's connection
+   * (undefined while the worker does not run; src/service/workers.ts `withEagerClient`). A plan's workflow then
+   * starts eagerly: its first task (the jobs' generation) runs on this process's worker as the start returns, when
+   * the worker has a workflow task slot free (else through matching), rather than after a round through Temporal's
+   * matching, which beside another tenant's running plan took tens of milliseconds (bench/README.md).
    */
-  eagerClient?: () => Client | undefined;
+  withEagerClient?: <T>(start: (eager: Client | undefined) => Promise<T>) => Promise<T>;
 }
 
 /** What the Temporal UI shows of a plan: its tenant, alterations and filter. Never secrets. */
@@ -60,59 +61,64 @@ export async function startPlanWorkflow(
   planId: string,
   plan?: PlanMetadata,
 ): Promise<void> {
-  // Temporal not up yet (a first start building its dev server): the plan stays Pending in its row, and the
-  // worker starts every Pending plan's workflow once it runs (`startPendingPlans`).
-  if (!client) return;
-  const searchAttributes = Boolean(processing.searchAttributes && plan);
-  const eager = processing.eagerClient?.();
-  try {
-    await (eager ?? client).workflow.start(alterationPlan, {
-      workflowId: planWorkflowId(planId),
-      taskQueue: processing.taskQueue,
-      args: [
-        {
-          planId,
-          batchSize: processing.batchSize,
-          window: processing.window,
-          batchesPerRun: processing.batchesPerRun,
-          searchAttributes,
-          ...(plan?.approval
-            ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
-            : {}),
-          ...(plan?.scheduled ? { scheduled: true } : {}),
-        },
-      ],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      ...(eager ? { requestEagerStart: true } : {}),
-      // First on the task queue, and the tenant's fairness key: its batches take turns with other tenants'.
-      priority: plan ? planPriority(plan.tenantId) : { priorityKey: PLAN_PRIORITY_KEY },
-      ...(plan
-        ? {
-            memo: {
-              tenantId: plan.tenantId,
-              alterations: plan.alterations.map((a) => a.type),
-              ...(plan.revertOf ? { revertOf: plan.revertOf } : {}),
-            },
-            staticSummary: planSummary(plan),
-            staticDetails: planDetails(planId, plan),
-          }
-        : {}),
-      ...(plan && searchAttributes
-        ? {
-            typedSearchAttributes: [
-              { key: PLAN_STATUS_ATTRIBUTE, value: plan.approval ? 'AwaitingApproval' : 'Pending' },
-              { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
-              {
-                key: PLAN_TYPES_ATTRIBUTE,
-                value: plan.revertOf ? ['Revert'] : [...new Set(plan.alterations.map((a) => a.type))],
+  if (processing.withEagerClient)
+    return processing.withEagerClient((eager) => startThrough(eager ?? client, eager !== undefined));
+  return startThrough(client, false);
+
+  async function startThrough(starter: Client | undefined, eager: boolean): Promise<void> {
+    // Temporal not up yet (a first start building its dev server): the plan stays Pending in its row, and the
+    // worker starts every Pending plan's workflow once it runs (`startPendingPlans`).
+    if (!starter) return;
+    const searchAttributes = Boolean(processing.searchAttributes && plan);
+    try {
+      await starter.workflow.start(alterationPlan, {
+        workflowId: planWorkflowId(planId),
+        taskQueue: processing.taskQueue,
+        args: [
+          {
+            planId,
+            batchSize: processing.batchSize,
+            window: processing.window,
+            batchesPerRun: processing.batchesPerRun,
+            searchAttributes,
+            ...(plan?.approval
+              ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
+              : {}),
+            ...(plan?.scheduled ? { scheduled: true } : {}),
+          },
+        ],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+        ...(eager ? { requestEagerStart: true } : {}),
+        // First on the task queue, and the tenant's fairness key: its batches take turns with other tenants'.
+        priority: plan ? planPriority(plan.tenantId) : { priorityKey: PLAN_PRIORITY_KEY },
+        ...(plan
+          ? {
+              memo: {
+                tenantId: plan.tenantId,
+                alterations: plan.alterations.map((a) => a.type),
+                ...(plan.revertOf ? { revertOf: plan.revertOf } : {}),
               },
-            ],
-          }
-        : {}),
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
+              staticSummary: planSummary(plan),
+              staticDetails: planDetails(planId, plan),
+            }
+          : {}),
+        ...(plan && searchAttributes
+          ? {
+              typedSearchAttributes: [
+                { key: PLAN_STATUS_ATTRIBUTE, value: plan.approval ? 'AwaitingApproval' : 'Pending' },
+                { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
+                {
+                  key: PLAN_TYPES_ATTRIBUTE,
+                  value: plan.revertOf ? ['Revert'] : [...new Set(plan.alterations.map((a) => a.type))],
+                },
+              ],
+            }
+          : {}),
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+      throw err;
+    }
   }
 }
 
