@@ -61,64 +61,71 @@ export async function startPlanWorkflow(
   planId: string,
   plan?: PlanMetadata,
 ): Promise<void> {
-  if (processing.withEagerClient)
-    return processing.withEagerClient((eager) => startThrough(eager ?? client, eager !== undefined));
-  return startThrough(client, false);
+  const start = (eager: Client | undefined) =>
+    startThrough(eager ?? client, eager !== undefined, processing, planId, plan);
+  return processing.withEagerClient ? processing.withEagerClient(start) : start(undefined);
+}
 
-  async function startThrough(starter: Client | undefined, eager: boolean): Promise<void> {
-    // Temporal not up yet (a first start building its dev server): the plan stays Pending in its row, and the
-    // worker starts every Pending plan's workflow once it runs (`startPendingPlans`).
-    if (!starter) return;
-    const searchAttributes = Boolean(processing.searchAttributes && plan);
-    try {
-      await starter.workflow.start(alterationPlan, {
-        workflowId: planWorkflowId(planId),
-        taskQueue: processing.taskQueue,
-        args: [
-          {
-            planId,
-            batchSize: processing.batchSize,
-            window: processing.window,
-            batchesPerRun: processing.batchesPerRun,
-            searchAttributes,
-            ...(plan?.approval
-              ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
-              : {}),
-            ...(plan?.scheduled ? { scheduled: true } : {}),
-          },
-        ],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-        ...(eager ? { requestEagerStart: true } : {}),
-        // First on the task queue, and the tenant's fairness key: its batches take turns with other tenants'.
-        priority: plan ? planPriority(plan.tenantId) : { priorityKey: PLAN_PRIORITY_KEY },
-        ...(plan
-          ? {
-              memo: {
-                tenantId: plan.tenantId,
-                alterations: plan.alterations.map((a) => a.type),
-                ...(plan.revertOf ? { revertOf: plan.revertOf } : {}),
+/** `startPlanWorkflow` through `client`, asking for an eager start (`eager`: it is on this process's worker). */
+async function startThrough(
+  client: Client | undefined,
+  eager: boolean,
+  processing: PlanProcessing,
+  planId: string,
+  plan?: PlanMetadata,
+): Promise<void> {
+  // Temporal not up yet (a first start building its dev server): the plan stays Pending in its row, and the
+  // worker starts every Pending plan's workflow once it runs (`startPendingPlans`).
+  if (!client) return;
+  const searchAttributes = Boolean(processing.searchAttributes && plan);
+  try {
+    await client.workflow.start(alterationPlan, {
+      workflowId: planWorkflowId(planId),
+      taskQueue: processing.taskQueue,
+      args: [
+        {
+          planId,
+          batchSize: processing.batchSize,
+          window: processing.window,
+          batchesPerRun: processing.batchesPerRun,
+          searchAttributes,
+          ...(plan?.approval
+            ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
+            : {}),
+          ...(plan?.scheduled ? { scheduled: true } : {}),
+        },
+      ],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      ...(eager ? { requestEagerStart: true } : {}),
+      // First on the task queue, and the tenant's fairness key: its batches take turns with other tenants'.
+      priority: plan ? planPriority(plan.tenantId) : { priorityKey: PLAN_PRIORITY_KEY },
+      ...(plan
+        ? {
+            memo: {
+              tenantId: plan.tenantId,
+              alterations: plan.alterations.map((a) => a.type),
+              ...(plan.revertOf ? { revertOf: plan.revertOf } : {}),
+            },
+            staticSummary: planSummary(plan),
+            staticDetails: planDetails(planId, plan),
+          }
+        : {}),
+      ...(plan && searchAttributes
+        ? {
+            typedSearchAttributes: [
+              { key: PLAN_STATUS_ATTRIBUTE, value: plan.approval ? 'AwaitingApproval' : 'Pending' },
+              { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
+              {
+                key: PLAN_TYPES_ATTRIBUTE,
+                value: plan.revertOf ? ['Revert'] : [...new Set(plan.alterations.map((a) => a.type))],
               },
-              staticSummary: planSummary(plan),
-              staticDetails: planDetails(planId, plan),
-            }
-          : {}),
-        ...(plan && searchAttributes
-          ? {
-              typedSearchAttributes: [
-                { key: PLAN_STATUS_ATTRIBUTE, value: plan.approval ? 'AwaitingApproval' : 'Pending' },
-                { key: PLAN_TENANT_ATTRIBUTE, value: plan.tenantId ?? 'default' },
-                {
-                  key: PLAN_TYPES_ATTRIBUTE,
-                  value: plan.revertOf ? ['Revert'] : [...new Set(plan.alterations.map((a) => a.type))],
-                },
-              ],
-            }
-          : {}),
-      });
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-      throw err;
-    }
+            ],
+          }
+        : {}),
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    throw err;
   }
 }
 
