@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances } from '../support/seed.js';
+import { type Sample, samples, value } from '../support/metrics.js';
 import { approvalWithNote, chain, event, lit, writeLine } from '../support/workflows.js';
 
 /**
@@ -18,33 +19,6 @@ let h: Harness;
 let closed = false;
 let endpoint: Server;
 let endpointUrl: string;
-
-/** One sample of the exposition: `name{labels} value`. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function samples(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
-    if (!m) throw new Error(`not a sample line of the text format: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    out.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-/** The value of the one sample with this name and (at least) these labels; undefined when there is none. */
-function value(all: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  const found = all.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} names ${found.length} samples`);
-  return found[0]?.value;
-}
 
 async function scrape(key: string | null = h.adminKey): Promise<{ text: string; all: Sample[] }> {
   const res = await h.request('GET', '/metrics', { key });

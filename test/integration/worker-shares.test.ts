@@ -8,6 +8,7 @@ import { createLogger } from '../../src/logger.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { installTemporalRuntime } from '../../src/temporal/runtime.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { samples, value } from '../support/metrics.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote, chain, event, lit, writeLine } from '../support/workflows.js';
 
@@ -67,11 +68,9 @@ afterAll(async () => {
 async function metric(name: string, outcome?: string): Promise<number> {
   const res = await h.request('GET', '/metrics', { key: h.adminKey });
   expect(res.status).toBe(200);
-  const label = outcome === undefined ? '' : `\\{outcome="${outcome}"\\}`;
-  const line = new RegExp(`^${name}${label} (\\S+)$`, 'm').exec(String(res.body));
-  if (!line)
-    throw new Error(`GET /metrics has no sample ${name}${outcome === undefined ? '' : ` {outcome="${outcome}"}`}`);
-  return Number(line[1]);
+  const found = value(samples(String(res.body)), name, outcome === undefined ? {} : { outcome });
+  if (found === undefined) throw new Error(`GET /metrics has no sample ${name} ${outcome ?? ''}`);
+  return found;
 }
 
 const instanceOf = async (key: string, id: string) =>
