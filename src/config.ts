@@ -68,6 +68,7 @@ const ConfigSchema = z.object({
   ANONYMOUS_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(4),
   TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
   WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),
+  WORKER_INLINE_CALL_MAX_MS: z.coerce.number().int().min(0).max(300_000).default(10_000),
   TENANT_TEMPORAL_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
   WORKER_BATCH_SLOTS: z.coerce.number().int().min(1).max(498).optional(),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
@@ -202,6 +203,11 @@ export interface TenantShares {
   outboundCallsPerTenant: number;
   /** Outbound calls one worker makes at once, all tenants: the slots of its calls task queue (WORKER_OUTBOUND_CALL_SLOTS). */
   outboundCallSlots: number;
+  /**
+   * An outbound call whose connection's timeoutMs is at most this runs inside its workflow's task, as a local
+   * activity of the main worker, instead of on the calls task queue (WORKER_INLINE_CALL_MAX_MS; 0: never).
+   */
+  inlineCallMaxMs: number;
   /** Requests to Temporal (instance starts and signals) one tenant's work has in flight at once from a process (TENANT_TEMPORAL_REQUESTS). */
   temporalRequestsPerTenant: number;
 }
@@ -271,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       anonymousApiRequests: e.ANONYMOUS_API_REQUESTS,
       outboundCallsPerTenant: e.TENANT_OUTBOUND_CALLS,
       outboundCallSlots: e.WORKER_OUTBOUND_CALL_SLOTS,
+      inlineCallMaxMs: e.WORKER_INLINE_CALL_MAX_MS,
       temporalRequestsPerTenant: e.TENANT_TEMPORAL_REQUESTS,
     },
     alterations: {

@@ -57,6 +57,15 @@ const steps = proxyActivities<Activities>({
  */
 const localSteps = proxyLocalActivities<Activities>({ startToCloseTimeout: STEP_TIMEOUT, retry: TRANSIENT_RETRY });
 
+/**
+ * An outbound call made inside the workflow task, as a local activity of the main worker (behind INLINE_CALLS_PATCH),
+ * when the step's first part marked it `inline`: its connection answers within WORKER_INLINE_CALL_MAX_MS. The same
+ * activity as on the calls task queue, with the same tenant share, claim and turn-back; what it saves is the
+ * activity task through the server and the workflow task after it. A call to a connection with a longer timeout
+ * stays on the calls task queue, in slots of its own, so that no slow endpoint holds a workflow task for long.
+ */
+const inlineCalls = proxyLocalActivities<CallActivities>({ startToCloseTimeout: CALL_TIMEOUT, retry: TRANSIENT_RETRY });
+
 /** The steps' retry policy of a resilience strategy. */
 const strategyRetry = (policy: StepRetryPolicy) => ({
   maximumAttempts: policy.maximumAttempts,
@@ -77,8 +86,9 @@ function stepsWith(policy: StepRetryPolicy, local: boolean) {
 }
 
 /**
- * Makes the outbound call a step started (`StepResult.call`) as an activity of the calls task queue, then
- * records its outcome. A call the worker turned back (its tenant's share full, an earlier delivery still
+ * Makes the outbound call a step started (`StepResult.call`) as an activity of the calls task queue, or inside
+ * this workflow task as a local activity when `inline` (its first part marked it so, and the run takes
+ * INLINE_CALLS_PATCH), then records its outcome. A call the worker turned back (its tenant's share full, an earlier delivery still
  * out) is asked again after the delay the worker names (not counted here); a call that failed is made
  * again as the activity's resilience strategy says, with the strategy's backoff as a durable timer, before
  * the fault becomes an incident.
@@ -88,13 +98,16 @@ async function makeCall(
   call: NonNullable<StepResult['call']>,
   local: boolean,
   inbox?: Inbox,
+  inline = false,
 ): Promise<StepResult> {
-  const calls = proxyActivities<CallActivities>({
-    taskQueue: callsTaskQueue(workflowInfo().taskQueue),
-    startToCloseTimeout: CALL_TIMEOUT,
-    heartbeatTimeout: STEP_HEARTBEAT,
-    retry: TRANSIENT_RETRY,
-  });
+  const calls = inline
+    ? inlineCalls
+    : proxyActivities<CallActivities>({
+        taskQueue: callsTaskQueue(workflowInfo().taskQueue),
+        startToCloseTimeout: CALL_TIMEOUT,
+        heartbeatTimeout: STEP_HEARTBEAT,
+        retry: TRANSIENT_RETRY,
+      });
   let result: CallResult;
   for (let attempt = 1; ; attempt++) {
     // A wake that came for an earlier wait is spent: only one sent after this ask counts.
@@ -254,18 +267,24 @@ const STORY_PATCH = 'instance-story';
  */
 const CALL_WAKE_PATCH = 'instance-call-wake';
 /**
+ * A call its first part marked `inline` is made as a local activity inside the workflow task (`inlineCalls`), not
+ * on the calls task queue: a marker where a run without it records an activity task and a workflow task.
+ */
+const INLINE_CALLS_PATCH = 'instance-inline-calls';
+/**
  * The patches a run takes without asking `patched()`, by the level of the release that started it: the relay
  * starts every new run with `patchLevel: PATCH_LEVEL`, so that its history carries no patch marker and no
  * TemporalChangeVersion upsert for them (three of each per instance before: each upsert a visibility write in
  * Temporal). Runs recorded before carry no level and ask as they did. A patch added later gets the next level,
  * never one that exists: a run started at level 1 must replay the same under whatever code replays it.
  */
-export const PATCH_LEVEL = 2;
+export const PATCH_LEVEL = 3;
 const PATCH_LEVELS: Readonly<Record<string, number>> = {
   [LIFELONG_PATCH]: 1,
   [STORY_PATCH]: 1,
   [LOCAL_STEPS_PATCH]: 1,
   [CALL_WAKE_PATCH]: 2,
+  [INLINE_CALLS_PATCH]: 3,
 };
 /** `patched(id)`, answered by the run's level where the level covers the patch. */
 const takes = (input: InstanceExecutionInput, id: string): boolean =>
@@ -382,8 +401,14 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
         let policy = peeks ? (await (local ? localSteps : steps).peekStep(input.instanceId)).nextRetry : undefined;
         let last: Standing | undefined;
         for (;;) {
-          const step = await runStep(input.instanceId, policy, showStep, local, !peeks, () =>
-            takes(input, CALL_WAKE_PATCH) ? inbox : undefined,
+          const step = await runStep(
+            input.instanceId,
+            policy,
+            showStep,
+            local,
+            !peeks,
+            () => (takes(input, CALL_WAKE_PATCH) ? inbox : undefined),
+            () => takes(input, INLINE_CALLS_PATCH),
           );
           policy = step.nextRetry;
           for (const id of ranIn(step)) {
@@ -439,6 +464,11 @@ async function runStep(
    * CALL_WAKE_PATCH): the lifelong shape's; the per-dispatch one, and runs recorded before, wait on timers.
    */
   callWake?: () => Inbox | undefined,
+  /**
+   * Whether this run makes a call marked `inline` inside its task (patch INLINE_CALLS_PATCH), asked only of such a
+   * call, with local steps: the lifelong shape's; the per-dispatch one makes every call on the calls task queue.
+   */
+  inlineCalls?: () => boolean,
 ): Promise<StepResult> {
   const plain = local ? localSteps : steps;
   // Local steps are this workflow's own: it shows their results itself, and the relay does not tell it again.
@@ -464,7 +494,8 @@ async function runStep(
   }
   if (step.call) {
     calling(step.instance);
-    step = await makeCall(instanceId, step.call, local, callWake?.());
+    const inline = local && step.call.inline === true && inlineCalls?.() === true;
+    step = await makeCall(instanceId, step.call, local, callWake?.(), inline);
   }
   return step;
 }

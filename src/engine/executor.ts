@@ -54,6 +54,11 @@ export interface EngineDeps {
    * the worker): for `StepResult.told`. Without it a step tells nothing of its own.
    */
   tidings?: (db: Queryable, instanceId: string) => Promise<StepTidings | undefined>;
+  /**
+   * With `callsApart`: a call whose connection's timeoutMs is at most this is marked `inline` for the workflow
+   * (WORKER_INLINE_CALL_MAX_MS; 0 or absent: none).
+   */
+  inlineCallMaxMs?: number;
 }
 
 /**
@@ -120,6 +125,11 @@ export interface StepResult {
     /** The connection it resolved: the calls activity reads it with the record (`prepareCall`). */
     connectionName?: string;
     retry?: StepRetryPolicy;
+    /**
+     * The connection's timeoutMs is at most the worker's WORKER_INLINE_CALL_MAX_MS: the workflow may make the call
+     * as a local activity inside its task (runs from patch level 3 do) rather than on the calls task queue.
+     */
+    inline?: true;
   };
   /**
    * To the instance's own workflow (`ownWorkflow`), when the step found the instance already Finished/Finished:
@@ -261,6 +271,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
         tenantKey: first.tenantKey,
         ...(first.connectionName ? { connectionName: first.connectionName } : {}),
         ...(first.retry ? { retry: first.retry } : {}),
+        ...(callsInline(deps, first.configuration) ? { inline: true as const } : {}),
       },
     };
   }
@@ -276,6 +287,17 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
     deps.callMetrics,
   );
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options), markOf(options));
+}
+
+/** The call's connection answers within the worker's bound for calls made inside a workflow task. */
+function callsInline(deps: EngineDeps, configuration: Record<string, unknown>): boolean {
+  const timeoutMs = configuration.timeoutMs;
+  return (
+    deps.inlineCallMaxMs !== undefined &&
+    deps.inlineCallMaxMs > 0 &&
+    typeof timeoutMs === 'number' &&
+    timeoutMs <= deps.inlineCallMaxMs
+  );
 }
 
 /**

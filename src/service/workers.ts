@@ -29,6 +29,9 @@ function mainWorkerSlots(workerPoolSize: number, batchSlots: number) {
   return { regular, local: Math.max(2, steady - regular) };
 }
 
+/** The SDK's workflow task slots of a worker by default (maxConcurrentWorkflowTaskExecutions). */
+const SDK_WORKFLOW_TASK_SLOTS = 40;
+
 /** Connections of the calls worker's own pool: each call reads what to call in a few short statements. */
 const CALLS_POOL_SIZE = 4;
 
@@ -204,13 +207,16 @@ async function createWorkers(
     outbound: { allowNetworks: config.outboundAllowNetworks },
     callMetrics: d.metrics,
   };
+  const { inlineCallMaxMs, outboundCallSlots } = config.shares;
   // Steps and batches: the worker pool, and plan batches' dispatches outside the Temporal request share.
   const activityDeps = {
     ...engine,
     pool: d.workerPool,
     planMetrics: d.metrics,
+    inlineCallMaxMs,
     ...(d.recordUndo === false ? { recordUndo: false } : {}),
   };
+  const callDeps = { ...engine, pool: callsPool, calls, waiters };
   const where = {
     connection: d.temporal.nativeConnection,
     namespace: config.temporal.namespace,
@@ -219,21 +225,32 @@ async function createWorkers(
   const options = withTracing(d.workerOptions, d.tracing);
   const { workerPoolSize, batchSlots } = config.database;
   const slots = mainWorkerSlots(workerPoolSize, batchSlots);
+  // Calls made inline (a connection that answers within WORKER_INLINE_CALL_MAX_MS) run as local activities of the
+  // main worker, each inside a workflow task it holds meanwhile. The tenant counter the calls worker shares keeps
+  // them to its call slots (and a quarter more waiting briefly for a place), so the main worker gets as many local
+  // activity and workflow task slots more: the steps' and the other workflows' stay theirs.
+  const inlineSlots = inlineCallMaxMs > 0 ? outboundCallSlots + Math.ceil(outboundCallSlots / 4) : 0;
   const main = await createWorker({
     ...where,
     deps: activityDeps,
     workflowBundlePath: d.workflowBundlePath,
     // Each activity holds at most one of the pool's connections: batches have theirs, the rest is split.
     maxConcurrentActivities: slots.regular,
-    maxConcurrentLocalActivities: slots.local,
+    maxConcurrentLocalActivities: slots.local + inlineSlots,
+    ...(inlineSlots > 0
+      ? {
+          maxConcurrentWorkflowTasks: Math.min(config.cachedWorkflows, SDK_WORKFLOW_TASK_SLOTS + inlineSlots),
+          inlineCalls: callDeps,
+        }
+      : {}),
     maxCachedWorkflows: config.cachedWorkflows,
     options,
   });
   const batches = await createBatchWorker({ ...where, deps: activityDeps, slots: batchSlots, options });
   const callsWorker = await createCallsWorker({
     ...where,
-    deps: { ...engine, pool: callsPool, calls, waiters },
-    slots: config.shares.outboundCallSlots,
+    deps: callDeps,
+    slots: outboundCallSlots,
     options,
   });
   return [main, batches, callsWorker];

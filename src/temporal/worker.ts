@@ -30,6 +30,13 @@ export interface WorkerSetup {
   maxConcurrentActivities: number;
   /** Local activities (plan generation and completion) run at once; each holds a connection too. */
   maxConcurrentLocalActivities?: number;
+  /** Workflow tasks in progress at once (the SDK's default, 40, when absent). */
+  maxConcurrentWorkflowTasks?: number;
+  /**
+   * The calls activity's own deps, to make calls marked `inline` as local activities of this worker (its calls
+   * pool, and the same tenant counter and wake line as the calls worker's).
+   */
+  inlineCalls?: CallDeps;
   /** Workflows kept in memory between their tasks (WORKER_CACHED_WORKFLOWS). */
   maxCachedWorkflows?: number;
   /** Extra worker options (tests shorten the shutdown grace time). */
@@ -47,10 +54,16 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     // From source, the code is bundled in a child process (src/temporal/bundle.ts), never in this one.
     workflowBundle: bundle ? { codePath: bundle } : { code: await bundleWorkflowsApart() },
     // A step tells its own workflow the word it missed (StepResult.told), read as the relay reads it.
-    activities: createActivities({ tidings: readTidings, ...setup.deps }),
+    activities: {
+      ...createActivities({ tidings: readTidings, ...setup.deps }),
+      ...(setup.inlineCalls ? createCallActivities(setup.inlineCalls) : {}),
+    },
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     ...(setup.maxConcurrentLocalActivities
       ? { maxConcurrentLocalActivityExecutions: setup.maxConcurrentLocalActivities }
+      : {}),
+    ...(setup.maxConcurrentWorkflowTasks
+      ? { maxConcurrentWorkflowTaskExecutions: setup.maxConcurrentWorkflowTasks }
       : {}),
     ...(setup.maxCachedWorkflows ? { maxCachedWorkflows: setup.maxCachedWorkflows } : {}),
     shutdownGraceTime: '10 seconds',

@@ -17,7 +17,7 @@ import { createConfigCipher } from '../../src/connections/cipher.js';
 import { finishOutboundCall, orFault, runStep } from '../../src/engine/executor.js';
 import type { Queryable } from '../../src/db/pool.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { payloadJson } from '../support/plans.js';
+import { localActivities, payloadJson } from '../support/plans.js';
 import {
   approvalWithNote,
   chain,
@@ -131,12 +131,15 @@ const httpCall = (connectionName: string, method = 'GET', path = '/ping') => ({
 });
 
 /** Creates the HTTP connection `name` to the local server `to` (its port). */
-async function httpConnection(name: string, to: Server): Promise<void> {
+async function httpConnection(name: string, to: Server, timeoutMs?: number): Promise<void> {
   const made = await h.request('POST', '/connection-configuration', {
     body: {
       name,
       connectionType: HTTP,
-      connectionConfiguration: { baseUrl: `http://127.0.0.1:${(to.address() as AddressInfo).port}` },
+      connectionConfiguration: {
+        baseUrl: `http://127.0.0.1:${(to.address() as AddressInfo).port}`,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      },
     },
   });
   expect(made.status).toBe(201);
@@ -325,9 +328,37 @@ describe('an instance in Temporal', () => {
     }
   });
 
-  it('runs its steps inside its workflow tasks: one activity task, for its outbound call', async () => {
-    const name = `steps-${run}`;
+  it('runs its steps and its outbound call inside its one workflow task, the call answering within the inline bound', async () => {
+    const name = `inline-${run}`;
     await httpConnection(name, server);
+    const id = await startCallInstance(name);
+    const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
+    await eventually(() => handle.describe().then(() => true), 'its workflow');
+    const result = (await handle.result()) as { instance: string; executedActivityIds: string[] };
+    expect(result.instance).toBe('Finished/Finished');
+    expect(result.executedActivityIds).toEqual(['start', 'call', 'end']);
+    expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+    const { events } = await handle.fetchHistory();
+    // The connection's timeout is the default, 10 s, within WORKER_INLINE_CALL_MAX_MS: the call's first part, the
+    // call, its last part and the step `end` after it are local activities of the task its start handed the worker,
+    // which completed the workflow. No activity task, no second workflow task, no signal, no patch marker (patch
+    // level 3).
+    expect(localActivities(events!)).toEqual([
+      'executeInstanceStep',
+      'callOutbound',
+      'finishOutboundCall',
+      'executeInstanceStep',
+    ]);
+    expect(events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    expect(events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+    expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes)).toEqual([]);
+    expect(events!.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? [])).not.toContain('core_patch');
+  });
+
+  it('runs its steps inside its workflow tasks: one activity task, for an outbound call past the inline bound', async () => {
+    const name = `steps-${run}`;
+    // 60 s: past WORKER_INLINE_CALL_MAX_MS (10 s), so the call goes through the calls task queue.
+    await httpConnection(name, server, 60_000);
     const id = await startCallInstance(name);
     const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
     await eventually(() => handle.describe().then(() => true), 'its workflow');

@@ -5,7 +5,7 @@ import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../../src/temporal/bundle.js';
 import type { RecordedCommand } from '../support/command-recorder.js';
-import { payloadJson } from '../support/plans.js';
+import { localActivities, payloadJson } from '../support/plans.js';
 
 // Plans started by earlier releases replay on today's workflow code without a determinism error: plans in
 // flight at an upgrade finish as they began (the patches in workflows/alteration-plan.ts). The fixtures are
@@ -313,10 +313,7 @@ describe('the instance workflow', () => {
     expect(input).toMatchObject({ patchLevel: 1 });
     const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
     expect(markers).not.toContain('core_patch');
-    const localActivities = events
-      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
-      .map((e) => payloadJson(e.markerRecordedEventAttributes?.details?.data?.payloads?.[0])?.activity_type);
-    expect(localActivities).not.toContain('peekStep');
+    expect(localActivities(events)).not.toContain('peekStep');
     await finishesAsRecordedAndReplays(history, ran, version);
   });
 
@@ -352,6 +349,46 @@ describe('the instance workflow', () => {
       expect(events.findIndex((e) => e.timerStartedEventAttributes)).toBeLessThan(signalled);
       expect(signalled).toBeLessThan(cancelled);
       expect(events.some((e) => e.timerFiredEventAttributes)).toBe(false);
+    }
+    await finishesAsRecordedAndReplays(history, ran, version);
+  });
+
+  // Recorded by the workflow code of patch level 3 (PATCH_LEVEL 3, patch `instance-inline-calls`), on 2026-11-28:
+  // the lives of level 2 again, with the calls through a connection that answers within WORKER_INLINE_CALL_MAX_MS
+  // made inside the workflow task as local activities (the woken one turned back inside its task, then made there
+  // after the wake), and one call through a connection with a longer timeout made on the calls task queue. Code
+  // that made an inline call on the calls task queue for these runs, or asked patched() for it, would fail them as
+  // nondeterministic.
+  it.each([
+    ['instance-history-level3-migrated-finished.bin', ['start', 'wait', 'done'], 2],
+    ['instance-history-level3-cancelled.bin', undefined, 1],
+    ['instance-history-level3-faulted.bin', undefined, 1],
+    ['instance-history-level3-call-suspended-finished.bin', ['start', 'call', 'wait', 'set'], 1],
+    ['instance-history-level3-call-woken-finished.bin', ['start', 'call'], 1],
+    ['instance-history-level3-call-queued-finished.bin', ['start', 'call'], 1],
+  ])('replays %s, a run started at patch level 3', async (name, ran, version) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const input = payloadJson(events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+    expect(input).toMatchObject({ patchLevel: 3 });
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).not.toContain('core_patch');
+    const queued = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound');
+    const inline = localActivities(events).filter((type) => type === 'callOutbound');
+    if (name.includes('queued')) {
+      expect(queued).toHaveLength(1);
+      expect(inline).toEqual([]);
+    } else if (name.includes('call')) {
+      expect(queued).toEqual([]);
+      // Turned back once and woken (the signal, then the timer cancelled), asked again: two local activities.
+      expect(inline).toHaveLength(name.includes('woken') ? 2 : 1);
+    }
+    if (name.includes('woken')) {
+      const signalled = events.findIndex(
+        (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'callPlaceFreed',
+      );
+      expect(events.findIndex((e) => e.timerStartedEventAttributes)).toBeLessThan(signalled);
+      expect(signalled).toBeLessThan(events.findIndex((e) => e.timerCanceledEventAttributes));
     }
     await finishesAsRecordedAndReplays(history, ran, version);
   });

@@ -151,6 +151,20 @@ describe.skipIf(!RECORD)('recording instance histories (RECORD_INSTANCE_HISTORIE
     await save(id, 'call-suspended-finished');
   });
 
+  it('records an instance whose call goes through the calls task queue (a timeout past the inline bound)', async () => {
+    // From patch level 3 a call through a connection that answers within WORKER_INLINE_CALL_MAX_MS (10 s) is made
+    // inside the workflow task (the recording above); this connection's 60 s keeps the call an activity task.
+    const def = `rec-queued-${run}`;
+    const body = chain(def, [writeLine('start', 'started'), callStep(await connection('queued', 60_000), '/ping')]);
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+    const id = await start(def);
+    await reaches(id, 'Finished/Finished', 'COMPLETED');
+    const { events } = await save(id, 'call-queued-finished');
+    expect(events?.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound')).toBe(
+      true,
+    );
+  });
+
   it("records a call turned back over its tenant's share, woken when a place frees, then made", async () => {
     // TENANT_OUTBOUND_CALLS (5) calls of the tenant hang; the sixth waits its second inside the worker, is turned
     // back (the worker keeps its workflow in line), and is woken (`callPlaceFreed`) when one of the five ends.
@@ -176,15 +190,15 @@ describe.skipIf(!RECORD)('recording instance histories (RECORD_INSTANCE_HISTORIE
   });
 });
 
-/** A connection to the recorder's endpoint, made once per name. */
-async function connection(name: string): Promise<string> {
+/** A connection to the recorder's endpoint, made once per name (`timeoutMs`: the default, 10 s, when absent). */
+async function connection(name: string, timeoutMs?: number): Promise<string> {
   const full = `rec-${name}-${run}`;
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const made = await h.request('POST', '/connection-configuration', {
     body: {
       name: full,
       connectionType: 'Elsa.Connections.Http.HttpConnectionConfiguration',
-      connectionConfiguration: { baseUrl },
+      connectionConfiguration: { baseUrl, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
     },
   });
   expect(made.status).toBe(201);

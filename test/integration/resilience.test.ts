@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { localActivities } from '../support/plans.js';
 import { chain, lit, writeLine } from '../support/workflows.js';
 
 const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
@@ -11,13 +12,13 @@ let failuresLeft = 0;
 let calls = 0;
 const methods: string[] = [];
 
-const call = (strategy?: string) => ({
+const call = (strategy?: string, connectionName = 'flaky') => ({
   id: 'call',
   type: 'Elsa.Http.SendHttpRequest',
   ...(strategy ? { resilienceStrategyId: strategy } : {}),
   connection: {
     typeName: `ConnectionProperties<${HTTP}>`,
-    expression: { type: 'Literal', value: { connectionName: 'flaky' } },
+    expression: { type: 'Literal', value: { connectionName } },
   },
   path: lit('/ping'),
 });
@@ -44,19 +45,25 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   h = await createHarness();
-  await h.request('POST', '/connection-configuration', {
-    body: {
-      name: 'flaky',
-      connectionType: HTTP,
-      connectionConfiguration: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
-    },
-  });
-  for (const [id, strategy] of [
-    ['with-retries', 'retry-3-quick'],
-    ['without-retries', undefined],
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // The same endpoint through a connection whose timeout (60 s) is past WORKER_INLINE_CALL_MAX_MS: its calls go
+  // through the calls task queue.
+  for (const [name, timeout] of [
+    ['flaky', {}],
+    ['flaky-queued', { timeoutMs: 60_000 }],
+  ] as const) {
+    const made = await h.request('POST', '/connection-configuration', {
+      body: { name, connectionType: HTTP, connectionConfiguration: { baseUrl, ...timeout } },
+    });
+    expect(made.status).toBe(201);
+  }
+  for (const [id, strategy, connection] of [
+    ['with-retries', 'retry-3-quick', 'flaky'],
+    ['with-retries-queued', 'retry-3-quick', 'flaky-queued'],
+    ['without-retries', undefined, 'flaky'],
   ] as const) {
     const r = await h.request('POST', '/workflow-definitions', {
-      body: chain(id, [call(strategy), writeLine('done', 'done')]),
+      body: chain(id, [call(strategy, connection), writeLine('done', 'done')]),
     });
     expect(r.status).toBe(201);
   }
@@ -93,14 +100,37 @@ describe('resilience strategies', () => {
     expect(i.activityRecords.map((r: { activityId: string; status: string }) => `${r.activityId}:${r.status}`)).toEqual(
       ['call:Completed', 'done:Completed'],
     );
-    // The workflow made the call three times on the calls task queue, waiting the strategy's backoff
+    // The workflow made the call three times inside its workflow tasks (its connection answers within
+    // WORKER_INLINE_CALL_MAX_MS: a local activity each, no activity task), waiting the strategy's backoff
     // (200 ms, then 400 ms) between attempts on durable timers.
+    const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
+    expect(localActivities(history.events!).filter((type) => type === 'callOutbound')).toHaveLength(3);
+    expect(history.events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    const timers = history.events!.flatMap((e) =>
+      e.timerStartedEventAttributes
+        ? [
+            Number(e.timerStartedEventAttributes.startToFireTimeout!.seconds ?? 0) * 1000 +
+              Number(e.timerStartedEventAttributes.startToFireTimeout!.nanos ?? 0) / 1e6,
+          ]
+        : [],
+    );
+    expect(timers).toEqual([200, 400]);
+  });
+
+  it('retry a call on the calls task queue the same way, its connection answering within more than the inline bound', async () => {
+    failuresLeft = 2;
+    calls = 0;
+    const i = await runToEnd('with-retries-queued');
+    expect(i.subStatus).toBe('Finished');
+    expect(calls).toBe(3);
+    // Three activity tasks on the calls task queue, the strategy's backoff between them on durable timers.
     const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
     const callsMade = history.events!.filter(
       (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound',
     );
     expect(callsMade).toHaveLength(3);
     expect(callsMade[0]!.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe(`${h.taskQueue}-calls`);
+    expect(localActivities(history.events!)).not.toContain('callOutbound');
     const timers = history.events!.flatMap((e) =>
       e.timerStartedEventAttributes
         ? [

@@ -9,6 +9,7 @@ import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { installTemporalRuntime } from '../../src/temporal/runtime.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { samples, value } from '../support/metrics.js';
+import { localActivities } from '../support/plans.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote, chain, event, lit, writeLine } from '../support/workflows.js';
 
@@ -231,4 +232,91 @@ describe("one tenant's calls hanging on an endpoint that never answers", () => {
     expect(await metric('wfa_outbound_call_wakes_total', 'failed')).toBe(0);
     expect(await metric('wfa_outbound_calls_waiting')).toBe(0);
   }, 150_000);
+});
+
+describe("one tenant's calls made inside workflow tasks, hanging until their timeout", () => {
+  it("hold at most its share of the main worker: another tenant's inline calls are made meanwhile", async () => {
+    // A connection whose timeout (10 s) is within WORKER_INLINE_CALL_MAX_MS: its calls are local activities of
+    // the main worker, each holding a workflow task and a local activity slot while its endpoint takes. The tenant
+    // share (TENANT_OUTBOUND_CALLS, 5) counts them as it counts the calls task queue's.
+    const hanging: ServerResponse[] = [];
+    let hangingNow = 0;
+    let mostHanging = 0;
+    let answered = 0;
+    const endpoint = createServer((req, res) => {
+      req.resume();
+      if (req.url?.startsWith('/hang')) {
+        hangingNow++;
+        mostHanging = Math.max(mostHanging, hangingNow);
+        res.on('close', () => hangingNow--);
+        hanging.push(res);
+      } else {
+        answered++;
+        res.end('{}');
+      }
+    });
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/`;
+    try {
+      const keyA = await h.keyWith(['*'], 'inline-noisy');
+      const keyB = await h.keyWith(['*'], 'inline-quiet');
+      for (const [key, name] of [
+        [keyA, 'hangs'],
+        [keyB, 'answers'],
+      ] as const) {
+        const made = await h.request('POST', '/connection-configuration', {
+          key,
+          body: { name, connectionType: HTTP, connectionConfiguration: { baseUrl, timeoutMs: 10_000 } },
+        });
+        expect(made.status).toBe(201);
+        const calling = chain(`inline-${name}`, [
+          {
+            id: 'call',
+            type: 'Elsa.Http.SendHttpRequest',
+            connection: {
+              typeName: `ConnectionProperties<${HTTP}>`,
+              expression: { type: 'Literal', value: { connectionName: name } },
+            },
+            method: lit('POST'),
+            path: lit(name === 'hangs' ? 'hang' : 'ok'),
+          },
+          writeLine('after', 'answered'),
+        ]);
+        expect((await h.request('POST', '/workflow-definitions', { key, body: calling })).status).toBe(201);
+      }
+      // Tenant A: 30 instances whose calls hang.
+      for (let i = 0; i < 30; i++) {
+        const r = await h.request('POST', '/workflow-instances', { key: keyA, body: { definitionId: 'inline-hangs' } });
+        expect(r.status).toBe(202);
+      }
+      await eventually(async () => (hanging.length >= 5 ? true : undefined), "tenant A's calls to reach the endpoint");
+      // Tenant B: 20 instances whose calls answer at once, all made and Finished while A's five still hang.
+      const quiet: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const r = await h.request('POST', '/workflow-instances', {
+          key: keyB,
+          body: { definitionId: 'inline-answers' },
+        });
+        quiet.push(r.body.workflowInstanceId as string);
+      }
+      for (const id of quiet) {
+        await eventually(
+          async () => ((await instanceOf(keyB, id)).subStatus === 'Finished' ? true : undefined),
+          `tenant B's instance ${id} to finish`,
+          15_000,
+        );
+      }
+      expect(answered).toBe(20);
+      expect(hangingNow).toBe(5);
+      expect(mostHanging).toBe(5);
+      // B's calls were made inside their workflow tasks, as A's are.
+      const { events } = await h.client.workflow.getHandle(instanceWorkflowId(quiet[0]!)).fetchHistory();
+      expect(localActivities(events!)).toContain('callOutbound');
+      expect(events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    } finally {
+      for (const res of hanging.splice(0)) res.end('{}');
+      endpoint.closeAllConnections();
+      await new Promise((resolve) => endpoint.close(resolve));
+    }
+  }, 60_000);
 });

@@ -30,3 +30,21 @@ export async function runCompletedPlan(
 /** A payload of the SDK's JSON converter (a summary, a marker's details), as the Temporal UI decodes it. */
 export const payloadJson = (payload: { data?: Uint8Array | null } | null | undefined) =>
   payload?.data ? JSON.parse(Buffer.from(payload.data).toString('utf8')) : undefined;
+
+/** The activity types of a history's local activities (their `core_local_activity` markers), in order. */
+export const localActivities = (
+  events: readonly {
+    markerRecordedEventAttributes?: {
+      markerName?: string | null;
+      details?: { [key: string]: { payloads?: ({ data?: Uint8Array | null } | null)[] | null } | null } | null;
+    } | null;
+  }[],
+): string[] =>
+  events.flatMap((e) =>
+    e.markerRecordedEventAttributes?.markerName === 'core_local_activity'
+      ? [
+          (payloadJson(e.markerRecordedEventAttributes.details?.data?.payloads?.[0]) as { activity_type?: string })
+            ?.activity_type ?? '',
+        ]
+      : [],
+  );
