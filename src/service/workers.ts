@@ -228,7 +228,10 @@ async function createWorkers(
   // Calls made inline (a connection that answers within WORKER_INLINE_CALL_MAX_MS) run as local activities of the
   // main worker, each inside a workflow task it holds meanwhile. The tenant counter the calls worker shares keeps
   // them to its call slots (and a quarter more waiting briefly for a place), so the main worker gets as many local
-  // activity and workflow task slots more: the steps' and the other workflows' stay theirs.
+  // activity and workflow task slots more: the steps' and the other workflows' stay theirs. Its cache of workflows
+  // grows by as many: with as many task slots as cached workflows (100 each), workflow tasks were run again and
+  // inline calls with them (bench:engine phase d: 1,022 deliveries for 1,000 instances, the machine 136 % busy
+  // instead of 187 %; bench/README.md).
   const inlineSlots = inlineCallMaxMs > 0 ? outboundCallSlots + Math.ceil(outboundCallSlots / 4) : 0;
   const main = await createWorker({
     ...where,
@@ -239,11 +242,11 @@ async function createWorkers(
     maxConcurrentLocalActivities: slots.local + inlineSlots,
     ...(inlineSlots > 0
       ? {
-          maxConcurrentWorkflowTasks: Math.min(config.cachedWorkflows, SDK_WORKFLOW_TASK_SLOTS + inlineSlots),
+          maxConcurrentWorkflowTasks: SDK_WORKFLOW_TASK_SLOTS + inlineSlots,
           inlineCalls: callDeps,
         }
       : {}),
-    maxCachedWorkflows: config.cachedWorkflows,
+    maxCachedWorkflows: config.cachedWorkflows + inlineSlots,
     options,
   });
   const batches = await createBatchWorker({ ...where, deps: activityDeps, slots: batchSlots, options });
