@@ -11,6 +11,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  TemporalFailure,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
@@ -57,6 +58,9 @@ const steps = proxyActivities<Activities>({
  */
 const localSteps = proxyLocalActivities<Activities>({ startToCloseTimeout: STEP_TIMEOUT, retry: TRANSIENT_RETRY });
 
+/** Attempts of an inline call inside its workflow task before it goes through the calls task queue instead. */
+const INLINE_CALL_ATTEMPTS = 5;
+
 /**
  * An outbound call made inside the workflow task, as a local activity of the main worker (behind INLINE_CALLS_PATCH),
  * when the step's first part marked it `inline`: its connection answers within WORKER_INLINE_CALL_MAX_MS. The same
@@ -64,7 +68,11 @@ const localSteps = proxyLocalActivities<Activities>({ startToCloseTimeout: STEP_
  * activity task through the server and the workflow task after it. A call to a connection with a longer timeout
  * stays on the calls task queue, in slots of its own, so that no slow endpoint holds a workflow task for long.
  */
-const inlineCalls = proxyLocalActivities<CallActivities>({ startToCloseTimeout: CALL_TIMEOUT, retry: TRANSIENT_RETRY });
+const inlineCalls = proxyLocalActivities<CallActivities>({
+  startToCloseTimeout: CALL_TIMEOUT,
+  // About 15 s of retries inside the task (1, 2, 4, 8 s), then the call goes on through the calls task queue.
+  retry: { ...TRANSIENT_RETRY, maximumAttempts: INLINE_CALL_ATTEMPTS },
+});
 
 /** The steps' retry policy of a resilience strategy. */
 const strategyRetry = (policy: StepRetryPolicy) => ({
@@ -100,14 +108,14 @@ async function makeCall(
   inbox?: Inbox,
   inline = false,
 ): Promise<StepResult> {
-  const calls = inline
-    ? inlineCalls
-    : proxyActivities<CallActivities>({
-        taskQueue: callsTaskQueue(workflowInfo().taskQueue),
-        startToCloseTimeout: CALL_TIMEOUT,
-        heartbeatTimeout: STEP_HEARTBEAT,
-        retry: TRANSIENT_RETRY,
-      });
+  const queued = () =>
+    proxyActivities<CallActivities>({
+      taskQueue: callsTaskQueue(workflowInfo().taskQueue),
+      startToCloseTimeout: CALL_TIMEOUT,
+      heartbeatTimeout: STEP_HEARTBEAT,
+      retry: TRANSIENT_RETRY,
+    });
+  let calls = inline ? inlineCalls : queued();
   let result: CallResult;
   for (let attempt = 1; ; attempt++) {
     // A wake that came for an earlier wait is spent: only one sent after this ask counts.
@@ -122,6 +130,14 @@ async function makeCall(
         ...(call.connectionName !== undefined ? { connectionName: call.connectionName } : {}),
       });
     } catch (err) {
+      // An inline call that kept failing before it was made (its preparation or claim, the database away; a
+      // worker without the activity) goes on as an activity task of the calls queue, retried there without
+      // holding this task. A local activity's failure comes as its own (no ActivityFailure around it).
+      if (calls === inlineCalls && err instanceof TemporalFailure && !isCancellation(err)) {
+        calls = queued();
+        attempt--;
+        continue;
+      }
       if (!(err instanceof ActivityFailure)) throw err;
       const why = err.cause?.message ?? err.message;
       result = {

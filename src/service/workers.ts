@@ -29,6 +29,9 @@ function mainWorkerSlots(workerPoolSize: number, batchSlots: number) {
   return { regular, local: Math.max(2, steady - regular) };
 }
 
+/** Calls that may wait inside a worker for their tenant's turn at once: a quarter of its call slots, at least 1. */
+const waitingCallSlots = (slots: number) => Math.max(1, Math.floor(slots / 4));
+
 /** The SDK's workflow task slots of a worker by default (maxConcurrentWorkflowTaskExecutions). */
 const SDK_WORKFLOW_TASK_SLOTS = 40;
 
@@ -93,7 +96,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   const outboundCalls = new TenantCounter(
     config.shares.outboundCallsPerTenant,
     config.shares.outboundCallSlots,
-    Math.max(1, Math.floor(config.shares.outboundCallSlots / 4)),
+    waitingCallSlots(config.shares.outboundCallSlots),
   );
   // On the worker's own connection: a new instance's workflow starts eagerly (its first task comes back to this
   // process's worker with the start), and the requests go through the SDK's native client.
@@ -227,12 +230,13 @@ async function createWorkers(
   const slots = mainWorkerSlots(workerPoolSize, batchSlots);
   // Calls made inline (a connection that answers within WORKER_INLINE_CALL_MAX_MS) run as local activities of the
   // main worker, each inside a workflow task it holds meanwhile. The tenant counter the calls worker shares keeps
-  // them to its call slots (and a quarter more waiting briefly for a place), so the main worker gets as many local
-  // activity and workflow task slots more: the steps' and the other workflows' stay theirs. Its cache of workflows
-  // grows by as many: with as many task slots as cached workflows (100 each), workflow tasks were run again and
-  // inline calls with them (bench:engine phase d: 1,022 deliveries for 1,000 instances, the machine 136 % busy
-  // instead of 187 %; bench/README.md).
-  const inlineSlots = inlineCallMaxMs > 0 ? outboundCallSlots + Math.ceil(outboundCallSlots / 4) : 0;
+  // them to its call slots (and a quarter of them more waiting briefly for a place), so the main worker gets as many
+  // local activity and workflow task slots more: the steps' and the other workflows' stay theirs. Its cache of
+  // workflows grows by as many over its task slots: with as many task slots as cached workflows (100 each),
+  // workflow tasks were run again and inline calls with them (bench:engine phase d: 1,022 deliveries for 1,000
+  // instances, the machine 136 % busy instead of 187 %; bench/README.md). The calls activity is registered even
+  // with WORKER_INLINE_CALL_MAX_MS=0: a run whose step was marked inline before asks for it as a local activity.
+  const inlineSlots = inlineCallMaxMs > 0 ? outboundCallSlots + waitingCallSlots(outboundCallSlots) : 0;
   const main = await createWorker({
     ...where,
     deps: activityDeps,
@@ -240,13 +244,13 @@ async function createWorkers(
     // Each activity holds at most one of the pool's connections: batches have theirs, the rest is split.
     maxConcurrentActivities: slots.regular,
     maxConcurrentLocalActivities: slots.local + inlineSlots,
+    inlineCalls: callDeps,
     ...(inlineSlots > 0
       ? {
           maxConcurrentWorkflowTasks: SDK_WORKFLOW_TASK_SLOTS + inlineSlots,
-          inlineCalls: callDeps,
+          maxCachedWorkflows: Math.max(config.cachedWorkflows, SDK_WORKFLOW_TASK_SLOTS) + inlineSlots,
         }
-      : {}),
-    maxCachedWorkflows: config.cachedWorkflows + inlineSlots,
+      : { maxCachedWorkflows: config.cachedWorkflows }),
     options,
   });
   const batches = await createBatchWorker({ ...where, deps: activityDeps, slots: batchSlots, options });
