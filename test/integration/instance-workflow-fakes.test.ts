@@ -8,7 +8,8 @@ import { localActivities } from '../support/plans.js';
 
 /**
  * The instance workflow's side of a call made inline (workflows/instance-execution.ts, patch
- * `instance-inline-calls`), on the real Temporal server with its real workflow code. The activities are fakes at
+ * `instance-inline-calls`) and of a local step under a resilience strategy, on the real Temporal server with its
+ * real workflow code. The activities are fakes at
  * the workflow's boundary (what a step answers, what a call answers): what is under test is what the workflow does
  * with those answers, which the service's own activities cannot be made to give on demand (a preparation that keeps
  * failing inside the task, a run of an earlier level).
@@ -192,4 +193,58 @@ describe('a call its step marked inline', () => {
       callsTaskQueue(`inline-failing-${run}`),
     ]);
   }, 60_000);
+});
+
+describe('a local step under a resilience strategy', () => {
+  it("whose strategy's attempts run out is run once more as final, the workflow going on", async () => {
+    const taskQueue = `strategy-${run}`;
+    const asked: string[] = [];
+    const activities = {
+      executeInstanceStep: async (_id: string, options: { finalAttempt?: boolean; plainOnly?: boolean }) => {
+        if (options.plainOnly) {
+          asked.push('first');
+          // The first step ran; the next one's activity names a strategy of two quick attempts.
+          return {
+            hasMoreWork: true,
+            instance: standing('Running', 'Executing'),
+            executedActivityId: 'first',
+            nextRetry: { maximumAttempts: 2, initialIntervalMs: 100, backoffCoefficient: 1, maximumIntervalMs: 100 },
+          };
+        }
+        if (!options.finalAttempt) {
+          asked.push('under the strategy');
+          throw new Error('the database is away');
+        }
+        asked.push('final');
+        return { hasMoreWork: false, instance: standing('Finished', 'Finished'), executedActivityId: 'second' };
+      },
+    };
+    const worker = await Worker.create({
+      connection: nativeConnection,
+      taskQueue,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      activities,
+      shutdownGraceTime: '1 second',
+    });
+    const input: InstanceExecutionInput = {
+      instanceId: `i-strategy-${run}`,
+      told: { revision: 1, status: 'Running', subStatus: 'Pending', version: 1, hasWork: true, waitingOn: [] },
+      patchLevel: 3,
+    };
+    const running = worker.run();
+    let result: { instance: string };
+    try {
+      const started = await client.workflow.start('instanceExecution', {
+        taskQueue,
+        workflowId: `strategy-${run}`,
+        args: [input],
+      });
+      result = (await started.result()) as { instance: string };
+    } finally {
+      worker.shutdown();
+      await running;
+    }
+    expect(asked).toEqual(['first', 'under the strategy', 'under the strategy', 'final']);
+    expect(result.instance).toBe('Finished/Finished');
+  }, 30_000);
 });
