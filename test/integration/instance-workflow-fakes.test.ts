@@ -29,6 +29,19 @@ afterAll(async () => {
   await nativeConnection?.close();
 });
 
+/** A call made, its endpoint answering 200. */
+const ANSWERED = {
+  made: true,
+  details: {
+    instanceId: 'i',
+    recordId: 'r',
+    activityId: 'call',
+    activityType: 'Elsa.Http.SendHttpRequest',
+    connectionName: 'c',
+  },
+  outcome: { ok: true, status: 200 },
+};
+
 const standing = (status: string, subStatus: string) => ({
   definitionId: 'd',
   version: 1,
@@ -45,24 +58,13 @@ const standing = (status: string, subStatus: string) => ({
 async function runCall(name: string, o: { patchLevel: number; inline: boolean; localCall: () => Promise<unknown> }) {
   const taskQueue = `inline-${name}-${run}`;
   const made: ('local' | 'queued')[] = [];
-  const answered = {
-    made: true,
-    details: {
-      instanceId: 'i',
-      recordId: 'r',
-      activityId: 'call',
-      activityType: 'Elsa.Http.SendHttpRequest',
-      connectionName: 'c',
-    },
-    outcome: { ok: true, status: 200 },
-  };
   const callOutbound = async () => {
     if (Context.current().info.isLocal) {
       made.push('local');
       return o.localCall();
     }
     made.push('queued');
-    return answered;
+    return ANSWERED;
   };
   const activities = {
     executeInstanceStep: async () => ({
@@ -123,17 +125,7 @@ describe('a call its step marked inline', () => {
     const { result, made, events } = await runCall('level3', {
       patchLevel: 3,
       inline: true,
-      localCall: async () => ({
-        made: true,
-        details: {
-          instanceId: 'i',
-          recordId: 'r',
-          activityId: 'call',
-          activityType: 'Elsa.Http.SendHttpRequest',
-          connectionName: 'c',
-        },
-        outcome: { ok: true, status: 200 },
-      }),
+      localCall: async () => ANSWERED,
     });
     expect(result.instance).toBe('Finished/Finished');
     expect(made).toEqual(['local']);
@@ -146,17 +138,7 @@ describe('a call its step marked inline', () => {
     const { result, made, events } = await runCall('level2', {
       patchLevel: 2,
       inline: true,
-      localCall: async () => ({
-        made: true,
-        details: {
-          instanceId: 'i',
-          recordId: 'r',
-          activityId: 'call',
-          activityType: 'Elsa.Http.SendHttpRequest',
-          connectionName: 'c',
-        },
-        outcome: { ok: true, status: 200 },
-      }),
+      localCall: async () => ANSWERED,
     });
     expect(result.instance).toBe('Finished/Finished');
     expect(made).toEqual(['local']);

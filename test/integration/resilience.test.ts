@@ -23,6 +23,21 @@ const call = (strategy?: string, connectionName = 'flaky') => ({
   path: lit('/ping'),
 });
 
+/** The durations of the timers a history started, in milliseconds. */
+const timerDurations = (
+  events: {
+    timerStartedEventAttributes?: { startToFireTimeout?: { seconds?: unknown; nanos?: number | null } | null } | null;
+  }[],
+) =>
+  events.flatMap((e) =>
+    e.timerStartedEventAttributes
+      ? [
+          Number(e.timerStartedEventAttributes.startToFireTimeout!.seconds ?? 0) * 1000 +
+            Number(e.timerStartedEventAttributes.startToFireTimeout!.nanos ?? 0) / 1e6,
+        ]
+      : [],
+  );
+
 async function runToEnd(definitionId: string) {
   const r = await h.request('POST', '/workflow-instances', { body: { definitionId } });
   const id = r.body.workflowInstanceId as string;
@@ -106,15 +121,7 @@ describe('resilience strategies', () => {
     const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
     expect(localActivities(history.events!).filter((type) => type === 'callOutbound')).toHaveLength(3);
     expect(history.events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
-    const timers = history.events!.flatMap((e) =>
-      e.timerStartedEventAttributes
-        ? [
-            Number(e.timerStartedEventAttributes.startToFireTimeout!.seconds ?? 0) * 1000 +
-              Number(e.timerStartedEventAttributes.startToFireTimeout!.nanos ?? 0) / 1e6,
-          ]
-        : [],
-    );
-    expect(timers).toEqual([200, 400]);
+    expect(timerDurations(history.events!)).toEqual([200, 400]);
   });
 
   it('retry a call on the calls task queue the same way, its connection answering within more than the inline bound', async () => {
@@ -131,15 +138,7 @@ describe('resilience strategies', () => {
     expect(callsMade).toHaveLength(3);
     expect(callsMade[0]!.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe(`${h.taskQueue}-calls`);
     expect(localActivities(history.events!)).not.toContain('callOutbound');
-    const timers = history.events!.flatMap((e) =>
-      e.timerStartedEventAttributes
-        ? [
-            Number(e.timerStartedEventAttributes.startToFireTimeout!.seconds ?? 0) * 1000 +
-              Number(e.timerStartedEventAttributes.startToFireTimeout!.nanos ?? 0) / 1e6,
-          ]
-        : [],
-    );
-    expect(timers).toEqual([200, 400]);
+    expect(timerDurations(history.events!)).toEqual([200, 400]);
   });
 
   it('record the fault as an incident once the attempts run out', async () => {
