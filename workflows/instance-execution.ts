@@ -11,7 +11,6 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  TemporalFailure,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
@@ -19,7 +18,7 @@ import {
 import type { Activities } from '../activities/index.js';
 import type { CallActivities, CallResult } from '../activities/calls.js';
 import { callsTaskQueue } from './task-queues.js';
-import { TRANSIENT_RETRY } from './retry.js';
+import { activityGaveUp, TRANSIENT_RETRY } from './retry.js';
 import { DEFINITION_ATTRIBUTE, INSTANCE_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE } from './search-attributes.js';
 import {
   type InstanceStory,
@@ -96,10 +95,10 @@ function stepsWith(policy: StepRetryPolicy, local: boolean) {
 /**
  * Makes the outbound call a step started (`StepResult.call`) as an activity of the calls task queue, or inside
  * this workflow task as a local activity when `inline` (its first part marked it so, and the run takes
- * INLINE_CALLS_PATCH), then records its outcome. A call the worker turned back (its tenant's share full, an earlier delivery still
- * out) is asked again after the delay the worker names (not counted here); a call that failed is made
- * again as the activity's resilience strategy says, with the strategy's backoff as a durable timer, before
- * the fault becomes an incident.
+ * INLINE_CALLS_PATCH), then records its outcome. A call the worker turned back (its tenant's share full, an
+ * earlier delivery still out) is asked again after the delay the worker names (not counted here); a call that
+ * failed is made again as the activity's resilience strategy says, with the strategy's backoff as a durable
+ * timer, before the fault becomes an incident.
  */
 async function makeCall(
   instanceId: string,
@@ -132,8 +131,8 @@ async function makeCall(
     } catch (err) {
       // An inline call that kept failing before it was made (its preparation or claim, the database away; a
       // worker without the activity) goes on as an activity task of the calls queue, retried there without
-      // holding this task. A local activity's failure comes as its own (no ActivityFailure around it).
-      if (calls === inlineCalls && err instanceof TemporalFailure && !isCancellation(err)) {
+      // holding this task.
+      if (calls === inlineCalls && activityGaveUp(err, true)) {
         calls = queued();
         attempt--;
         continue;
@@ -496,10 +495,9 @@ async function runStep(
     try {
       step = await stepsWith(policy, local).executeInstanceStep(instanceId, { callsApart: true, ...own });
     } catch (err) {
-      // A local activity's failure comes as its own, with no ActivityFailure around it (until 2026-11-28 the
-      // workflow failed on it: test/integration/instance-workflow-fakes.test.ts).
-      if (!(err instanceof ActivityFailure) && !(local && err instanceof TemporalFailure && !isCancellation(err)))
-        throw err;
+      // Until 2026-11-28 a local step's failure, which comes without an ActivityFailure around it, failed the
+      // workflow here (test/integration/instance-workflow-fakes.test.ts).
+      if (!activityGaveUp(err, local)) throw err;
       // The strategy's attempts ran out on something other than the activity's own fault (its last
       // attempt records that as an incident): run the step once more as final, with the default policy.
       step = await plain.executeInstanceStep(instanceId, { finalAttempt: true, callsApart: true, ...own });

@@ -289,15 +289,14 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options), markOf(options));
 }
 
-/** The call's connection answers within the worker's bound for calls made inside a workflow task. */
-function callsInline(deps: EngineDeps, configuration: Record<string, unknown>): boolean {
+/**
+ * The call's connection answers within the worker's bound for calls made inside a workflow task
+ * (WORKER_INLINE_CALL_MAX_MS; 0 or absent: never). A configuration without its timeout is not inline.
+ */
+export function callsInline(deps: Pick<EngineDeps, 'inlineCallMaxMs'>, configuration: Record<string, unknown>) {
+  const max = deps.inlineCallMaxMs ?? 0;
   const timeoutMs = configuration.timeoutMs;
-  return (
-    deps.inlineCallMaxMs !== undefined &&
-    deps.inlineCallMaxMs > 0 &&
-    typeof timeoutMs === 'number' &&
-    timeoutMs <= deps.inlineCallMaxMs
-  );
+  return max > 0 && typeof timeoutMs === 'number' && timeoutMs <= max;
 }
 
 /**
