@@ -97,27 +97,25 @@ async function runCall(name: string, o: { patchLevel: number; inline: boolean; l
     told: { revision: 1, status: 'Running', subStatus: 'Pending', version: 1, hasWork: true, waitingOn: [] },
     patchLevel: o.patchLevel,
   };
-  const running = Promise.all([workflows.run(), calls.run()]);
-  let result: { instance: string };
+  return { ...(await runToEnd([workflows, calls], taskQueue, input)), made };
+}
+
+/** Runs `workers` until the instance workflow started on `taskQueue` with `input` ends: its result and history. */
+async function runToEnd(workers: Worker[], taskQueue: string, input: InstanceExecutionInput) {
+  const running = Promise.all(workers.map((w) => w.run()));
   try {
-    const handle = client.workflow.getHandle(
-      (
-        await client.workflow.start('instanceExecution', {
-          taskQueue,
-          workflowId: `inline-${name}-${run}`,
-          args: [input],
-        })
-      ).workflowId,
-    );
-    result = (await handle.result()) as { instance: string };
+    const handle = await client.workflow.start('instanceExecution', {
+      taskQueue,
+      workflowId: taskQueue,
+      args: [input],
+    });
+    const result = (await handle.result()) as { instance: string };
+    const { events } = await handle.fetchHistory();
+    return { result, events: events! };
   } finally {
-    workflows.shutdown();
-    calls.shutdown();
+    for (const w of workers) w.shutdown();
     await running;
   }
-  const handle = client.workflow.getHandle(`inline-${name}-${run}`);
-  const { events } = await handle.fetchHistory();
-  return { result, made, events: events! };
 }
 
 describe('a call its step marked inline', () => {
@@ -213,19 +211,7 @@ describe('a local step under a resilience strategy', () => {
       told: { revision: 1, status: 'Running', subStatus: 'Pending', version: 1, hasWork: true, waitingOn: [] },
       patchLevel: 3,
     };
-    const running = worker.run();
-    let result: { instance: string };
-    try {
-      const started = await client.workflow.start('instanceExecution', {
-        taskQueue,
-        workflowId: `strategy-${run}`,
-        args: [input],
-      });
-      result = (await started.result()) as { instance: string };
-    } finally {
-      worker.shutdown();
-      await running;
-    }
+    const { result } = await runToEnd([worker], taskQueue, input);
     expect(asked).toEqual(['first', 'under the strategy', 'under the strategy', 'final']);
     expect(result.instance).toBe('Finished/Finished');
   }, 30_000);
