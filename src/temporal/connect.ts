@@ -86,17 +86,22 @@ export function explainTemporalFailure(err: unknown, target: TemporalTarget): Er
     /InvalidContentType|CorruptMessage|wrong version number|InvalidMessage|packet length/i.test(message)
   ) {
     sentence = `${At} does not answer TLS: unset TEMPORAL_TLS and its files if that server is plain, or check the port`;
-  } else if (tls && /BrokenPipe|broken pipe|connection closed|ConnectionReset|connection reset/i.test(message)) {
+  } else if (
+    tls &&
+    /BrokenPipe|broken pipe|connection closed|ConnectionReset|connection reset|connection was not ready/i.test(message)
+  ) {
     // The handshake got past our check of the server (a wrong CA fails before that, every time), then the
     // server hung up: what a frontend requiring client certificates does, its alert racing its close
-    // (Temporal 1.29, SDK 1.24: "CertificateRequired" about a third of the time, else a broken pipe or
-    // "connection closed").
+    // (Temporal 1.29, SDK 1.24: "CertificateRequired" about a third of the time, else a broken pipe,
+    // "connection closed" or, on a loaded machine, "connection was not ready").
     sentence = tls.client
       ? `${At} closed the TLS connection, as a server does that does not trust this client's certificate (TEMPORAL_TLS_CERT ${tls.client.certFile}): it must be signed by a CA the server trusts for clients`
       : `${At} closed the TLS connection, as a server does that requires a client certificate (mTLS): set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY`;
   } else if (
     !tls &&
-    /BrokenPipe|broken pipe|connection closed|connection reset|ConnectionReset|h2 protocol error/i.test(message)
+    /BrokenPipe|broken pipe|connection closed|connection reset|ConnectionReset|connection was not ready|h2 protocol error/i.test(
+      message,
+    )
   ) {
     sentence = `${At} closed the connection: if it serves TLS, set TEMPORAL_TLS=true (and TEMPORAL_TLS_CA for a private CA)`;
   } else if (/Unauthenticated|PermissionDenied|unauthorized|api key/i.test(message)) {
