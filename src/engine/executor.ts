@@ -29,7 +29,14 @@ import {
   lockInstanceAndRecord,
   saveInstance,
 } from './instance-state.js';
-import { headIsPure, PURE_RUN_BUDGET_MS, PURE_STEPS_PER_CHUNK, runPureSteps, writePureSteps } from './pure-steps.js';
+import {
+  headIsPure,
+  PURE_RUN_BUDGET_MS,
+  PURE_STEPS_PER_CHUNK,
+  type PureWrites,
+  runPureSteps,
+  writePureSteps,
+} from './pure-steps.js';
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
 import { runHandler, type StartedRecord, startedRecord, takeHead } from './step-core.js';
 import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
@@ -788,8 +795,50 @@ async function finishCall(
   }
   s.callsInFlight = othersOut;
   settle(s, now);
-  await saveInstance(client, s);
-  if ((s.subStatus as string) === 'Faulted')
+  const after = othersOut?.length ? undefined : await pureStepsAfterCall(deps, client, s, def, now, call.activityId);
+  const state = after?.state ?? s;
+  await saveInstance(client, state);
+  if ((state.subStatus as string) === 'Faulted')
     deps.logger.warn({ instanceId: s.id, activityId: call.activityId }, 'workflow instance faulted');
-  return stepResult(deps, client, s, call.activityId);
+  if (!after) return stepResult(deps, client, s, call.activityId);
+  const ran = [call.activityId, ...after.ran];
+  const last = ran[ran.length - 1]!;
+  return {
+    ...(await stepResult(deps, client, state, last)),
+    alsoExecuted: { count: ran.length - 1, last: ran.slice(-ALSO_EXECUTED_NAMED - 1, -1) },
+  };
+}
+
+/**
+ * The pure steps the call's outcome scheduled (one chunk, PURE_STEPS_PER_CHUNK), run in the last part's own
+ * transaction as `continuePureSteps` would run them in transactions of their own: one step activity and one
+ * transaction fewer for a call followed by pure steps. They run on a copy of the state: one failing with an error
+ * no retry fixes leaves them to the next step, which faults the instance naming that step, and the call's
+ * outcome stays recorded.
+ */
+async function pureStepsAfterCall(
+  deps: EngineDeps,
+  client: pg.PoolClient,
+  s: InstanceState,
+  def: DefinitionVersion,
+  now: Date,
+  activityId: string,
+): Promise<{ state: InstanceState; ran: string[] } | undefined> {
+  if (!headIsPure(s, def)) return undefined;
+  const state = structuredClone(s);
+  let writes: PureWrites;
+  try {
+    // In memory (the definitions aside): nothing is written until every step of the chunk has run.
+    writes = await runPureSteps(client, deps.definitions, [state], now, undefined, undefined, PURE_STEPS_PER_CHUNK);
+  } catch (err) {
+    if (isTransientError(err)) throw err;
+    deps.logger.warn(
+      { err, instanceId: s.id, activityId },
+      'the steps after an outbound call could not run with its outcome; they run as the next step',
+    );
+    return undefined;
+  }
+  if (writes.records.length === 0) return undefined;
+  await writePureSteps(client, writes);
+  return { state, ran: writes.records.map((r) => r.activity_id) };
 }

@@ -340,15 +340,10 @@ describe('an instance in Temporal', () => {
     expect(await instance(id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
     const { events } = await handle.fetchHistory();
     // The connection's timeout is the default, 10 s, within WORKER_INLINE_CALL_MAX_MS: the call's first part, the
-    // call, its last part and the step `end` after it are local activities of the task its start handed the worker,
-    // which completed the workflow. No activity task, no second workflow task, no signal, no patch marker (patch
-    // level 3).
-    expect(localActivities(events!)).toEqual([
-      'executeInstanceStep',
-      'callOutbound',
-      'finishOutboundCall',
-      'executeInstanceStep',
-    ]);
+    // call, and its last part (which ran the step `end` after it, in its own transaction) are local activities of the
+    // task its start handed the worker, which completed the workflow. No activity task, no second workflow task, no
+    // signal, no patch marker (patch level 3).
+    expect(localActivities(events!)).toEqual(['executeInstanceStep', 'callOutbound', 'finishOutboundCall']);
     expect(events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
     expect(events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
     expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes)).toEqual([]);
@@ -518,6 +513,90 @@ describe('an instance in Temporal', () => {
       expect(finished).toMatchObject({ hasMoreWork: true, instance: { status: 'Running', subStatus: 'Executing' } });
       const next = await runStep(deps, id, { callsApart: true, ownWorkflow: true });
       expect(next.call?.activityId).toBe('b');
+    } finally {
+      await h.startWorker();
+    }
+  });
+
+  it("runs the pure steps after a call in the call's last part; one that cannot run there is left to the next step", async () => {
+    const name = `after-call-${run}`;
+    await httpConnection(name, server);
+    const body = chain(name, [
+      writeLine('start', 'started'),
+      httpCall(name),
+      writeLine('after1', 'one'),
+      writeLine('after2', 'two'),
+    ]);
+    expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+    const deps = stepDeps();
+    await h.stopWorker();
+    try {
+      const started = async () => {
+        const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: name } })).body
+          .workflowInstanceId as string;
+        const call = (await runStep(deps, id, { callsApart: true, ownWorkflow: true })).call!;
+        const details = {
+          instanceId: id,
+          recordId: call.recordId,
+          activityId: 'call',
+          activityType: 'Elsa.Http.SendHttpRequest',
+          connectionName: name,
+        };
+        return { id, details };
+      };
+      const records = async (id: string) =>
+        (
+          await h.pool.query<{ activity_id: string; status: string }>(
+            'SELECT activity_id, status FROM activity_records WHERE instance_id = $1 ORDER BY id',
+            [id],
+          )
+        ).rows;
+      const done = [
+        { activity_id: 'start', status: 'Completed' },
+        { activity_id: 'call', status: 'Completed' },
+        { activity_id: 'after1', status: 'Completed' },
+        { activity_id: 'after2', status: 'Completed' },
+      ];
+
+      // The outcome recorded and both WriteLines run in the same transaction: one answer, the instance Finished.
+      const first = await started();
+      expect(await finishOutboundCall(deps, first.details, { ok: true, status: 200 }, { ownWorkflow: true })).toEqual(
+        expect.objectContaining({
+          hasMoreWork: false,
+          executedActivityId: 'after2',
+          alsoExecuted: { count: 2, last: ['call', 'after1'] },
+          instance: expect.objectContaining({ status: 'Finished', subStatus: 'Finished' }),
+        }),
+      );
+      expect(await records(first.id)).toEqual(done);
+      expect(await instance(first.id)).toMatchObject({ status: 'Finished', subStatus: 'Finished' });
+
+      // The steps after it fail with an error no retry fixes (here: their definition's read, the second, fails): the call's
+      // outcome is still recorded, and the next step runs them (or faults the instance naming them).
+      const second = await started();
+      let reads = 0;
+      const failing = {
+        ...deps,
+        definitions: {
+          byVersionId: (db: Queryable, versionId: string) =>
+            reads++ === 1 ? Promise.reject(new Error('not readable')) : h.definitions.byVersionId(db, versionId),
+        } as typeof deps.definitions,
+      };
+      const finished = await finishOutboundCall(
+        failing,
+        second.details,
+        { ok: true, status: 200 },
+        { ownWorkflow: true },
+      );
+      expect(finished).toMatchObject({ hasMoreWork: true, executedActivityId: 'call' });
+      expect(finished).not.toHaveProperty('alsoExecuted');
+      expect(await records(second.id)).toEqual(done.slice(0, 2));
+      expect(await runStep(deps, second.id, { ownWorkflow: true })).toMatchObject({
+        hasMoreWork: false,
+        executedActivityId: 'after2',
+        instance: { status: 'Finished', subStatus: 'Finished' },
+      });
+      expect(await records(second.id)).toEqual(done);
     } finally {
       await h.startWorker();
     }
