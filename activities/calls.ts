@@ -3,7 +3,7 @@ import { ApplicationFailureCategory } from '@temporalio/common';
 import type { HttpOutcome } from '../src/connections/http.js';
 import { isTransientError } from '../src/db/errors.js';
 import { sendThroughConnection } from '../src/connections/http.js';
-import type { Queryable } from '../src/db/pool.js';
+import { prepared, type Queryable } from '../src/db/pool.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
 import { newId } from '../src/ids.js';
 import type { PlaceWaiters, TenantCounter } from '../src/shares.js';
@@ -230,12 +230,14 @@ export function createCallActivities(deps: CallDeps) {
 async function claimCall(db: Queryable, recordId: string, outMs: number): Promise<{ claim: string } | number> {
   const claim = newId();
   const { rows } = await db.query(
-    `INSERT INTO outbound_calls_out AS o (record_id, claim, out_until)
-     VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
-     ON CONFLICT (record_id) DO UPDATE SET claim = excluded.claim, out_until = excluded.out_until
-      WHERE o.out_until <= now()
-     RETURNING claim`,
-    [recordId, claim, outMs],
+    prepared(
+      `INSERT INTO outbound_calls_out AS o (record_id, claim, out_until)
+       VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
+       ON CONFLICT (record_id) DO UPDATE SET claim = excluded.claim, out_until = excluded.out_until
+        WHERE o.out_until <= now()
+       RETURNING claim`,
+      [recordId, claim, outMs],
+    ),
   );
   if (rows.length > 0) return { claim };
   const { rows: held } = await db.query<{ ms: number }>(
@@ -255,9 +257,11 @@ async function claimCall(db: Queryable, recordId: string, outMs: number): Promis
 async function releaseCall(deps: CallDeps, recordId: string, claim: string): Promise<void> {
   try {
     await deps.pool.query(
-      `DELETE FROM outbound_calls_out
-        WHERE (record_id = $1 AND claim = $2) OR out_until < now() - interval '1 hour'`,
-      [recordId, claim],
+      prepared(
+        `DELETE FROM outbound_calls_out
+          WHERE (record_id = $1 AND claim = $2) OR out_until < now() - interval '1 hour'`,
+        [recordId, claim],
+      ),
     );
   } catch (err) {
     deps.logger.warn(

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type Queryable, withTransaction } from '../db/pool.js';
+import { prepared, type Queryable, withTransaction } from '../db/pool.js';
 import {
   ConflictError,
   type FieldError,
@@ -237,10 +237,9 @@ export async function findConnectionByName(
   tenantKey: string,
   name: string,
 ): Promise<Connection | undefined> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM connection_configurations WHERE ${byName('$1', '$2')}`, [
-    tenantKey,
-    name,
-  ]);
+  const { rows } = await db.query<Row>(
+    prepared(`SELECT ${COLUMNS} FROM connection_configurations WHERE ${byName('$1', '$2')}`, [tenantKey, name]),
+  );
   return rows[0] ? fromRow(rows[0], cipher) : undefined;
 }
 

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Queryable } from '../db/pool.js';
-import { withTransaction } from '../db/pool.js';
+import { prepared, withTransaction } from '../db/pool.js';
 import type { Flowchart, VariableDefinition, WorkflowDefinitionRequest } from './definition-schema.js';
 import { validateDefinition } from './flowchart.js';
 
@@ -115,9 +115,11 @@ export async function findDefinition(
   version?: number,
 ): Promise<DefinitionVersion | undefined> {
   const { rows } = await db.query<DefinitionRow>(
-    `SELECT ${COLUMNS} FROM workflow_definitions
-      WHERE tenant_id = $1 AND definition_id = $2 AND ($3::int IS NULL AND is_latest OR version = $3::int)`,
-    [tenantKey, definitionId, version ?? null],
+    prepared(
+      `SELECT ${COLUMNS} FROM workflow_definitions
+        WHERE tenant_id = $1 AND definition_id = $2 AND ($3::int IS NULL AND is_latest OR version = $3::int)`,
+      [tenantKey, definitionId, version ?? null],
+    ),
   );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
@@ -134,7 +136,9 @@ export class DefinitionCache {
   async byVersionId(db: Queryable, id: string): Promise<DefinitionVersion | undefined> {
     const hit = this.entries.get(id);
     if (hit) return hit;
-    const { rows } = await db.query<DefinitionRow>(`SELECT ${COLUMNS} FROM workflow_definitions WHERE id = $1`, [id]);
+    const { rows } = await db.query<DefinitionRow>(
+      prepared(`SELECT ${COLUMNS} FROM workflow_definitions WHERE id = $1`, [id]),
+    );
     if (!rows[0]) return undefined;
     const def = fromRow(rows[0]);
     this.remember(def);

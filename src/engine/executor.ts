@@ -10,7 +10,7 @@ import { isTransientError } from '../db/errors.js';
 import { type ConnectionJson, connectionByNameSql, connectionFromJson } from '../connections/repository.js';
 import { resolveConnectionInput } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
-import { OWN_STEP, type Queryable, withTransaction } from '../db/pool.js';
+import { OWN_STEP, prepared, type Queryable, withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
 import { type ActivityType, findActivityType } from './activity-types.js';
 import type { ActivityNode } from './definition-schema.js';
@@ -464,12 +464,14 @@ export async function prepareCall(
       connection?: ConnectionJson | null;
     }
   >(
-    `SELECT ${INSTANCE_COLUMNS},
-            (SELECT json_build_object('activity_id', r.activity_id, 'activity_type', r.activity_type, 'status', r.status)
-               FROM activity_records r WHERE r.id = $2 AND r.instance_id = $1) AS record
-            ${hinted ? `, ${connectionByNameSql('workflow_instances.tenant_id', '$3')} AS connection` : ''}
-       FROM workflow_instances WHERE id = $1`,
-    hinted ? [instanceId, recordId, connectionName] : [instanceId, recordId],
+    prepared(
+      `SELECT ${INSTANCE_COLUMNS},
+              (SELECT json_build_object('activity_id', r.activity_id, 'activity_type', r.activity_type, 'status', r.status)
+                 FROM activity_records r WHERE r.id = $2 AND r.instance_id = $1) AS record
+              ${hinted ? `, ${connectionByNameSql('workflow_instances.tenant_id', '$3')} AS connection` : ''}
+         FROM workflow_instances WHERE id = $1`,
+      hinted ? [instanceId, recordId, connectionName] : [instanceId, recordId],
+    ),
   );
   const record = rows[0]?.record ?? undefined;
   const details: CallDetails = {
@@ -697,9 +699,11 @@ async function insertStartedRecord(
   now: Date,
 ): Promise<string> {
   const { rows } = await client.query<{ id: string }>(
-    `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
-    [s.id, s.tenantKey, r.activityId, r.nodeId, r.activityType, r.name, JSON.stringify(r.inputs), now],
+    prepared(
+      `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
+      [s.id, s.tenantKey, r.activityId, r.nodeId, r.activityType, r.name, JSON.stringify(r.inputs), now],
+    ),
   );
   return rows[0]!.id;
 }
@@ -741,11 +745,13 @@ async function finishCall(
   const now = nowBy(deps.clock);
   const { s, recordStatus } = await lockInstanceAndRecord(client, call.instanceId, call.recordId);
   const finishRecord = (status: 'Completed' | 'Faulted') =>
-    client.query(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [
-      call.recordId,
-      status,
-      now,
-    ]);
+    client.query(
+      prepared(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [
+        call.recordId,
+        status,
+        now,
+      ]),
+    );
   const succeeded = outcome.ok && outcome.status >= 200 && outcome.status <= 299;
   if (!s || recordStatus !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted') {
     if (recordStatus === 'Running') await finishRecord(succeeded ? 'Completed' : 'Faulted');

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import { prepared, type Queryable } from '../db/pool.js';
 import { sameJson } from '../vocabulary/json.js';
 
 export const INSTANCE_STATUSES = ['Running', 'Finished'] as const;
@@ -145,9 +145,11 @@ export async function lockInstance(
   tenantKey?: string,
 ): Promise<InstanceState | undefined> {
   const { rows } = await client.query<InstanceRow>(
-    `SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
-      WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
-    [id, tenantKey ?? null],
+    prepared(
+      `SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
+        WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
+      [id, tenantKey ?? null],
+    ),
   );
   return rows[0] ? instanceFromRow(rows[0]) : undefined;
 }
@@ -163,12 +165,14 @@ export async function lockInstanceAndRecord(
   recordId: string,
 ): Promise<{ s: InstanceState | undefined; recordStatus: string | undefined }> {
   const { rows } = await client.query<InstanceRow & { record_status: string | null }>(
-    `WITH i AS MATERIALIZED (
-       SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
-        WHERE id = $1 FOR UPDATE)
-     SELECT i.*, (SELECT r.status FROM activity_records r WHERE r.id = $2 AND r.instance_id = i.id FOR UPDATE) AS record_status
-       FROM i`,
-    [id, recordId],
+    prepared(
+      `WITH i AS MATERIALIZED (
+         SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
+          WHERE id = $1 FOR UPDATE)
+       SELECT i.*, (SELECT r.status FROM activity_records r WHERE r.id = $2 AND r.instance_id = i.id FOR UPDATE) AS record_status
+         FROM i`,
+      [id, recordId],
+    ),
   );
   const row = rows[0];
   return { s: row ? instanceFromRow(row) : undefined, recordStatus: row?.record_status ?? undefined };
@@ -255,11 +259,14 @@ export async function writeInstanceStates(
     for (const c of columns) row[c.column] = c.get(s);
     return row;
   });
+  // Named: its texts are as many as the sets of columns written (a few), and a step writes one instance with all.
   const result = await db.query(
-    `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
-       FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${guard ? 'revision int8, ' : ''}${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
-      WHERE w.id = u.id${guard ? ' AND w.revision = u.revision' : ''}`,
-    [JSON.stringify(rows)],
+    prepared(
+      `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
+         FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${guard ? 'revision int8, ' : ''}${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
+        WHERE w.id = u.id${guard ? ' AND w.revision = u.revision' : ''}`,
+      [JSON.stringify(rows)],
+    ),
   );
   return result.rowCount ?? 0;
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type Queryable, withTransaction } from '../db/pool.js';
+import { prepared, type Queryable, withTransaction } from '../db/pool.js';
 import { NotFoundError, pointer, ValidationError, type FieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import { findDefinition, type DefinitionCache } from './definitions.js';
@@ -93,28 +93,30 @@ export async function createInstance(
   await withTransaction(pool, async (client) => {
     const steps = await runPureSteps(client, definitions, [s], now);
     await client.query(
-      `INSERT INTO workflow_instances
-         (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
-          variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14, $15, $16)`,
-      [
-        id,
-        tenantKey,
-        def.definitionId,
-        def.id,
-        def.version,
-        s.name,
-        s.correlationId,
-        s.status,
-        s.subStatus,
-        JSON.stringify(s.variables),
-        JSON.stringify(s.scheduled),
-        JSON.stringify(s.bookmarks),
-        JSON.stringify(s.incidents),
-        now,
-        s.updatedAt,
-        s.finishedAt,
-      ],
+      prepared(
+        `INSERT INTO workflow_instances
+           (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
+            variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14, $15, $16)`,
+        [
+          id,
+          tenantKey,
+          def.definitionId,
+          def.id,
+          def.version,
+          s.name,
+          s.correlationId,
+          s.status,
+          s.subStatus,
+          JSON.stringify(s.variables),
+          JSON.stringify(s.scheduled),
+          JSON.stringify(s.bookmarks),
+          JSON.stringify(s.incidents),
+          now,
+          s.updatedAt,
+          s.finishedAt,
+        ],
+      ),
     );
     await writePureSteps(client, steps);
   });
