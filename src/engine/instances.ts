@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import { prepared, type Queryable, withTransaction } from '../db/pool.js';
+import { prepared, type Queryable } from '../db/pool.js';
 import { NotFoundError, pointer, ValidationError, type FieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import { findDefinition, type DefinitionCache } from './definitions.js';
-import { runPureSteps, writePureSteps } from './pure-steps.js';
+import { insertPureJournalSql, insertPureRecordsSql, runPureSteps } from './pure-steps.js';
 import { startActivityId } from './flowchart.js';
 import { INSTANCE_COLUMNS, instanceFromRow, type InstanceRow, type InstanceState } from './instance-state.js';
 import type { ActivityRecordStatus, InstanceView } from './instance-views.js';
@@ -20,8 +20,8 @@ export interface CreateInstanceRequest {
 /**
  * Stores a new instance of a definition (Running/Pending, its start activity scheduled). Variables
  * start at the definition's defaults; given values are converted to the variable's type. Its pure steps
- * run in the same transaction, up to its first wait or external call (src/engine/pure-steps.ts): the
- * instance is stored as they left it, with their records and journal, and the outbox row that tells its
+ * run first, in memory, up to its first wait or external call (src/engine/pure-steps.ts): the instance is
+ * stored as they left it, with their records and journal, in one statement, and the outbox row that tells its
  * workflow (migration 011) commits with it.
  */
 export async function createInstance(
@@ -90,36 +90,42 @@ export async function createInstance(
     finishedAt: null,
     revision: 0,
   };
-  await withTransaction(pool, async (client) => {
-    const steps = await runPureSteps(client, definitions, [s], now);
-    await client.query(
-      prepared(
-        `INSERT INTO workflow_instances
+  // The instance, its pure steps' records and journal lines in one statement: atomic without a transaction's
+  // BEGIN and COMMIT round trips. (A new instance has no records of before for a Finish among them to close.)
+  const steps = await runPureSteps(pool, definitions, [s], now);
+  await pool.query(
+    prepared(
+      `WITH instance AS (
+         INSERT INTO workflow_instances
            (id, tenant_id, definition_id, definition_version_id, version, name, correlation_id, status, sub_status,
             variables, scheduled, bookmarks, incidents, created_at, updated_at, finished_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14, $15, $16)`,
-        [
-          id,
-          tenantKey,
-          def.definitionId,
-          def.id,
-          def.version,
-          s.name,
-          s.correlationId,
-          s.status,
-          s.subStatus,
-          JSON.stringify(s.variables),
-          JSON.stringify(s.scheduled),
-          JSON.stringify(s.bookmarks),
-          JSON.stringify(s.incidents),
-          now,
-          s.updatedAt,
-          s.finishedAt,
-        ],
-      ),
-    );
-    await writePureSteps(client, steps);
-  });
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14, $15, $16)
+         RETURNING id),
+       records AS (${insertPureRecordsSql('$17')}),
+       journal AS (${insertPureJournalSql('$18')})
+       SELECT id FROM instance`,
+      [
+        id,
+        tenantKey,
+        def.definitionId,
+        def.id,
+        def.version,
+        s.name,
+        s.correlationId,
+        s.status,
+        s.subStatus,
+        JSON.stringify(s.variables),
+        JSON.stringify(s.scheduled),
+        JSON.stringify(s.bookmarks),
+        JSON.stringify(s.incidents),
+        now,
+        s.updatedAt,
+        s.finishedAt,
+        JSON.stringify(steps.records),
+        JSON.stringify(steps.journal),
+      ],
+    ),
+  );
   return id;
 }
 

@@ -178,6 +178,21 @@ async function runPureStep(
   );
 }
 
+/** The INSERT of pure steps' records (`PureWrites.records`) given as the JSON array `param`, in their order. */
+export const insertPureRecordsSql = (param: string) =>
+  `INSERT INTO activity_records
+     (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at)
+   SELECT r.instance_id, r.tenant_id, r.activity_id, r.node_id, r.activity_type, r.name, r.status, r.inputs,
+          r.started_at, r.completed_at
+     FROM jsonb_to_recordset(${param}::jsonb) AS r(instance_id text, tenant_id text, activity_id text, node_id text,
+          activity_type text, name text, status text, inputs jsonb, started_at timestamptz, completed_at timestamptz)`;
+
+/** The INSERT of pure steps' journal lines (`PureWrites.journal`) given as the JSON array `param`, in their order. */
+export const insertPureJournalSql = (param: string) =>
+  `INSERT INTO journal_entries (instance_id, activity_id, message, timestamp)
+   SELECT j.instance_id, j.activity_id, j.message, j.timestamp
+     FROM jsonb_to_recordset(${param}::jsonb) AS j(instance_id text, activity_id text, message text, timestamp timestamptz)`;
+
 /**
  * Writes the records and journal lines of pure steps: one statement each, in execution order (a set-returning
  * function's rows are inserted in the order it returns them, so the identity ids follow the array).
@@ -193,22 +208,9 @@ export async function writePureSteps(db: Queryable, writes: PureWrites): Promise
     );
   }
   if (writes.records.length > 0) {
-    await db.query(
-      `INSERT INTO activity_records
-         (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at, completed_at)
-       SELECT r.instance_id, r.tenant_id, r.activity_id, r.node_id, r.activity_type, r.name, r.status, r.inputs,
-              r.started_at, r.completed_at
-         FROM jsonb_to_recordset($1::jsonb) AS r(instance_id text, tenant_id text, activity_id text, node_id text,
-              activity_type text, name text, status text, inputs jsonb, started_at timestamptz, completed_at timestamptz)`,
-      [JSON.stringify(writes.records)],
-    );
+    await db.query(insertPureRecordsSql('$1'), [JSON.stringify(writes.records)]);
   }
   if (writes.journal.length > 0) {
-    await db.query(
-      `INSERT INTO journal_entries (instance_id, activity_id, message, timestamp)
-       SELECT j.instance_id, j.activity_id, j.message, j.timestamp
-         FROM jsonb_to_recordset($1::jsonb) AS j(instance_id text, activity_id text, message text, timestamp timestamptz)`,
-      [JSON.stringify(writes.journal)],
-    );
+    await db.query(insertPureJournalSql('$1'), [JSON.stringify(writes.journal)]);
   }
 }
