@@ -114,6 +114,11 @@ export function createCallActivities(deps: CallDeps) {
       turnBack?: 'result' | 'wake';
       /** The connection the step's first part resolved: read with the record (workflows since it pass it). */
       connectionName?: string;
+      /**
+       * Made by the step that started it (`executeInstanceStep`, activities/index.ts): only if the tenant has a place
+       * free at once; if not, it answers `askAgainInMs: 0` at once, counting no turn-back, and the workflow asks.
+       */
+      inStep?: boolean;
     }): Promise<CallResult> {
       const details = (): CallDetails => ({
         instanceId: args.instanceId,
@@ -151,6 +156,10 @@ export function createCallActivities(deps: CallDeps) {
       const workflowId = args.turnBack === 'wake' ? Context.current().info.workflowExecution?.workflowId : undefined;
       const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
+        if (args.inStep) {
+          if ((await deps.calls.take(tenant, 0)) === 'taken') return undefined;
+          return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
+        }
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
         // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
         // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),

@@ -26,8 +26,60 @@ import {
   type StepResult,
 } from '../src/engine/executor.js';
 import type { HttpOutcome } from '../src/connections/http.js';
+import type { CallActivities, CallResult } from './calls.js';
 
-export interface ActivityDeps extends EngineDeps, ProcessingDeps {}
+export interface ActivityDeps extends EngineDeps, ProcessingDeps {
+  /**
+   * This worker's calls activity (`callOutbound` of the inline calls, src/temporal/worker.ts), for a step of an
+   * instance's own workflow that starts a call marked `inline`: made in the same local activity (`callInStep`).
+   */
+  callOutbound?: (args: Parameters<CallActivities['callOutbound']>[0]) => Promise<CallResult>;
+}
+
+/**
+ * A step of the instance's own workflow (a local activity) that started a call marked `inline` with no resilience
+ * strategy makes it itself, when its tenant has a place free at once, and records its outcome (running the pure
+ * steps after it): one local activity where the workflow would run three (the step, `callOutbound`,
+ * `finishOutboundCall`), with the same share, claim and Idempotency-Key. The workflow's code does not change: the
+ * step's answer carries no `call` to make, so the workflow goes on as after any step, and a run recorded before
+ * replays its own answers. Otherwise (no place, an earlier delivery still out, the call failing before it was made)
+ * the answer is the started call, and the workflow makes it as before: waiting for a place, woken, falling back to
+ * the calls queue.
+ */
+async function callInStep(deps: ActivityDeps, instanceId: string, step: StepResult): Promise<StepResult> {
+  const call = step.call;
+  if (!call || call.inline !== true || call.retry || !deps.callOutbound) return step;
+  let made: CallResult;
+  try {
+    made = await deps.callOutbound({
+      instanceId,
+      recordId: call.recordId,
+      tenantKey: call.tenantKey,
+      activityId: call.activityId,
+      turnBack: 'result',
+      inStep: true,
+      ...(call.connectionName !== undefined ? { connectionName: call.connectionName } : {}),
+    });
+  } catch {
+    // Not made (its preparation or claim failed): the workflow makes it, retried there.
+    return step;
+  }
+  if (made.askAgainInMs !== undefined) return step;
+  const finish = () =>
+    orFault(deps, instanceId, () => finishOutboundCall(deps, made.details, made.outcome, { ownWorkflow: true }));
+  try {
+    return await finish();
+  } catch (err) {
+    // The call was made: a retry of the whole step would make it again (with the same Idempotency-Key), so a
+    // database hiccup here gets one more try first.
+    if (!isTransientError(err)) throw err;
+    await new Promise((resolve) => setTimeout(resolve, FINISH_AGAIN_MS));
+    return finish();
+  }
+}
+
+/** How long the last part of a call made in its step waits before its one more try. */
+const FINISH_AGAIN_MS = 500;
 
 /**
  * Plan activities retry only what a retry can fix. A transient failure (database or Temporal unreachable,
@@ -87,7 +139,11 @@ export function createActivities(deps: ActivityDeps) {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
       const attempt = Context.current().info.attempt;
       const o = typeof options === 'boolean' ? { finalAttempt: options } : options;
-      return withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, ...o }));
+      const step = await withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, ...o }));
+      // Only a local step of the instance's own workflow: an activity task's worker keeps its slots for steps.
+      return o.ownWorkflow === true && o.callsApart === true && Context.current().info.isLocal
+        ? callInStep(deps, instanceId, step)
+        : step;
     },
     /**
      * The last part of an outbound step made apart: its outcome recorded, the instance moved on.

@@ -43,6 +43,19 @@ export interface WorkerSetup {
   options?: Partial<WorkerOptions>;
 }
 
+/** The main worker's activities: the steps, and with `inlineCalls` the calls activity, which the steps use too. */
+function withInlineCalls(setup: WorkerSetup) {
+  const calls = setup.inlineCalls ? createCallActivities(setup.inlineCalls) : undefined;
+  return {
+    ...createActivities({
+      tidings: readTidings,
+      ...setup.deps,
+      ...(calls ? { callOutbound: (args: Parameters<typeof calls.callOutbound>[0]) => calls.callOutbound(args) } : {}),
+    }),
+    ...calls,
+  };
+}
+
 /** Creates the worker that runs both the workflows and the activities of this service. */
 export async function createWorker(setup: WorkerSetup): Promise<Worker> {
   const bundle = setup.workflowBundlePath ?? (BUILT ? BUILT_BUNDLE : undefined);
@@ -53,11 +66,9 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     taskQueue: setup.taskQueue,
     // From source, the code is bundled in a child process (src/temporal/bundle.ts), never in this one.
     workflowBundle: bundle ? { codePath: bundle } : { code: await bundleWorkflowsApart() },
-    // A step tells its own workflow the word it missed (StepResult.told), read as the relay reads it.
-    activities: {
-      ...createActivities({ tidings: readTidings, ...setup.deps }),
-      ...(setup.inlineCalls ? createCallActivities(setup.inlineCalls) : {}),
-    },
+    // A step tells its own workflow the word it missed (StepResult.told), read as the relay reads it, and makes the
+    // call it started when the call is inline (activities/index.ts, `callInStep`).
+    activities: withInlineCalls(setup),
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivities,
     ...(setup.maxConcurrentLocalActivities
       ? { maxConcurrentLocalActivityExecutions: setup.maxConcurrentLocalActivities }
