@@ -116,7 +116,8 @@ export function createCallActivities(deps: CallDeps) {
       connectionName?: string;
       /**
        * Made by the step that started it (`executeInstanceStep`, activities/index.ts): only if the tenant has a place
-       * free at once; if not, it answers `askAgainInMs: 0` at once, counting no turn-back, and the workflow asks.
+       * free, or one frees within the short wait every call gets; if not, it answers `askAgainInMs: 0`, counting no
+       * turn-back, and the workflow asks for the call as for any other.
        */
       inStep?: boolean;
     }): Promise<CallResult> {
@@ -156,8 +157,9 @@ export function createCallActivities(deps: CallDeps) {
       const workflowId = args.turnBack === 'wake' ? Context.current().info.workflowExecution?.workflowId : undefined;
       const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
+        // In its step: the same short wait, then back to the workflow, which asks (no turn-back counted here).
         if (args.inStep) {
-          if ((await deps.calls.take(tenant, 0)) === 'taken') return undefined;
+          if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') return undefined;
           return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
         }
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that

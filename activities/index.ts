@@ -38,7 +38,7 @@ export interface ActivityDeps extends EngineDeps, ProcessingDeps {
 
 /**
  * A step of the instance's own workflow (a local activity) that started a call marked `inline` with no resilience
- * strategy makes it itself, when its tenant has a place free at once, and records its outcome (running the pure
+ * strategy makes it itself, when its tenant has a place free (or one frees within the short wait every call gets), and records its outcome (running the pure
  * steps after it): one local activity where the workflow would run three (the step, `callOutbound`,
  * `finishOutboundCall`), with the same share, claim and Idempotency-Key. The workflow's code does not change: the
  * step's answer carries no `call` to make, so the workflow goes on as after any step, and a run recorded before
