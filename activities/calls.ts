@@ -7,6 +7,7 @@ import { prepared, type Queryable } from '../src/db/pool.js';
 import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
 import { newId } from '../src/ids.js';
 import type { PlaceWaiters, TenantCounter } from '../src/shares.js';
+import type { CallArgs } from './call-args.js';
 import { withHeartbeat } from './heartbeat.js';
 
 export interface CallDeps extends EngineDeps {
@@ -106,21 +107,7 @@ export function createCallActivities(deps: CallDeps) {
      * `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other
      * work. `turnBack: 'result'`: the caller waits and asks again on `askAgainInMs` (instead of a retry).
      */
-    async callOutbound(args: {
-      instanceId: string;
-      recordId: string;
-      tenantKey?: string;
-      activityId?: string;
-      turnBack?: 'result' | 'wake';
-      /** The connection the step's first part resolved: read with the record (workflows since it pass it). */
-      connectionName?: string;
-      /**
-       * Made by the step that started it (`executeInstanceStep`, activities/index.ts): only if the tenant has a place
-       * free, or one frees within the short wait every call gets; if not, it answers `askAgainInMs: 0`, counting no
-       * turn-back, and the workflow asks for the call as for any other.
-       */
-      inStep?: boolean;
-    }): Promise<CallResult> {
+    async callOutbound(args: CallArgs): Promise<CallResult> {
       const details = (): CallDetails => ({
         instanceId: args.instanceId,
         recordId: args.recordId,

@@ -26,14 +26,15 @@ import {
   type StepResult,
 } from '../src/engine/executor.js';
 import type { HttpOutcome } from '../src/connections/http.js';
-import type { CallActivities, CallResult } from './calls.js';
+import { type CallArgs, callArgs } from './call-args.js';
+import type { CallResult } from './calls.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {
   /**
    * This worker's calls activity (`callOutbound` of the inline calls, src/temporal/worker.ts), for a step of an
    * instance's own workflow that starts a call marked `inline`: made in the same local activity (`callInStep`).
    */
-  callOutbound?: (args: Parameters<CallActivities['callOutbound']>[0]) => Promise<CallResult>;
+  callOutbound?: (args: CallArgs) => Promise<CallResult>;
 }
 
 /**
@@ -51,15 +52,7 @@ async function callInStep(deps: ActivityDeps, instanceId: string, step: StepResu
   if (!call || call.inline !== true || call.retry || !deps.callOutbound) return step;
   let made: CallResult;
   try {
-    made = await deps.callOutbound({
-      instanceId,
-      recordId: call.recordId,
-      tenantKey: call.tenantKey,
-      activityId: call.activityId,
-      turnBack: 'result',
-      inStep: true,
-      ...(call.connectionName !== undefined ? { connectionName: call.connectionName } : {}),
-    });
+    made = await deps.callOutbound(callArgs(instanceId, call, 'result', true));
   } catch {
     // Not made (its preparation or claim failed): the workflow makes it, retried there.
     return step;
