@@ -18,8 +18,8 @@ export interface CallArgs {
 }
 
 /**
- * The ask for the call a step started (`StepResult.call`), by its workflow or by the step itself. Pure, with type
- * imports only: the instance workflow's bundle takes it too.
+ * The ask for the call a step started (`StepResult.call`), by the step itself (`callInStep`). The instance
+ * workflow asks the same, written out there: workflow code imports activity types only.
  */
 export function callArgs(
   instanceId: string,

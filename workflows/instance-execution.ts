@@ -16,7 +16,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { callArgs } from '../activities/call-args.js';
 import type { CallActivities, CallResult } from '../activities/calls.js';
 import { callsTaskQueue } from './task-queues.js';
 import { activityGaveUp, TRANSIENT_RETRY } from './retry.js';
@@ -121,7 +120,15 @@ async function makeCall(
     // A wake that came for an earlier wait is spent: only one sent after this ask counts.
     if (inbox) inbox.placeFreed = false;
     try {
-      result = await calls.callOutbound(callArgs(instanceId, call, inbox ? 'wake' : 'result'));
+      // As activities/call-args.ts asks (workflow code imports activity types only).
+      result = await calls.callOutbound({
+        instanceId,
+        recordId: call.recordId,
+        tenantKey: call.tenantKey,
+        activityId: call.activityId,
+        turnBack: inbox ? 'wake' : 'result',
+        ...(call.connectionName !== undefined ? { connectionName: call.connectionName } : {}),
+      });
     } catch (err) {
       // An inline call that kept failing before it was made (its preparation or claim, the database away; a
       // worker without the activity) goes on as an activity task of the calls queue, retried there without
