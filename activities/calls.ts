@@ -146,7 +146,12 @@ export function createCallActivities(deps: CallDeps) {
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
         // In its step: the same short wait, then back to the workflow, which asks (no turn-back counted here).
         if (args.inStep) {
-          if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') return undefined;
+          if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
+            // Out of the wake line, if an earlier ask of this workflow left it there.
+            const own = Context.current().info.workflowExecution?.workflowId;
+            if (own !== undefined) deps.waiters?.remove(tenant, own);
+            return undefined;
+          }
           return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
         }
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that

@@ -53,26 +53,35 @@ async function callInStep(deps: ActivityDeps, instanceId: string, step: StepResu
   let made: CallResult;
   try {
     made = await deps.callOutbound(callArgs(instanceId, call, 'result', true));
-  } catch {
+  } catch (err) {
     // Not made (its preparation or claim failed): the workflow makes it, retried there.
+    deps.logger.warn({ err, instanceId }, 'an outbound call could not be made by its step; its workflow makes it');
     return step;
   }
   if (made.askAgainInMs !== undefined) return step;
   const finish = () =>
     orFault(deps, instanceId, () => finishOutboundCall(deps, made.details, made.outcome, { ownWorkflow: true }));
-  try {
-    return await finish();
-  } catch (err) {
-    // The call was made: a retry of the whole step would make it again (with the same Idempotency-Key), so a
-    // database hiccup here gets one more try first.
-    if (!isTransientError(err)) throw err;
-    await new Promise((resolve) => setTimeout(resolve, FINISH_AGAIN_MS));
-    return finish();
+  // The call was made: a retry of the whole step would make it again (with the same Idempotency-Key), so the
+  // recording of its outcome is retried here while the database is away, as the workflow's own last part would be.
+  const giveUpAt = Date.now() + FINISH_GIVE_UP_MS;
+  for (let waitMs = FINISH_FIRST_WAIT_MS; ; waitMs = Math.min(2 * waitMs, FINISH_LAST_WAIT_MS)) {
+    try {
+      return await finish();
+    } catch (err) {
+      if (!isTransientError(err) || Date.now() + waitMs > giveUpAt) throw err;
+      deps.logger.warn({ err, instanceId }, "an outbound call's outcome could not be recorded yet; trying again");
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
   }
 }
 
-/** How long the last part of a call made in its step waits before its one more try. */
-const FINISH_AGAIN_MS = 500;
+/**
+ * The waits between tries of the last part of a call made in its step: 0.5 s, doubling, at most 30 s, for at most
+ * 5 minutes (half the step's timeout); then the step fails and its retry makes the call again.
+ */
+const FINISH_FIRST_WAIT_MS = 500;
+const FINISH_LAST_WAIT_MS = 30_000;
+const FINISH_GIVE_UP_MS = 5 * 60_000;
 
 /**
  * Plan activities retry only what a retry can fix. A transient failure (database or Temporal unreachable,

@@ -114,12 +114,18 @@ export async function findDefinition(
   definitionId: string,
   version?: number,
 ): Promise<DefinitionVersion | undefined> {
+  // Two texts, not one with `$3 IS NULL OR …`: a prepared statement's generic plan could use neither the latest's
+  // partial index nor the version's column, and would read every version of the definition.
   const { rows } = await db.query<DefinitionRow>(
-    prepared(
-      `SELECT ${COLUMNS} FROM workflow_definitions
-        WHERE tenant_id = $1 AND definition_id = $2 AND ($3::int IS NULL AND is_latest OR version = $3::int)`,
-      [tenantKey, definitionId, version ?? null],
-    ),
+    version === undefined
+      ? prepared(
+          `SELECT ${COLUMNS} FROM workflow_definitions WHERE tenant_id = $1 AND definition_id = $2 AND is_latest`,
+          [tenantKey, definitionId],
+        )
+      : prepared(
+          `SELECT ${COLUMNS} FROM workflow_definitions WHERE tenant_id = $1 AND definition_id = $2 AND version = $3`,
+          [tenantKey, definitionId, version],
+        ),
   );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }

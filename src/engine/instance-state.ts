@@ -259,14 +259,12 @@ export async function writeInstanceStates(
     for (const c of columns) row[c.column] = c.get(s);
     return row;
   });
-  // Named: its texts are as many as the sets of columns written (a few), and a step writes one instance with all.
+  const text = `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
+       FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${guard ? 'revision int8, ' : ''}${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
+      WHERE w.id = u.id${guard ? ' AND w.revision = u.revision' : ''}`;
+  // Named only in the one shape a step writes (every column, unguarded): the others vary with the columns changed.
   const result = await db.query(
-    prepared(
-      `UPDATE workflow_instances w SET revision = w.revision + 1, ${columns.map((c) => `${c.column} = u.${c.column}`).join(', ')}
-         FROM jsonb_to_recordset($1::jsonb) AS u(id text, ${guard ? 'revision int8, ' : ''}${columns.map((c) => `${c.column} ${c.type}`).join(', ')})
-        WHERE w.id = u.id${guard ? ' AND w.revision = u.revision' : ''}`,
-      [JSON.stringify(rows)],
-    ),
+    !before && !guard ? prepared(text, [JSON.stringify(rows)]) : { text, values: [JSON.stringify(rows)] },
   );
   return result.rowCount ?? 0;
 }
