@@ -141,27 +141,22 @@ export function createCallActivities(deps: CallDeps) {
       // cost the server little however many they are, and none of them starves.
       // A caller that takes the signal (`turnBack: 'wake'`) waits for it, and asks again on its own only after a
       // longer wait.
-      const workflowId = args.turnBack === 'wake' ? Context.current().info.workflowExecution?.workflowId : undefined;
+      const workflowId =
+        args.turnBack === 'wake' || args.inStep ? Context.current().info.workflowExecution?.workflowId : undefined;
       const waiters = workflowId !== undefined ? deps.waiters : undefined;
       const overShare = async (tenant: string): Promise<CallResult | undefined> => {
-        // In its step: the same short wait, then back to the workflow, which asks (no turn-back counted here).
-        if (args.inStep) {
-          if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
-            // Out of the wake line, if an earlier ask of this workflow left it there.
-            const own = Context.current().info.workflowExecution?.workflowId;
-            if (own !== undefined) deps.waiters?.remove(tenant, own);
-            return undefined;
-          }
-          return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
-        }
         // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
         // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
         // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),
-        // to wait here in its turn.
+        // to wait here in its turn. A place taken takes the workflow out of the wake line, if an earlier ask left it
+        // there.
         if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
-          if (workflowId !== undefined) waiters?.remove(tenant, workflowId);
+          if (workflowId !== undefined) deps.waiters?.remove(tenant, workflowId);
           return undefined;
         }
+        // In its step: back to the workflow, which asks for the call (no turn-back counted here).
+        if (args.inStep)
+          return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
         const delayMs = Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant));
         const message = `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`;
         if (!waiters || workflowId === undefined) return turnBack(delayMs, message);
