@@ -4,7 +4,7 @@ import type { HttpOutcome } from '../src/connections/http.js';
 import { isTransientError } from '../src/db/errors.js';
 import { sendThroughConnection } from '../src/connections/http.js';
 import { prepared, type Queryable } from '../src/db/pool.js';
-import { type CallDetails, type EngineDeps, prepareCall } from '../src/engine/executor.js';
+import { type CallDetails, type EngineDeps, prepareCall, type ReadyCall } from '../src/engine/executor.js';
 import { newId } from '../src/ids.js';
 import type { PlaceWaiters, TenantCounter } from '../src/shares.js';
 import type { CallArgs } from './call-args.js';
@@ -100,123 +100,136 @@ const WAKE_BACKSTOP_MAX_MS = 120_000;
  * gets the old retryable failure, now of the BENIGN category: the SDK logs it at debug and does not count it as a
  * failure.
  */
-export function createCallActivities(deps: CallDeps) {
-  const turnedBack = new DecayingCount(10_000);
+export function createCallActivities(deps: CallDeps, makeCall: CallMaker = createCallMaker(deps)) {
   return {
     /**
      * `tenantKey`: the instance's tenant, so that a call over its share is turned back before any other
      * work. `turnBack: 'result'`: the caller waits and asks again on `askAgainInMs` (instead of a retry).
      */
-    async callOutbound(args: CallArgs): Promise<CallResult> {
-      const details = (): CallDetails => ({
-        instanceId: args.instanceId,
-        recordId: args.recordId,
-        activityId: args.activityId ?? 'unknown',
-        activityType: 'Elsa.Http.SendHttpRequest',
-        connectionName: '',
-      });
-      const turnBack = (delayMs: number, message: string, waitsFor?: (askAgainInMs: number) => void): CallResult => {
-        // Spread out, so that the waiting calls of one tenant do not come back all at once.
-        const askAgainInMs = Math.max(100, Math.round(delayMs * (0.75 + Math.random() / 2)));
-        waitsFor?.(askAgainInMs);
-        const wakes = waitsFor !== undefined;
-        if (args.turnBack !== undefined)
-          return {
-            made: false,
-            details: details(),
-            outcome: { ok: false, error: message },
-            askAgainInMs,
-            ...(wakes ? { wakes: true as const } : {}),
-          };
-        throw ApplicationFailure.create({
-          type: SHARE_FULL,
-          message,
-          nextRetryDelay: askAgainInMs,
-          category: ApplicationFailureCategory.BENIGN,
-        });
-      };
-      // Over the tenant's share: back at once, having cost no query. How soon it comes again grows with how
-      // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
-      // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
-      // cost the server little however many they are, and none of them starves.
-      // A caller that takes the signal (`turnBack: 'wake'`) waits for it, and asks again on its own only after a
-      // longer wait.
-      const workflowId =
-        args.turnBack === 'wake' || args.inStep ? Context.current().info.workflowExecution?.workflowId : undefined;
-      const waiters = workflowId !== undefined ? deps.waiters : undefined;
-      const overShare = async (tenant: string): Promise<CallResult | undefined> => {
-        // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
-        // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
-        // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),
-        // to wait here in its turn. A place taken takes the workflow out of the wake line, if an earlier ask left it
-        // there.
-        if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
-          if (workflowId !== undefined) deps.waiters?.remove(tenant, workflowId);
-          return undefined;
-        }
-        // In its step: back to the workflow, which asks for the call (no turn-back counted here).
-        if (args.inStep)
-          return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
-        const delayMs = Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant));
-        const message = `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`;
-        if (!waiters || workflowId === undefined) return turnBack(delayMs, message);
-        const backstopMs = Math.min(WAKE_BACKSTOP_MAX_MS, Math.max(WAKE_BACKSTOP_MS, 2 * delayMs));
-        // In line until its own timer is due; woken when a place frees before that.
-        return turnBack(backstopMs, message, (askAgainInMs) => waiters.add(tenant, workflowId, askAgainInMs));
-      };
-      if (args.tenantKey !== undefined) {
-        const back = await overShare(args.tenantKey);
-        if (back) return back;
-      }
-      let prepared;
-      try {
-        prepared = await prepareCall(deps, args.instanceId, args.recordId, args.connectionName);
-      } catch (err) {
-        if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
-        if (isTransientError(err)) throw err;
-        // What no retry can fix (a configuration that no longer decrypts, a bug): the step faults with it
-        // instead of the call being tried again forever.
-        deps.logger.error({ err, instanceId: args.instanceId }, 'an outbound call could not be prepared');
+    callOutbound(args: CallArgs): Promise<CallResult> {
+      return makeCall(args);
+    },
+  };
+}
+
+/**
+ * Makes a call as `callOutbound` does. `ready`: the call as the step that started it had it, in this process (a
+ * call made by its step, activities/index.ts): not read back from Postgres.
+ */
+export type CallMaker = (args: CallArgs, ready?: ReadyCall) => Promise<CallResult>;
+
+/** The maker of calls behind `callOutbound` (one per worker: its turn-backs are counted per tenant). */
+export function createCallMaker(deps: CallDeps): CallMaker {
+  const turnedBack = new DecayingCount(10_000);
+  return async function makeCall(args: CallArgs, ready?: ReadyCall): Promise<CallResult> {
+    const details = (): CallDetails => ({
+      instanceId: args.instanceId,
+      recordId: args.recordId,
+      activityId: args.activityId ?? 'unknown',
+      activityType: 'Elsa.Http.SendHttpRequest',
+      connectionName: '',
+    });
+    const turnBack = (delayMs: number, message: string, waitsFor?: (askAgainInMs: number) => void): CallResult => {
+      // Spread out, so that the waiting calls of one tenant do not come back all at once.
+      const askAgainInMs = Math.max(100, Math.round(delayMs * (0.75 + Math.random() / 2)));
+      waitsFor?.(askAgainInMs);
+      const wakes = waitsFor !== undefined;
+      if (args.turnBack !== undefined)
         return {
           made: false,
           details: details(),
-          outcome: { ok: false, error: `the call could not be prepared: ${(err as Error).message}` },
+          outcome: { ok: false, error: message },
+          askAgainInMs,
+          ...(wakes ? { wakes: true as const } : {}),
         };
+      throw ApplicationFailure.create({
+        type: SHARE_FULL,
+        message,
+        nextRetryDelay: askAgainInMs,
+        category: ApplicationFailureCategory.BENIGN,
+      });
+    };
+    // Over the tenant's share: back at once, having cost no query. How soon it comes again grows with how
+    // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
+    // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
+    // cost the server little however many they are, and none of them starves.
+    // A caller that takes the signal (`turnBack: 'wake'`) waits for it, and asks again on its own only after a
+    // longer wait.
+    const workflowId =
+      args.turnBack === 'wake' || args.inStep ? Context.current().info.workflowExecution?.workflowId : undefined;
+    const waiters = workflowId !== undefined ? deps.waiters : undefined;
+    const overShare = async (tenant: string): Promise<CallResult | undefined> => {
+      // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
+      // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
+      // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),
+      // to wait here in its turn. A place taken takes the workflow out of the wake line, if an earlier ask left it
+      // there.
+      if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
+        if (workflowId !== undefined) deps.waiters?.remove(tenant, workflowId);
+        return undefined;
       }
-      if (prepared.kind === 'skip') {
-        if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
-        return {
-          made: false,
-          details: prepared.details,
-          outcome: { ok: false, error: `the call was not made: ${prepared.why ?? 'the instance moved on'}` },
-        };
-      }
-      // A call scheduled before the tenant came with it takes its share here.
-      if (args.tenantKey === undefined) {
-        const back = await overShare(prepared.tenantKey);
-        if (back) return back;
-      }
-      let claim: string | undefined;
-      try {
-        const claimed = await claimCall(deps.pool, args.recordId, prepared.connection.timeoutMs + CLAIM_MARGIN_MS);
-        if (typeof claimed === 'number') {
-          // The earlier delivery's claim was made as this one's would be: for timeoutMs and the margin.
-          const outForMs = prepared.connection.timeoutMs + CLAIM_MARGIN_MS - claimed;
-          return turnBack(
-            Math.min(recheckAfterMs(outForMs), claimed),
-            'an earlier delivery of this call is still out; the call waits until it has ended',
-          );
-        }
-        claim = claimed.claim;
-        const outcome = await withHeartbeat(() =>
-          sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
+      // In its step: back to the workflow, which asks for the call (no turn-back counted here).
+      if (args.inStep)
+        return { made: false, details: details(), outcome: { ok: false, error: 'no place free' }, askAgainInMs: 0 };
+      const delayMs = Math.min(60_000, 500 * (1 + turnedBack.add(tenant) / deps.calls.perTenant));
+      const message = `this tenant has ${deps.calls.perTenant} outbound calls in flight on this worker (TENANT_OUTBOUND_CALLS); the call waits its turn`;
+      if (!waiters || workflowId === undefined) return turnBack(delayMs, message);
+      const backstopMs = Math.min(WAKE_BACKSTOP_MAX_MS, Math.max(WAKE_BACKSTOP_MS, 2 * delayMs));
+      // In line until its own timer is due; woken when a place frees before that.
+      return turnBack(backstopMs, message, (askAgainInMs) => waiters.add(tenant, workflowId, askAgainInMs));
+    };
+    if (args.tenantKey !== undefined) {
+      const back = await overShare(args.tenantKey);
+      if (back) return back;
+    }
+    let prepared;
+    try {
+      prepared = ready ?? (await prepareCall(deps, args.instanceId, args.recordId, args.connectionName));
+    } catch (err) {
+      if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
+      if (isTransientError(err)) throw err;
+      // What no retry can fix (a configuration that no longer decrypts, a bug): the step faults with it
+      // instead of the call being tried again forever.
+      deps.logger.error({ err, instanceId: args.instanceId }, 'an outbound call could not be prepared');
+      return {
+        made: false,
+        details: details(),
+        outcome: { ok: false, error: `the call could not be prepared: ${(err as Error).message}` },
+      };
+    }
+    if (prepared.kind === 'skip') {
+      if (args.tenantKey !== undefined) deps.calls.give(args.tenantKey);
+      return {
+        made: false,
+        details: prepared.details,
+        outcome: { ok: false, error: `the call was not made: ${prepared.why ?? 'the instance moved on'}` },
+      };
+    }
+    // A call scheduled before the tenant came with it takes its share here.
+    if (args.tenantKey === undefined) {
+      const back = await overShare(prepared.tenantKey);
+      if (back) return back;
+    }
+    let claim: string | undefined;
+    try {
+      const claimed = await claimCall(deps.pool, args.recordId, prepared.connection.timeoutMs + CLAIM_MARGIN_MS);
+      if (typeof claimed === 'number') {
+        // The earlier delivery's claim was made as this one's would be: for timeoutMs and the margin.
+        const outForMs = prepared.connection.timeoutMs + CLAIM_MARGIN_MS - claimed;
+        return turnBack(
+          Math.min(recheckAfterMs(outForMs), claimed),
+          'an earlier delivery of this call is still out; the call waits until it has ended',
         );
-        return { made: true, details: prepared.details, outcome };
-      } finally {
-        deps.calls.give(prepared.tenantKey);
-        if (claim !== undefined) await releaseCall(deps, args.recordId, claim);
       }
-    },
+      claim = claimed.claim;
+      const outcome = await withHeartbeat(() =>
+        sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
+      );
+      return { made: true, details: prepared.details, outcome };
+    } finally {
+      deps.calls.give(prepared.tenantKey);
+      if (claim !== undefined) await releaseCall(deps, args.recordId, claim);
+    }
   };
 }
 

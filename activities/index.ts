@@ -22,19 +22,20 @@ import {
   finishOutboundCall,
   orFault,
   peekStep,
+  type ReadyCall,
   runStepOrFault,
   type StepResult,
 } from '../src/engine/executor.js';
 import type { HttpOutcome } from '../src/connections/http.js';
-import { type CallArgs, callArgs } from './call-args.js';
-import type { CallResult } from './calls.js';
+import { callArgs } from './call-args.js';
+import type { CallMaker, CallResult } from './calls.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {
   /**
    * This worker's calls activity (`callOutbound` of the inline calls, src/temporal/worker.ts), for a step of an
    * instance's own workflow that starts a call marked `inline`: made in the same local activity (`callInStep`).
    */
-  callOutbound?: (args: CallArgs) => Promise<CallResult>;
+  callOutbound?: CallMaker;
 }
 
 /**
@@ -47,12 +48,18 @@ export interface ActivityDeps extends EngineDeps, ProcessingDeps {
  * the answer is the started call, and the workflow makes it as before: waiting for a place, woken, falling back to
  * the calls queue.
  */
-async function callInStep(deps: ActivityDeps, instanceId: string, step: StepResult): Promise<StepResult> {
+async function callInStep(
+  deps: ActivityDeps,
+  instanceId: string,
+  step: StepResult,
+  ready: ReadyCall | undefined,
+): Promise<StepResult> {
   const call = step.call;
   if (!call || call.inline !== true || call.retry || !deps.callOutbound) return step;
   let made: CallResult;
   try {
-    made = await deps.callOutbound(callArgs(instanceId, call, 'result', true));
+    // As the step had it: the call's record, instance and connection are not read back.
+    made = await deps.callOutbound(callArgs(instanceId, call, 'result', true), ready);
   } catch (err) {
     // Not made (its preparation or claim failed): the workflow makes it, retried there.
     deps.logger.warn({ err, instanceId }, 'an outbound call could not be made by its step; its workflow makes it');
@@ -141,11 +148,16 @@ export function createActivities(deps: ActivityDeps) {
       if (!instanceId) throw ApplicationFailure.nonRetryable('instanceId is required', 'BadInput');
       const attempt = Context.current().info.attempt;
       const o = typeof options === 'boolean' ? { finalAttempt: options } : options;
-      const step = await withHeartbeat(() => runStepOrFault(deps, instanceId, { attempt, ...o }));
       // Only a local step of the instance's own workflow: an activity task's worker keeps its slots for steps.
-      return o.ownWorkflow === true && o.callsApart === true && Context.current().info.isLocal
-        ? callInStep(deps, instanceId, step)
-        : step;
+      const callsInStep = o.ownWorkflow === true && o.callsApart === true && Context.current().info.isLocal;
+      let ready: ReadyCall | undefined;
+      const onCallReady = (call: ReadyCall) => {
+        ready = call;
+      };
+      const step = await withHeartbeat(() =>
+        runStepOrFault(deps, instanceId, { attempt, ...o, ...(callsInStep ? { onCallReady } : {}) }),
+      );
+      return callsInStep ? callInStep(deps, instanceId, step, ready) : step;
     },
     /**
      * The last part of an outbound step made apart: its outcome recorded, the instance moved on.

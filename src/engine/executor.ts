@@ -168,6 +168,11 @@ export interface StepOptions {
    * first step asks so, instead of reading the policy in a step of its own first.
    */
   plainOnly?: boolean;
+  /**
+   * Given the call the step started, ready to make as `prepareCall` would read it back (in this process only: the
+   * step's answer, which goes into the workflow's history, never carries the connection's configuration).
+   */
+  onCallReady?: (call: ReadyCall) => void;
 }
 
 /** `StepResult.told`, when the step found the instance ended as no word will tell its own workflow. */
@@ -268,7 +273,9 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
     return first.result.hasMoreWork
       ? continuePureSteps(deps, instanceId, first.result, PURE_RUN_BUDGET_MS, options)
       : first.result;
+  const ready = readyCall(first);
   if (options.callsApart) {
+    options.onCallReady?.(ready);
     return {
       hasMoreWork: true,
       instance: first.standing,
@@ -282,17 +289,7 @@ export async function runStep(deps: EngineDeps, instanceId: string, options: Ste
       },
     };
   }
-  const outcome = await sendThroughConnection(
-    first.configuration as HttpConnectionConfiguration,
-    {
-      method: first.method,
-      path: first.path,
-      body: first.body,
-      idempotencyKey: `${first.instanceId}:${first.recordId}`,
-    },
-    deps.outbound,
-    deps.callMetrics,
-  );
+  const outcome = await sendThroughConnection(ready.connection, ready.request, deps.outbound, deps.callMetrics);
   return withTransaction(deps.pool, (client) => finishCall(deps, client, first, outcome, options), markOf(options));
 }
 
@@ -428,6 +425,27 @@ export interface CallDetails {
   activityType: string;
   connectionName: string;
   resultVariable?: string | undefined;
+}
+
+/** A started call ready to make: what `prepareCall` reads back, or what the step that started it had. */
+export type ReadyCall = Extract<PreparedCall, { kind: 'call' }>;
+
+/** The call a step just started, as `prepareCall` would read it back after the step's commit. */
+function readyCall(c: PendingCall): ReadyCall {
+  return {
+    kind: 'call',
+    tenantKey: c.tenantKey,
+    details: {
+      instanceId: c.instanceId,
+      recordId: c.recordId,
+      activityId: c.activityId,
+      activityType: c.activityType,
+      connectionName: c.connectionName,
+      ...(c.resultVariable ? { resultVariable: c.resultVariable } : {}),
+    },
+    connection: c.configuration as HttpConnectionConfiguration,
+    request: { method: c.method, path: c.path, body: c.body, idempotencyKey: `${c.instanceId}:${c.recordId}` },
+  };
 }
 
 /** A started call as the calls task queue's activity finds it (read with no transaction or lock). */

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../../activities/index.js';
-import { type CallDeps, createCallActivities } from '../../activities/calls.js';
+import { type CallDeps, createCallActivities, createCallMaker } from '../../activities/calls.js';
 import { batchesTaskQueue, callsTaskQueue } from '../../workflows/task-queues.js';
 import { bundleWorkflowsApart } from './bundle.js';
 import { readTidings } from './instance-tidings.js';
@@ -45,14 +45,10 @@ export interface WorkerSetup {
 
 /** The main worker's activities: the steps, and with `inlineCalls` the calls activity, which the steps use too. */
 function withInlineCalls(setup: WorkerSetup) {
-  const calls = setup.inlineCalls ? createCallActivities(setup.inlineCalls) : undefined;
+  const makeCall = setup.inlineCalls ? createCallMaker(setup.inlineCalls) : undefined;
   return {
-    ...createActivities({
-      tidings: readTidings,
-      ...setup.deps,
-      ...(calls ? { callOutbound: (args: Parameters<typeof calls.callOutbound>[0]) => calls.callOutbound(args) } : {}),
-    }),
-    ...calls,
+    ...createActivities({ tidings: readTidings, ...setup.deps, ...(makeCall ? { callOutbound: makeCall } : {}) }),
+    ...(setup.inlineCalls && makeCall ? createCallActivities(setup.inlineCalls, makeCall) : {}),
   };
 }
 
