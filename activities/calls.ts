@@ -21,6 +21,11 @@ export interface CallDeps extends EngineDeps {
 export interface CallResult {
   /** false: no request went out (the instance moved on, or the call cannot be made any more). */
   made: boolean;
+  /**
+   * A call made with a `ready` call (by its step): the delivery's claim, kept for the step to give back with the
+   * outcome's recording (`finishOutboundCall`'s `claim`). Any other call gives its claim back itself.
+   */
+  claim?: string;
   details: CallDetails;
   outcome: HttpOutcome;
   /**
@@ -114,7 +119,8 @@ export function createCallActivities(deps: CallDeps, makeCall: CallMaker = creat
 
 /**
  * Makes a call as `callOutbound` does. `ready`: the call as the step that started it had it, in this process (a
- * call made by its step, activities/index.ts): not read back from Postgres.
+ * call made by its step, activities/index.ts): not read back from Postgres, and its claim, once the call is made,
+ * left to the step to give back (`CallResult.claim`) in the statement that records the outcome.
  */
 export type CallMaker = (args: CallArgs, ready?: ReadyCall) => Promise<CallResult>;
 
@@ -225,7 +231,10 @@ export function createCallMaker(deps: CallDeps): CallMaker {
       const outcome = await withHeartbeat(() =>
         sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
       );
-      return { made: true, details: prepared.details, outcome };
+      if (ready === undefined) return { made: true, details: prepared.details, outcome };
+      const kept = claim;
+      claim = undefined;
+      return { made: true, details: prepared.details, outcome, claim: kept };
     } finally {
       deps.calls.give(prepared.tenantKey);
       if (claim !== undefined) await releaseCall(deps, args.recordId, claim);

@@ -67,7 +67,12 @@ async function callInStep(
   }
   if (made.askAgainInMs !== undefined) return step;
   const finish = () =>
-    orFault(deps, instanceId, () => finishOutboundCall(deps, made.details, made.outcome, { ownWorkflow: true }));
+    orFault(deps, instanceId, () =>
+      finishOutboundCall(deps, made.details, made.outcome, {
+        ownWorkflow: true,
+        ...(made.claim !== undefined ? { claim: made.claim } : {}),
+      }),
+    );
   // The call was made: a retry of the whole step would make it again (with the same Idempotency-Key), so the
   // recording of its outcome is retried here while the database is away, as the workflow's own last part would be.
   const giveUpAt = Date.now() + FINISH_GIVE_UP_MS;

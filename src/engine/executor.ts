@@ -8,7 +8,7 @@ import {
 } from '../connections/http.js';
 import { isTransientError } from '../db/errors.js';
 import { type ConnectionJson, connectionByNameSql, connectionFromJson } from '../connections/repository.js';
-import { resolveConnectionInput } from '../connections/resolve.js';
+import { resolveConnectionInput, selectedConnectionName } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { OWN_STEP, prepared, type Queryable, withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
@@ -546,7 +546,8 @@ export async function finishOutboundCall(
   deps: EngineDeps,
   details: CallDetails,
   outcome: HttpOutcome,
-  options: Pick<StepOptions, 'ownWorkflow'> = {},
+  /** `claim`: the delivery's claim on the call, given back with the outcome (`lockInstanceAndRecord`). */
+  options: Pick<StepOptions, 'ownWorkflow'> & { claim?: string } = {},
 ): Promise<StepResult> {
   return withTransaction(
     deps.pool,
@@ -670,11 +671,23 @@ async function runHead(
 ): Promise<StepStart> {
   const { s, def, activity, type, now } = step;
   const inputs = evaluateInputs(type, activity, def, s.variables);
-  const connection = await resolveConnectionInput(client, deps.cipher, deps.logger, s.tenantKey, type, inputs, {
-    instanceId: s.id,
-    activityId: activity.id,
-  });
-  const recordId = await insertStartedRecord(client, s, startedRecord(def, activity, type, inputs), now);
+  // The connection the inputs select is read with the record's insert: one round trip for both.
+  const input = type.inputs.find((i) => i.connectionType !== undefined);
+  const connectionName = input ? (selectedConnectionName(inputs[input.name]) ?? undefined) : undefined;
+  const started = await insertStartedRecord(client, s, startedRecord(def, activity, type, inputs), now, connectionName);
+  const recordId = started.id;
+  const connection = await resolveConnectionInput(
+    client,
+    deps.cipher,
+    deps.logger,
+    s.tenantKey,
+    type,
+    inputs,
+    { instanceId: s.id, activityId: activity.id },
+    connectionName !== undefined
+      ? { name: connectionName, connection: () => connectionFromJson(started.connection ?? null, deps.cipher) }
+      : undefined,
+  );
   const call = await runHandler(
     { s, def, activity, inputs, connection, now },
     {
@@ -710,20 +723,27 @@ async function runHead(
   return done(await stepResult(deps, client, s, activity.id));
 }
 
+/** Inserts the step's record Running; with `connectionName`, reads that connection in the same statement. */
 async function insertStartedRecord(
   client: pg.PoolClient,
   s: InstanceState,
   r: StartedRecord,
   now: Date,
-): Promise<string> {
-  const { rows } = await client.query<{ id: string }>(
-    prepared(
-      `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`,
-      [s.id, s.tenantKey, r.activityId, r.nodeId, r.activityType, r.name, JSON.stringify(r.inputs), now],
-    ),
+  connectionName?: string,
+): Promise<{ id: string; connection?: ConnectionJson | null }> {
+  const insert = `INSERT INTO activity_records (instance_id, tenant_id, activity_id, node_id, activity_type, name, status, inputs, started_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'Running', $7::jsonb, $8) RETURNING id`;
+  const values = [s.id, s.tenantKey, r.activityId, r.nodeId, r.activityType, r.name, JSON.stringify(r.inputs), now];
+  const { rows } = await client.query<{ id: string; connection?: ConnectionJson | null }>(
+    connectionName === undefined
+      ? prepared(insert, values)
+      : prepared(
+          `WITH record AS (${insert})
+           SELECT record.id, ${connectionByNameSql('$2', '$9')} AS connection FROM record`,
+          [...values, connectionName],
+        ),
   );
-  return rows[0]!.id;
+  return rows[0]!;
 }
 
 /** A fault with attempts left under the activity's resilience strategy: the step is retried, not faulted. */
@@ -758,10 +778,10 @@ async function finishCall(
   client: pg.PoolClient,
   call: CallDetails,
   outcome: HttpOutcome,
-  options: StepOptions,
+  options: StepOptions & { claim?: string },
 ): Promise<StepResult> {
   const now = nowBy(deps.clock);
-  const { s, recordStatus } = await lockInstanceAndRecord(client, call.instanceId, call.recordId);
+  const { s, recordStatus } = await lockInstanceAndRecord(client, call.instanceId, call.recordId, options.claim);
   const finishRecord = (status: 'Completed' | 'Faulted') =>
     client.query(
       prepared(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [

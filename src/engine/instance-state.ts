@@ -163,15 +163,27 @@ export async function lockInstanceAndRecord(
   client: Queryable,
   id: string,
   recordId: string,
+  /**
+   * A delivery's claim on the record's call (activities/calls.ts), given back in the same statement: the call it
+   * was taken for has ended. Claims that lapsed an hour ago go with it, as when a delivery gives its claim back.
+   */
+  claim?: string,
 ): Promise<{ s: InstanceState | undefined; recordStatus: string | undefined }> {
   const { rows } = await client.query<InstanceRow & { record_status: string | null }>(
     prepared(
       `WITH i AS MATERIALIZED (
          SELECT ${INSTANCE_COLUMNS}, ${callsInFlightSql('workflow_instances')} FROM workflow_instances
-          WHERE id = $1 FOR UPDATE)
+          WHERE id = $1 FOR UPDATE)${
+            claim === undefined
+              ? ''
+              : `, given_back AS (
+         DELETE FROM outbound_calls_out
+          WHERE (record_id = $4 AND claim = $3) OR out_until < now() - interval '1 hour')`
+          }
        SELECT i.*, (SELECT r.status FROM activity_records r WHERE r.id = $2 AND r.instance_id = i.id FOR UPDATE) AS record_status
          FROM i`,
-      [id, recordId],
+      // The record's id a second time, as the claim's text key ($2 is the record's bigint id).
+      claim === undefined ? [id, recordId] : [id, recordId, claim, recordId],
     ),
   );
   const row = rows[0];

@@ -37,6 +37,8 @@ import {
 
 let h: Harness;
 let server: Server;
+/** The requests `server` received. */
+const received: { method?: string; url?: string; key?: string | string[] }[] = [];
 const run = Math.random().toString(36).slice(2, 8);
 const definitionId = `ui-instance-${run}`;
 const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
@@ -61,7 +63,10 @@ const losingAnswers: ActivityInterceptorsFactory = () => ({
 
 beforeAll(async () => {
   h = await createHarness({ workerOptions: { interceptors: { activity: [losingAnswers] } } });
-  server = createServer((_req, res) => res.writeHead(200).end('ok'));
+  server = createServer((req, res) => {
+    received.push({ method: req.method, url: req.url, key: req.headers['idempotency-key'] });
+    res.writeHead(200).end('ok');
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   expect((await h.request('POST', '/workflow-definitions', { body: approvalWithNote(definitionId) })).status).toBe(201);
 });
@@ -331,6 +336,11 @@ describe('an instance in Temporal', () => {
   it('runs its steps and its outbound call inside its one workflow task, the call answering within the inline bound', async () => {
     const name = `inline-${run}`;
     await httpConnection(name, server);
+    // A claim that lapsed long ago, left by a worker that died: given back with the next call's.
+    await h.pool.query(
+      `INSERT INTO outbound_calls_out (record_id, claim, out_until) VALUES ($1, 'lost', now() - interval '2 hours')`,
+      [`lost-${run}`],
+    );
     const id = await startCallInstance(name);
     const handle = h.client.workflow.getHandle(instanceWorkflowId(id));
     await eventually(() => handle.describe().then(() => true), 'its workflow');
@@ -348,6 +358,19 @@ describe('an instance in Temporal', () => {
     expect(events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
     expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes)).toEqual([]);
     expect(events!.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? [])).not.toContain('core_patch');
+    // The call as its step had it (not read back): one request, with the key of its record; its claim given back
+    // with the outcome's recording, and the long-lapsed one with it.
+    const { rows: records } = await h.pool.query<{ id: string }>(
+      `SELECT id::text FROM activity_records WHERE instance_id = $1 AND activity_id = 'call'`,
+      [id],
+    );
+    expect(received.filter((r) => r.key === `${id}:${records[0]!.id}`)).toEqual([
+      { method: 'GET', url: '/ping', key: `${id}:${records[0]!.id}` },
+    ]);
+    const { rows: claims } = await h.pool.query(`SELECT record_id FROM outbound_calls_out WHERE record_id = ANY($1)`, [
+      [records[0]!.id, `lost-${run}`],
+    ]);
+    expect(claims).toEqual([]);
   });
 
   it('runs its steps inside its workflow tasks: one activity task, for an outbound call past the inline bound', async () => {
