@@ -2,7 +2,13 @@ import type pg from 'pg';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from './definitions.js';
 import { runPureSteps, writePureSteps } from './pure-steps.js';
-import { claimResumptions, forgetResumptions, recordedResumptions, recordResumptions } from './resumptions.js';
+import {
+  claimResumptions,
+  forgetResumptions,
+  recordedResumptions,
+  recordResumptions,
+  resumptionsRecorded,
+} from './resumptions.js';
 import { scheduleSuccessors, settle } from './transitions.js';
 import {
   callsInFlightSql,
@@ -93,6 +99,7 @@ export async function triggerEvent(
  * waits (or another worker holds them all).
  */
 export async function resumeRecorded(pool: pg.Pool, definitions: DefinitionCache, max = RESUME_CHUNK): Promise<number> {
+  if (!(await resumptionsRecorded(pool))) return 0;
   return withTransaction(pool, async (client) => {
     const claimed = await claimResumptions(client, max);
     if (claimed.length === 0) return 0;

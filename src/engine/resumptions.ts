@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import { prepared, type Queryable } from '../db/pool.js';
 
 /**
  * The resumption queue (migration 014): an event's delivery to instances, recorded by a trigger that reaches
@@ -73,6 +73,17 @@ export async function claimResumptions(db: Queryable, max: number): Promise<Clai
     [max],
   );
   return rows;
+}
+
+/**
+ * Whether any resumption is recorded: an idle drain's look, one statement outside a transaction (the claim's
+ * BEGIN, statement and COMMIT are three round trips, ten times a second on every worker).
+ */
+export async function resumptionsRecorded(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ recorded: boolean }>(
+    prepared('SELECT EXISTS (SELECT 1 FROM instance_resumptions) AS recorded', []),
+  );
+  return rows[0]?.recorded === true;
 }
 
 /** Deletes claimed resumptions (in the claiming transaction, once their instances are locked). */

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resumeRecorded, triggerEvent } from '../../src/engine/events.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
@@ -243,4 +244,27 @@ describe('an event trigger over more instances than it resumes inline', () => {
       },
     );
   }, 90_000);
+
+  it('looks, while none is recorded, in one statement and no transaction (ten times a second on every worker)', async () => {
+    await eventually(
+      async () =>
+        (await h.pool.query('SELECT 1 FROM instance_resumptions LIMIT 1')).rowCount === 0 ? true : undefined,
+      'no resumption recorded',
+    );
+    const statements: string[] = [];
+    let connections = 0;
+    const counting = {
+      query: (q: string | pg.QueryConfig, values?: unknown[]) => {
+        statements.push(typeof q === 'string' ? q : q.text);
+        return h.workerPool.query(q as pg.QueryConfig, values);
+      },
+      connect: () => {
+        connections++;
+        return h.workerPool.connect();
+      },
+    } as unknown as pg.Pool;
+    expect(await resumeRecorded(counting, h.definitions)).toBe(0);
+    expect(connections).toBe(0);
+    expect(statements).toHaveLength(1);
+  });
 });
