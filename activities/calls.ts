@@ -88,7 +88,8 @@ const WAKE_BACKSTOP_MAX_MS = 120_000;
  * A call is also handed back while an earlier delivery of the same call (its activity record, so the same
  * Idempotency-Key) is still out: a revert that reopened a call its plan had cancelled in flight, a retry
  * after a worker lost touch. Each delivery claims the record in `outbound_calls_out` before its request goes
- * out and gives the claim back when the call has ended; a claim left by a worker that died lapses once that
+ * out and gives the claim back when the call has ended (a call made by its step: in the statement that records
+ * its outcome, `lockInstanceAndRecord`); a claim left by a worker that died lapses once that
  * delivery has certainly ended (its timeoutMs and a margin after its start). So the receiver never sees two
  * deliveries of one key at once.
  *
@@ -155,6 +156,12 @@ export function createCallMaker(deps: CallDeps): CallMaker {
         category: ApplicationFailureCategory.BENIGN,
       });
     };
+    // An earlier delivery's claim, made as this one's would be (for `outMs` and the margin), has `leftMs` to run.
+    const earlierOut = (outMs: number, leftMs: number) =>
+      turnBack(
+        Math.min(recheckAfterMs(outMs + CLAIM_MARGIN_MS - leftMs), leftMs),
+        'an earlier delivery of this call is still out; the call waits until it has ended',
+      );
     // Over the tenant's share: back at once, having cost no query. How soon it comes again grows with how
     // many of the tenant's calls this worker turned back lately (about the square root of its backlog,
     // from 0.5 s to a minute), the same for an old call as for a new one, so that a tenant's waiting calls
@@ -164,15 +171,17 @@ export function createCallMaker(deps: CallDeps): CallMaker {
     const workflowId =
       args.turnBack === 'wake' || args.inStep ? Context.current().info.workflowExecution?.workflowId : undefined;
     const waiters = workflowId !== undefined ? deps.waiters : undefined;
-    const overShare = async (tenant: string): Promise<CallResult | undefined> => {
+    /** A place taken: undefined at once, `'waited'` after a wait in the worker's short line; else the answer. */
+    const overShare = async (tenant: string): Promise<CallResult | 'waited' | undefined> => {
       // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
       // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
       // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),
       // to wait here in its turn. A place taken takes the workflow out of the wake line, if an earlier ask left it
       // there.
-      if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
+      const now = deps.calls.tryTake(tenant) === 'taken';
+      if (now || (await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
         if (workflowId !== undefined) deps.waiters?.remove(tenant, workflowId);
-        return undefined;
+        return now ? undefined : 'waited';
       }
       // In its step: back to the workflow, which asks for the call (no turn-back counted here).
       if (args.inStep)
@@ -184,9 +193,49 @@ export function createCallMaker(deps: CallDeps): CallMaker {
       // In line until its own timer is due; woken when a place frees before that.
       return turnBack(backstopMs, message, (askAgainInMs) => waiters.add(tenant, workflowId, askAgainInMs));
     };
+    if (ready !== undefined) {
+      // The call as its step had it: claimed first, so that its place is held only around its request (its claim
+      // outlives the short wait for a place too); claimed and then turned back, it gives its claim back.
+      const claimed = await claimCall(
+        deps.pool,
+        args.recordId,
+        ready.connection.timeoutMs + CLAIM_MARGIN_MS + SHARE_WAIT_MS,
+      );
+      if (typeof claimed === 'number') return earlierOut(ready.connection.timeoutMs + SHARE_WAIT_MS, claimed);
+      let placed: CallResult | 'waited' | undefined;
+      try {
+        placed = await overShare(ready.tenantKey);
+      } catch (err) {
+        await releaseCall(deps, args.recordId, claimed.claim);
+        throw err;
+      }
+      if (placed !== undefined && placed !== 'waited') {
+        await releaseCall(deps, args.recordId, claimed.claim);
+        return placed;
+      }
+      let kept = false;
+      try {
+        // After a wait in line, the call is looked at again, as one read back is: an alteration that ended the
+        // instance or closed the record meanwhile stops it.
+        if (placed === 'waited' && !(await callStillOut(deps.pool, args.recordId)))
+          return {
+            made: false,
+            details: ready.details,
+            outcome: { ok: false, error: 'the call was not made: the instance moved on' },
+          };
+        const outcome = await withHeartbeat(() =>
+          sendThroughConnection(ready.connection, ready.request, deps.outbound, deps.callMetrics),
+        );
+        kept = true;
+        return { made: true, details: ready.details, outcome, claim: claimed.claim };
+      } finally {
+        deps.calls.give(ready.tenantKey);
+        if (!kept) await releaseCall(deps, args.recordId, claimed.claim);
+      }
+    }
     if (args.tenantKey !== undefined) {
       const back = await overShare(args.tenantKey);
-      if (back) return back;
+      if (back !== undefined && back !== 'waited') return back;
     }
     let prepared;
     try {
@@ -214,27 +263,17 @@ export function createCallMaker(deps: CallDeps): CallMaker {
     // A call scheduled before the tenant came with it takes its share here.
     if (args.tenantKey === undefined) {
       const back = await overShare(prepared.tenantKey);
-      if (back) return back;
+      if (back !== undefined && back !== 'waited') return back;
     }
     let claim: string | undefined;
     try {
       const claimed = await claimCall(deps.pool, args.recordId, prepared.connection.timeoutMs + CLAIM_MARGIN_MS);
-      if (typeof claimed === 'number') {
-        // The earlier delivery's claim was made as this one's would be: for timeoutMs and the margin.
-        const outForMs = prepared.connection.timeoutMs + CLAIM_MARGIN_MS - claimed;
-        return turnBack(
-          Math.min(recheckAfterMs(outForMs), claimed),
-          'an earlier delivery of this call is still out; the call waits until it has ended',
-        );
-      }
+      if (typeof claimed === 'number') return earlierOut(prepared.connection.timeoutMs, claimed);
       claim = claimed.claim;
       const outcome = await withHeartbeat(() =>
         sendThroughConnection(prepared.connection, prepared.request, deps.outbound, deps.callMetrics),
       );
-      if (ready === undefined) return { made: true, details: prepared.details, outcome };
-      const kept = claim;
-      claim = undefined;
-      return { made: true, details: prepared.details, outcome, claim: kept };
+      return { made: true, details: prepared.details, outcome };
     } finally {
       deps.calls.give(prepared.tenantKey);
       if (claim !== undefined) await releaseCall(deps, args.recordId, claim);
@@ -267,6 +306,18 @@ async function claimCall(db: Queryable, recordId: string, outMs: number): Promis
   );
   // Gone meanwhile (the other delivery ended): ask again soon.
   return held[0]?.ms ?? 0;
+}
+
+/** Whether the call of record `recordId` is still its instance's to make (as `prepareCall` reads it). */
+async function callStillOut(db: Queryable, recordId: string): Promise<boolean> {
+  const { rows } = await db.query<{ out: boolean }>(
+    prepared(
+      `SELECT EXISTS (SELECT 1 FROM activity_records r JOIN workflow_instances w ON w.id = r.instance_id
+                       WHERE r.id = $1 AND r.status = 'Running' AND w.status <> 'Finished' AND w.sub_status <> 'Faulted') AS out`,
+      [recordId],
+    ),
+  );
+  return rows[0]?.out === true;
 }
 
 /**

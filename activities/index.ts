@@ -32,8 +32,9 @@ import type { CallMaker, CallResult } from './calls.js';
 
 export interface ActivityDeps extends EngineDeps, ProcessingDeps {
   /**
-   * This worker's calls activity (`callOutbound` of the inline calls, src/temporal/worker.ts), for a step of an
-   * instance's own workflow that starts a call marked `inline`: made in the same local activity (`callInStep`).
+   * What makes this worker's inline calls (`createCallMaker`, behind their `callOutbound`, src/temporal/worker.ts),
+   * for a step of an instance's own workflow that starts a call marked `inline`: made in the same local activity,
+   * as the step had it (`callInStep`).
    */
   callOutbound?: CallMaker;
 }

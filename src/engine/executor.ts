@@ -448,7 +448,10 @@ function readyCall(c: PendingCall): ReadyCall {
   };
 }
 
-/** A started call as the calls task queue's activity finds it (read with no transaction or lock). */
+/**
+ * A started call as `prepareCall` reads it back (no transaction or lock), or, ready to make (`ReadyCall`), as the
+ * step that started it had it.
+ */
 export type PreparedCall =
   /** Make it. */
   | {

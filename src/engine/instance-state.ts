@@ -165,7 +165,9 @@ export async function lockInstanceAndRecord(
   recordId: string,
   /**
    * A delivery's claim on the record's call (activities/calls.ts), given back in the same statement: the call it
-   * was taken for has ended. Claims that lapsed an hour ago go with it, as when a delivery gives its claim back.
+   * was taken for has ended. Claims that lapsed an hour ago go with it, as when a delivery gives its claim back,
+   * but only those no other transaction holds: this one keeps the rows it deletes locked until it commits (after
+   * the instance's and the record's locks, taken first), and another finish must not wait for them.
    */
   claim?: string,
 ): Promise<{ s: InstanceState | undefined; recordStatus: string | undefined }> {
@@ -178,7 +180,9 @@ export async function lockInstanceAndRecord(
               ? ''
               : `, given_back AS (
          DELETE FROM outbound_calls_out
-          WHERE (record_id = $4 AND claim = $3) OR out_until < now() - interval '1 hour')`
+          WHERE (record_id = $4 AND claim = $3)
+             OR ctid = ANY (ARRAY(SELECT ctid FROM outbound_calls_out
+                                   WHERE out_until < now() - interval '1 hour' FOR UPDATE SKIP LOCKED)))`
           }
        SELECT i.*, (SELECT r.status FROM activity_records r WHERE r.id = $2 AND r.instance_id = i.id FOR UPDATE) AS record_status
          FROM i`,

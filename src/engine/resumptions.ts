@@ -80,10 +80,9 @@ export async function claimResumptions(db: Queryable, max: number): Promise<Clai
  * BEGIN, statement and COMMIT are three round trips, ten times a second on every worker).
  */
 export async function resumptionsRecorded(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ recorded: boolean }>(
-    prepared('SELECT EXISTS (SELECT 1 FROM instance_resumptions) AS recorded', []),
-  );
-  return rows[0]?.recorded === true;
+  // By the tenants' index, as the claim reads it: not every page of a table a large drain just emptied.
+  const { rowCount } = await db.query(prepared('SELECT 1 FROM instance_resumptions ORDER BY tenant_id LIMIT 1', []));
+  return (rowCount ?? 0) > 0;
 }
 
 /** Deletes claimed resumptions (in the claiming transaction, once their instances are locked). */

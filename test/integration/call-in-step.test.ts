@@ -1,0 +1,183 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callArgs } from '../../activities/call-args.js';
+import { type CallResult, createCallMaker } from '../../activities/calls.js';
+import { createConfigCipher } from '../../src/connections/cipher.js';
+import { finishOutboundCall, type ReadyCall, runStep } from '../../src/engine/executor.js';
+import { lockInstanceAndRecord } from '../../src/engine/instance-state.js';
+import { createLogger } from '../../src/logger.js';
+import { TenantCounter } from '../../src/shares.js';
+import { HTTP_CONNECTION_TYPE } from '../../src/vocabulary/descriptors.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { chain, lit, writeLine } from '../support/workflows.js';
+
+/**
+ * A call made by the step that started it (activities/index.ts, `callInStep`), its parts run as the step runs them,
+ * on a real database and a local endpoint: the call goes out as the step had it, nothing read back; its claim is
+ * given back by the statement that locks the instance for the outcome; a call that waited in line for its tenant's
+ * place is looked at again and not made once an alteration closed it.
+ */
+let h: Harness;
+let server: Server;
+/** The requests `server` received: method, path and Idempotency-Key. */
+const received: string[] = [];
+const logger = createLogger('silent');
+const cipher = createConfigCipher(undefined);
+
+beforeAll(async () => {
+  h = await createHarness({ worker: false });
+  server = createServer((req, res) => {
+    received.push(`${req.method} ${req.url} ${String(req.headers['idempotency-key'])}`);
+    res.writeHead(200).end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const made = await h.request('POST', '/connection-configuration', {
+    body: {
+      name: 'in-step',
+      connectionType: HTTP_CONNECTION_TYPE,
+      connectionConfiguration: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    },
+  });
+  expect(made.status).toBe(201);
+  const call = {
+    id: 'call',
+    type: 'Elsa.Http.SendHttpRequest',
+    version: 1,
+    connection: {
+      typeName: `ConnectionProperties<${HTTP_CONNECTION_TYPE}>`,
+      expression: { type: 'Literal', value: { connectionName: 'in-step' } },
+    },
+    method: lit('POST'),
+    path: lit('/orders'),
+  };
+  const body = chain('in-step', [writeLine('start', 'started'), call, writeLine('end', 'called')]);
+  expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+});
+afterAll(async () => {
+  server?.close();
+  await h?.close();
+});
+
+/** A new instance whose step has started its call: the step's answer and the call as the step had it. */
+async function startedCall(): Promise<{
+  id: string;
+  recordId: string;
+  args: ReturnType<typeof callArgs>;
+  ready: ReadyCall;
+}> {
+  const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: 'in-step' } })).body
+    .workflowInstanceId as string;
+  let ready: ReadyCall | undefined;
+  const step = await runStep({ pool: h.workerPool, definitions: h.definitions, logger, cipher }, id, {
+    callsApart: true,
+    ownWorkflow: true,
+    onCallReady: (c) => {
+      ready = c;
+    },
+  });
+  expect(step.call).toBeDefined();
+  // The connection's configuration stays in the process: the step's answer (the workflow's history) has none.
+  expect(JSON.stringify(step)).not.toContain('127.0.0.1');
+  return { id, recordId: step.call!.recordId, args: callArgs(id, step.call!, 'result', true), ready: ready! };
+}
+
+/** The worker's pool, counting the statements sent through it and the connections taken from it. */
+function counting(): { pool: pg.Pool; statements: string[]; connections: () => number } {
+  const statements: string[] = [];
+  let connections = 0;
+  const pool = {
+    query: (q: string | pg.QueryConfig, values?: unknown[]) => {
+      statements.push(typeof q === 'string' ? q : q.text);
+      return h.workerPool.query(q as pg.QueryConfig, values);
+    },
+    connect: () => {
+      connections++;
+      return h.workerPool.connect();
+    },
+  } as unknown as pg.Pool;
+  return { pool, statements, connections: () => connections };
+}
+
+const claims = async (recordId: string) =>
+  (await h.pool.query<{ claim: string }>('SELECT claim FROM outbound_calls_out WHERE record_id = $1', [recordId])).rows;
+
+describe('a call made by its step', () => {
+  it('goes out as the step had it, claimed in one statement; its claim is given back with its outcome', async () => {
+    const { id, recordId, args, ready } = await startedCall();
+    const db = counting();
+    const makeCall = createCallMaker({
+      pool: db.pool,
+      definitions: h.definitions,
+      logger,
+      cipher,
+      outbound: { allowNetworks: ['127.0.0.0/8'] },
+      calls: new TenantCounter(5, 50, 12),
+    });
+    const made: CallResult = await new MockActivityEnvironment().run(makeCall, args, ready);
+    expect(made).toMatchObject({ made: true, outcome: { ok: true, status: 200 } });
+    expect(received).toContain(`POST /orders ${id}:${recordId}`);
+    // Nothing read back (no instance, record or connection), and the claim kept for the outcome's recording.
+    expect(db.statements).toHaveLength(1);
+    expect(db.statements[0]).toMatch(/^\s*INSERT INTO outbound_calls_out/);
+    expect(db.connections()).toBe(0);
+    expect(await claims(recordId)).toEqual([{ claim: made.claim }]);
+
+    // Its lock for the outcome gives the claim back; rolled back, it is still held.
+    const client = await h.workerPool.connect();
+    try {
+      await client.query('BEGIN');
+      await lockInstanceAndRecord(client, id, recordId, made.claim);
+      expect(await claims(recordId)).toEqual([{ claim: made.claim }]);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    expect(await claims(recordId)).toEqual([{ claim: made.claim }]);
+    const after = await finishOutboundCall(
+      { pool: h.workerPool, definitions: h.definitions, logger, cipher },
+      made.details,
+      made.outcome,
+      { ownWorkflow: true, claim: made.claim! },
+    );
+    expect(after.hasMoreWork).toBe(false);
+    expect((await h.request('GET', `/workflow-instances/${id}`)).body).toMatchObject({
+      status: 'Finished',
+      subStatus: 'Finished',
+    });
+    expect(await claims(recordId)).toEqual([]);
+  });
+
+  it('after waiting in line for its tenant, is looked at again: closed meanwhile, it is not made', async () => {
+    const { id, recordId, args, ready } = await startedCall();
+    // The tenant's one place is held: the call claims, then waits in the worker's line for it.
+    const calls = new TenantCounter(1, 50, 12);
+    expect(calls.tryTake(ready.tenantKey)).toBe('taken');
+    const makeCall = createCallMaker({
+      pool: h.workerPool,
+      definitions: h.definitions,
+      logger,
+      cipher,
+      outbound: { allowNetworks: ['127.0.0.0/8'] },
+      calls,
+    });
+    const pending = new MockActivityEnvironment().run(makeCall, args, ready);
+    for (let i = 0; i < 100 && calls.queued === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(calls.queued).toBe(1);
+    expect(await claims(recordId)).toHaveLength(1);
+    // An alteration closes the call meanwhile (as a CancelActivity does); then the place frees.
+    await h.pool.query(`UPDATE activity_records SET status = 'Canceled', completed_at = now() WHERE id = $1`, [
+      recordId,
+    ]);
+    calls.give(ready.tenantKey);
+    const made = (await pending) as CallResult;
+    expect(made.made).toBe(false);
+    expect(made.outcome).toEqual({ ok: false, error: 'the call was not made: the instance moved on' });
+    expect(received.filter((r) => r.endsWith(`${id}:${recordId}`))).toEqual([]);
+    // Its claim given back, and the place: the next call of the tenant takes it at once.
+    expect(await claims(recordId)).toEqual([]);
+    expect(calls.tryTake(ready.tenantKey)).toBe('taken');
+  });
+});
