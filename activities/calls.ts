@@ -171,17 +171,15 @@ export function createCallMaker(deps: CallDeps): CallMaker {
     const workflowId =
       args.turnBack === 'wake' || args.inStep ? Context.current().info.workflowExecution?.workflowId : undefined;
     const waiters = workflowId !== undefined ? deps.waiters : undefined;
-    /** A place taken: undefined at once, `'waited'` after a wait in the worker's short line; else the answer. */
-    const overShare = async (tenant: string): Promise<CallResult | 'waited' | undefined> => {
+    const overShare = async (tenant: string): Promise<CallResult | undefined> => {
       // A call waits a little inside the worker even while others wait in line outside it: to an endpoint that
       // answers at once, a place frees within milliseconds, and a turn-back costs a wake, two workflow tasks and
       // an activity task. A place given back to a call waiting here also wakes the first in line (once a second),
       // to wait here in its turn. A place taken takes the workflow out of the wake line, if an earlier ask left it
       // there.
-      const now = deps.calls.tryTake(tenant) === 'taken';
-      if (now || (await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
+      if ((await deps.calls.take(tenant, SHARE_WAIT_MS)) === 'taken') {
         if (workflowId !== undefined) deps.waiters?.remove(tenant, workflowId);
-        return now ? undefined : 'waited';
+        return undefined;
       }
       // In its step: back to the workflow, which asks for the call (no turn-back counted here).
       if (args.inStep)
@@ -194,48 +192,30 @@ export function createCallMaker(deps: CallDeps): CallMaker {
       return turnBack(backstopMs, message, (askAgainInMs) => waiters.add(tenant, workflowId, askAgainInMs));
     };
     if (ready !== undefined) {
-      // The call as its step had it: claimed first, so that its place is held only around its request (its claim
-      // outlives the short wait for a place too); claimed and then turned back, it gives its claim back.
-      const claimed = await claimCall(
-        deps.pool,
-        args.recordId,
-        ready.connection.timeoutMs + CLAIM_MARGIN_MS + SHARE_WAIT_MS,
-      );
-      if (typeof claimed === 'number') return earlierOut(ready.connection.timeoutMs + SHARE_WAIT_MS, claimed);
-      let placed: CallResult | 'waited' | undefined;
+      // The call as its step had it: nothing read back. Its claim also checks, in the same statement, that the call
+      // is still its instance's to make, as one read back is checked: an alteration that ended the instance or closed
+      // the record while the call waited for its place stops it (back to its workflow, which reads it back).
+      const back = await overShare(ready.tenantKey);
+      if (back) return back;
+      let claim: string | undefined;
       try {
-        placed = await overShare(ready.tenantKey);
-      } catch (err) {
-        await releaseCall(deps, args.recordId, claimed.claim);
-        throw err;
-      }
-      if (placed !== undefined && placed !== 'waited') {
-        await releaseCall(deps, args.recordId, claimed.claim);
-        return placed;
-      }
-      let kept = false;
-      try {
-        // After a wait in line, the call is looked at again, as one read back is: an alteration that ended the
-        // instance or closed the record meanwhile stops it.
-        if (placed === 'waited' && !(await callStillOut(deps.pool, args.recordId)))
-          return {
-            made: false,
-            details: ready.details,
-            outcome: { ok: false, error: 'the call was not made: the instance moved on' },
-          };
+        const claimed = await claimCall(deps.pool, args.recordId, ready.connection.timeoutMs + CLAIM_MARGIN_MS, true);
+        if (typeof claimed === 'number') return earlierOut(ready.connection.timeoutMs, claimed);
+        claim = claimed.claim;
         const outcome = await withHeartbeat(() =>
           sendThroughConnection(ready.connection, ready.request, deps.outbound, deps.callMetrics),
         );
-        kept = true;
-        return { made: true, details: ready.details, outcome, claim: claimed.claim };
+        const kept = claim;
+        claim = undefined;
+        return { made: true, details: ready.details, outcome, claim: kept };
       } finally {
         deps.calls.give(ready.tenantKey);
-        if (!kept) await releaseCall(deps, args.recordId, claimed.claim);
+        if (claim !== undefined) await releaseCall(deps, args.recordId, claim);
       }
     }
     if (args.tenantKey !== undefined) {
       const back = await overShare(args.tenantKey);
-      if (back !== undefined && back !== 'waited') return back;
+      if (back) return back;
     }
     let prepared;
     try {
@@ -263,7 +243,7 @@ export function createCallMaker(deps: CallDeps): CallMaker {
     // A call scheduled before the tenant came with it takes its share here.
     if (args.tenantKey === undefined) {
       const back = await overShare(prepared.tenantKey);
-      if (back !== undefined && back !== 'waited') return back;
+      if (back) return back;
     }
     let claim: string | undefined;
     try {
@@ -286,16 +266,33 @@ export function createCallMaker(deps: CallDeps): CallMaker {
  * milliseconds the claim of a delivery still out has left. One statement, so two deliveries racing for the
  * same call cannot both win (the row's lock orders them); no transaction stays open while the call is out.
  */
-async function claimCall(db: Queryable, recordId: string, outMs: number): Promise<{ claim: string } | number> {
+async function claimCall(
+  db: Queryable,
+  recordId: string,
+  outMs: number,
+  /**
+   * Claim only while the call is still its instance's to make (its record Running, the instance neither Finished
+   * nor Faulted), as `prepareCall` reads it; else nothing is claimed and the answer is 0 (ask again, read back).
+   */
+  stillOut = false,
+): Promise<{ claim: string } | number> {
   const claim = newId();
   const { rows } = await db.query(
     prepared(
       `INSERT INTO outbound_calls_out AS o (record_id, claim, out_until)
-       VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
+       ${
+         stillOut
+           ? `SELECT $1, $2, now() + make_interval(secs => $3::double precision / 1000)
+               WHERE EXISTS (SELECT 1 FROM activity_records r JOIN workflow_instances w ON w.id = r.instance_id
+                              WHERE r.id = $4 AND r.status = 'Running' AND w.status <> 'Finished'
+                                AND w.sub_status <> 'Faulted')`
+           : `VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))`
+       }
        ON CONFLICT (record_id) DO UPDATE SET claim = excluded.claim, out_until = excluded.out_until
         WHERE o.out_until <= now()
        RETURNING claim`,
-      [recordId, claim, outMs],
+      // The record's id a second time, as the record's bigint key ($1 is the claim's text key).
+      stillOut ? [recordId, claim, outMs, recordId] : [recordId, claim, outMs],
     ),
   );
   if (rows.length > 0) return { claim };
@@ -306,18 +303,6 @@ async function claimCall(db: Queryable, recordId: string, outMs: number): Promis
   );
   // Gone meanwhile (the other delivery ended): ask again soon.
   return held[0]?.ms ?? 0;
-}
-
-/** Whether the call of record `recordId` is still its instance's to make (as `prepareCall` reads it). */
-async function callStillOut(db: Queryable, recordId: string): Promise<boolean> {
-  const { rows } = await db.query<{ out: boolean }>(
-    prepared(
-      `SELECT EXISTS (SELECT 1 FROM activity_records r JOIN workflow_instances w ON w.id = r.instance_id
-                       WHERE r.id = $1 AND r.status = 'Running' AND w.status <> 'Finished' AND w.sub_status <> 'Faulted') AS out`,
-      [recordId],
-    ),
-  );
-  return rows[0]?.out === true;
 }
 
 /**
