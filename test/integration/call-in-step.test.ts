@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callArgs } from '../../activities/call-args.js';
 import { type CallResult, createCallMaker } from '../../activities/calls.js';
@@ -12,6 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import { TenantCounter } from '../../src/shares.js';
 import { HTTP_CONNECTION_TYPE } from '../../src/vocabulary/descriptors.js';
 import { createHarness, type Harness } from '../support/harness.js';
+import { countingPool } from '../support/pools.js';
 import { chain, lit, writeLine } from '../support/workflows.js';
 
 /**
@@ -84,30 +84,13 @@ async function startedCall(): Promise<{
   return { id, recordId: step.call!.recordId, args: callArgs(id, step.call!, 'result', true), ready: ready! };
 }
 
-/** The worker's pool, counting the statements sent through it and the connections taken from it. */
-function counting(): { pool: pg.Pool; statements: string[]; connections: () => number } {
-  const statements: string[] = [];
-  let connections = 0;
-  const pool = {
-    query: (q: string | pg.QueryConfig, values?: unknown[]) => {
-      statements.push(typeof q === 'string' ? q : q.text);
-      return h.workerPool.query(q as pg.QueryConfig, values);
-    },
-    connect: () => {
-      connections++;
-      return h.workerPool.connect();
-    },
-  } as unknown as pg.Pool;
-  return { pool, statements, connections: () => connections };
-}
-
 const claims = async (recordId: string) =>
   (await h.pool.query<{ claim: string }>('SELECT claim FROM outbound_calls_out WHERE record_id = $1', [recordId])).rows;
 
 describe('a call made by its step', () => {
   it('goes out as the step had it, claimed in one statement; its claim is given back with its outcome', async () => {
     const { id, recordId, args, ready } = await startedCall();
-    const db = counting();
+    const db = countingPool(h.workerPool);
     const makeCall = createCallMaker({
       pool: db.pool,
       definitions: h.definitions,

@@ -1,8 +1,8 @@
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resumeRecorded, triggerEvent } from '../../src/engine/events.js';
 import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { countingPool } from '../support/pools.js';
 import { seedInstances } from '../support/seed.js';
 import { chain, event, writeLine } from '../support/workflows.js';
 
@@ -251,20 +251,9 @@ describe('an event trigger over more instances than it resumes inline', () => {
         (await h.pool.query('SELECT 1 FROM instance_resumptions LIMIT 1')).rowCount === 0 ? true : undefined,
       'no resumption recorded',
     );
-    const statements: string[] = [];
-    let connections = 0;
-    const counting = {
-      query: (q: string | pg.QueryConfig, values?: unknown[]) => {
-        statements.push(typeof q === 'string' ? q : q.text);
-        return h.workerPool.query(q as pg.QueryConfig, values);
-      },
-      connect: () => {
-        connections++;
-        return h.workerPool.connect();
-      },
-    } as unknown as pg.Pool;
-    expect(await resumeRecorded(counting, h.definitions)).toBe(0);
-    expect(connections).toBe(0);
-    expect(statements).toHaveLength(1);
+    const counting = countingPool(h.workerPool);
+    expect(await resumeRecorded(counting.pool, h.definitions)).toBe(0);
+    expect(counting.connections()).toBe(0);
+    expect(counting.statements).toHaveLength(1);
   });
 });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { lockInstance, saveInstance, writeInstanceStates } from '../../src/engine/instance-state.js';
 import { createHarness, type Harness } from '../support/harness.js';
+import { inTransaction } from '../support/pools.js';
 import { seedInstances } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';
 
@@ -31,25 +32,10 @@ async function scans(client: pg.PoolClient): Promise<{ seq: number; idx: number;
   return { seq: Number(rows[0]!.seq), idx: Number(rows[0]!.idx), upd: Number(rows[0]!.upd) };
 }
 
-async function inTransaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await h.pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
-}
-
 describe("an instance's write-back", () => {
   it('finds its one row by the primary key, reading no other instance', async () => {
     const id = ids[1_234]!;
-    const counted = await inTransaction(async (client) => {
+    const counted = await inTransaction(h.pool, async (client) => {
       const s = (await lockInstance(client, id))!;
       s.variables = { ...s.variables, note: 'written back' };
       const before = await scans(client);
@@ -66,7 +52,7 @@ describe("an instance's write-back", () => {
 
   it('still writes many instances in one statement', async () => {
     const some = [ids[10]!, ids[2_000]!, ids[2_999]!];
-    const written = await inTransaction(async (client) => {
+    const written = await inTransaction(h.pool, async (client) => {
       const states = [];
       for (const id of some) {
         const s = (await lockInstance(client, id))!;

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { inTransaction } from './pools.js';
 
 export interface SeedOptions {
   definitionVersionId: string;
@@ -20,19 +21,10 @@ export async function withoutWorkflows<T extends pg.QueryResultRow>(
   sql: string,
   params: unknown[],
 ): Promise<pg.QueryResult<T>> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query("SET LOCAL wfa.outbox = 'off'");
-    const result = await client.query<T>(sql, params);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    return client.query<T>(sql, params);
+  });
 }
 
 /**
