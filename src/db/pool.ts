@@ -71,6 +71,10 @@ export function createPool(connection: string | PostgresConnection, options: num
     application_name: o.applicationName ?? 'workflow-alterations',
     idle_in_transaction_session_timeout: o.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     ...(o.statementTimeoutMs ? { statement_timeout: o.statementTimeoutMs } : {}),
+    // The server's own id of the session, for a cancel (`cancelStatement`): read before the client is handed out
+    // (pg-pool awaits the promise of this hook, though @types/pg types it as void), not queued behind the caller's
+    // first statement, which pg deprecates.
+    onConnect: readBackendPid as (client: pg.ClientBase) => void,
   });
   // A client losing its connection (a database restart) must not crash the process. The pool handles
   // this for idle clients only; one checked out but between statements (inside a transaction, while the
@@ -79,17 +83,21 @@ export function createPool(connection: string | PostgresConnection, options: num
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
-    // The server's own id of the session, for a cancel (`cancelStatement`): read before the caller's first
-    // statement (a client runs its statements in order).
-    client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').then(
-      (r) => backendPids.set(client, r.rows[0]!.pid),
-      () => undefined,
-    );
   });
   return pool;
 }
 
 const backendPids = new WeakMap<pg.ClientBase, number>();
+
+/** Reads a new client's session id (`backendPids`); a failure leaves it unknown (no cancel for that client). */
+async function readBackendPid(client: pg.ClientBase): Promise<void> {
+  try {
+    const r = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    backendPids.set(client, r.rows[0]!.pid);
+  } catch {
+    // The caller's first statement meets the broken connection and reports it.
+  }
+}
 
 /**
  * Cancels the statement `client` is running, on the server (`pg_cancel_backend`, through another of `pool`'s
