@@ -22,6 +22,12 @@ export function selectedConnectionName(value: unknown): string | null {
   return typeof name === 'string' && name.trim() !== '' ? name : null;
 }
 
+/** The connection an activity's first connection input selects (what `resolveConnectionInput` resolves), if any. */
+export function selectedConnectionOf(type: ActivityType, inputs: Record<string, unknown>): string | undefined {
+  const input = type.inputs.find((i) => i.connectionType !== undefined);
+  return input ? (selectedConnectionName(inputs[input.name]) ?? undefined) : undefined;
+}
+
 /**
  * Resolves the first connection input of an activity (several are not supported: the first wins): loads
  * the connection by name in the instance's tenant (its own before a tenant-agnostic one), parses it with

@@ -8,7 +8,7 @@ import {
 } from '../connections/http.js';
 import { isTransientError } from '../db/errors.js';
 import { type ConnectionJson, connectionByNameSql, connectionFromJson } from '../connections/repository.js';
-import { resolveConnectionInput, selectedConnectionName } from '../connections/resolve.js';
+import { resolveConnectionInput, selectedConnectionOf } from '../connections/resolve.js';
 import type { HttpConnectionConfiguration } from '../connections/types.js';
 import { OWN_STEP, prepared, type Queryable, withTransaction } from '../db/pool.js';
 import type { Logger } from '../logger.js';
@@ -675,8 +675,7 @@ async function runHead(
   const { s, def, activity, type, now } = step;
   const inputs = evaluateInputs(type, activity, def, s.variables);
   // The connection the inputs select is read with the record's insert: one round trip for both.
-  const input = type.inputs.find((i) => i.connectionType !== undefined);
-  const connectionName = input ? (selectedConnectionName(inputs[input.name]) ?? undefined) : undefined;
+  const connectionName = selectedConnectionOf(type, inputs);
   const started = await insertStartedRecord(client, s, startedRecord(def, activity, type, inputs), now, connectionName);
   const recordId = started.id;
   const connection = await resolveConnectionInput(
