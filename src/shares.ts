@@ -7,7 +7,8 @@
 /**
  * What a tenant holds of a resource it can be refused (event streams, outbound calls): a share per tenant, a
  * limit overall. A caller at its tenant's share can also wait a little for a place (`take`), in a short
- * first-come queue per tenant.
+ * first-come queue per tenant, on one of the `maxWaiting` seats all tenants share: `perTenant` of them are each
+ * tenant's to take, and a tenant takes more while seats are free, until another tenant needs them back.
  */
 export class TenantCounter {
   private readonly held = new Map<string, number>();
@@ -40,14 +41,14 @@ export class TenantCounter {
 
   /**
    * `tryTake`, and when only the tenant's own share refuses it, a wait of at most `waitMs` for a place one of
-   * the tenant's holders gives back: the first in the tenant's queue gets it. No wait when the queue is full
-   * (`maxWaiting` in all, `perTenant` of this tenant) or the limit overall refuses: refused at once.
+   * the tenant's holders gives back: the first in the tenant's queue gets it. No wait when no seat is to be had
+   * (`seatFor`) or the limit overall refuses: refused at once.
    */
   async take(tenant: string, waitMs: number): Promise<'taken' | 'tenant' | 'overall'> {
     const now = this.tryTake(tenant);
     if (now !== 'tenant') return now;
     const queue = this.waiting.get(tenant) ?? [];
-    if (waitMs <= 0 || this.waiters >= this.maxWaiting || queue.length >= this.perTenant) return 'tenant';
+    if (waitMs <= 0 || !this.seatFor(tenant, queue.length)) return 'tenant';
     this.waiting.set(tenant, queue);
     this.waiters++;
     const taken = await new Promise<boolean>((resolve) => {
@@ -63,6 +64,26 @@ export class TenantCounter {
       queue.push(turn);
     });
     return taken ? 'taken' : 'tenant';
+  }
+
+  /**
+   * Whether a caller of `tenant`, which has `waitingNow` callers waiting, gets a seat to wait on. A free seat is
+   * anyone's: a lone tenant's burst waits on every seat rather than being turned back while seats stand empty (to an
+   * endpoint that answers at once, a place frees within milliseconds, and a turn-back costs its workflow a wake, two
+   * workflow tasks and an activity; bench/README.md). With every seat taken, a tenant under its share (`perTenant`)
+   * takes the seat of the caller that came last of the tenant most past its share, who is refused as it would have
+   * been had it come now: a tenant's share of the seats is never held by another's burst.
+   */
+  private seatFor(tenant: string, waitingNow: number): boolean {
+    if (this.waiters < this.maxWaiting) return true;
+    if (waitingNow >= this.perTenant) return false;
+    let borrower: ((taken: boolean) => void)[] | undefined;
+    for (const [other, queue] of this.waiting)
+      if (other !== tenant && queue.length > this.perTenant && queue.length > (borrower?.length ?? 0)) borrower = queue;
+    const last = borrower?.[borrower.length - 1];
+    if (!last) return false;
+    last(false);
+    return true;
   }
 
   /** How many places `tenant` could take now (under its share and under the limit overall); without one, in all. */

@@ -92,7 +92,8 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   });
   d.stops.add('calls database pool', () => callsPool.end());
   d.metrics.watchPool('calls', callsPool);
-  // A quarter of the call slots at most wait for their tenant's turn (activities/calls.ts, SHARE_WAIT_MS).
+  // A quarter of the call slots at most wait for their tenant's turn (activities/calls.ts, SHARE_WAIT_MS): each
+  // tenant's share of them its own, the rest anyone's while free (`TenantCounter.take`).
   const outboundCalls = new TenantCounter(
     config.shares.outboundCallsPerTenant,
     config.shares.outboundCallSlots,

@@ -18,8 +18,7 @@ describe('TenantCounter', () => {
     const order: string[] = [];
     const a3 = c.take('a', 5_000).then((r) => (order.push('a3'), r));
     const a4 = c.take('a', 5_000).then((r) => (order.push('a4'), r));
-    // The tenant's queue holds at most its share (2): the next is refused at once; another tenant is not queued.
-    expect(await c.take('a', 5_000)).toBe('tenant');
+    // Another tenant under its share is not queued.
     expect(await c.take('b', 5_000)).toBe('taken');
     expect(c.queued).toBe(2);
     c.give('a');
@@ -30,6 +29,44 @@ describe('TenantCounter', () => {
     expect(await a4).toBe('taken');
     expect(order).toEqual(['a3', 'a4']);
     expect(c.total).toBe(3);
+  });
+
+  it("lets a tenant wait on seats past its share while they are free, and gives them back to another's share", async () => {
+    // 5 seats; each tenant's share (of places, and of seats) is 2.
+    const c = new TenantCounter(2, 20, 5);
+    for (const t of ['a', 'a', 'b', 'b', 'x', 'x']) expect(c.tryTake(t)).toBe('taken');
+    // Alone, a's burst waits on every seat, none more.
+    const a = [0, 1, 2, 3, 4].map(() => c.take('a', 5_000));
+    expect(c.queued).toBe(5);
+    expect(await c.take('a', 5_000)).toBe('tenant');
+    // b, under its share of seats, takes the seat of a's last caller, who is refused as if it had come now; and b's
+    // second the seat of a's fourth.
+    const b = [c.take('b', 5_000)];
+    expect(await a[4]).toBe('tenant');
+    b.push(c.take('b', 5_000));
+    expect(await a[3]).toBe('tenant');
+    // At its share, b takes no more.
+    expect(await c.take('b', 5_000)).toBe('tenant');
+    // x's first takes a's third; x's second finds no tenant past its share: refused, a's and b's shares kept.
+    const x = c.take('x', 5_000);
+    expect(await a[2]).toBe('tenant');
+    expect(await c.take('x', 5_000)).toBe('tenant');
+    expect(c.queued).toBe(5);
+    // The seats still held serve each tenant first come, first served.
+    const order: string[] = [];
+    const settled = [
+      a[0].then(() => order.push('a0')),
+      a[1].then(() => order.push('a1')),
+      b[0].then(() => order.push('b0')),
+      b[1].then(() => order.push('b1')),
+      x.then(() => order.push('x0')),
+    ];
+    for (const t of ['b', 'a', 'x', 'a', 'b']) c.give(t);
+    await Promise.all(settled);
+    expect(order).toEqual(['b0', 'a0', 'x0', 'a1', 'b1']);
+    expect(await Promise.all([...a.slice(0, 2), ...b, x])).toEqual(['taken', 'taken', 'taken', 'taken', 'taken']);
+    expect(c.queued).toBe(0);
+    expect(c.total).toBe(6);
   });
 
   it('refuses a waiter once its time is up, and waits for no one when the queue overall is full', async () => {
