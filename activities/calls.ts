@@ -79,9 +79,9 @@ const WAKE_BACKSTOP_MAX_MS = 120_000;
  * (WORKER_OUTBOUND_CALL_SLOTS), so that no call, however slow its endpoint, holds a slot a plan batch or
  * another instance's step needs. A tenant with TENANT_OUTBOUND_CALLS calls in flight on this worker gets
  * its next call handed back, to come again in a second or two: it waits outside the worker. Only a few wait
- * inside it, briefly: a quarter of the slots in all, TENANT_OUTBOUND_CALLS of them each tenant's and the rest to
- * whoever needs them until another tenant wants its own back (`TenantCounter.take`), each for at most SHARE_WAIT_MS,
- * for the place the tenant's next call gives back. A call to an endpoint that answers
+ * inside it, briefly: a quarter of the slots in all, anyone's while free, and taken back for a tenant with fewer
+ * than TENANT_OUTBOUND_CALLS waiting from the tenant furthest past that (`TenantCounter.take`), each for at most
+ * SHARE_WAIT_MS, for the place the tenant's next call gives back. A call to an endpoint that answers
  * in milliseconds then goes on in milliseconds, where a turn-back cost it a durable timer, two workflow tasks
  * and a second activity task (a quarter of bench:engine's outbound-call instances were turned back so, with
  * an endpoint that answers at once); a call behind a hanging endpoint holds its slot no longer than that.

@@ -7,8 +7,8 @@
 /**
  * What a tenant holds of a resource it can be refused (event streams, outbound calls): a share per tenant, a
  * limit overall. A caller at its tenant's share can also wait a little for a place (`take`), in a short
- * first-come queue per tenant, on one of the `maxWaiting` seats all tenants share: `perTenant` of them are each
- * tenant's to take, and a tenant takes more while seats are free, until another tenant needs them back.
+ * first-come queue per tenant, on one of the `maxWaiting` seats all tenants share: a free seat is anyone's, and a
+ * tenant with fewer than `perTenant` callers waiting takes one back from the tenant furthest past that, if any.
  */
 export class TenantCounter {
   private readonly held = new Map<string, number>();
@@ -20,8 +20,9 @@ export class TenantCounter {
   private freedListener: ((tenant: string, toPool: boolean) => void) | undefined;
 
   /**
-   * `maxWaiting`: callers waiting at once, all tenants together (each tenant at most `perTenant` of them); a
-   * waiter holds whatever its caller holds while it waits (an activity slot), so this bounds that too.
+   * `maxWaiting`: callers waiting at once, all tenants together (a tenant alone may take them all; `perTenant` is
+   * how many a tenant can take back from others, `take`); a waiter holds whatever its caller holds while it waits
+   * (an activity slot), so this bounds that too.
    */
   constructor(
     readonly perTenant: number,
@@ -42,7 +43,8 @@ export class TenantCounter {
   /**
    * `tryTake`, and when only the tenant's own share refuses it, a wait of at most `waitMs` for a place one of
    * the tenant's holders gives back: the first in the tenant's queue gets it. No wait when no seat is to be had
-   * (`seatFor`) or the limit overall refuses: refused at once.
+   * (`seatFor`) or the limit overall refuses: refused at once. A waiter past its tenant's share can also be refused
+   * before `waitMs`, when a tenant under its own share takes its seat back.
    */
   async take(tenant: string, waitMs: number): Promise<'taken' | 'tenant' | 'overall'> {
     const now = this.tryTake(tenant);

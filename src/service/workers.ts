@@ -92,8 +92,8 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   });
   d.stops.add('calls database pool', () => callsPool.end());
   d.metrics.watchPool('calls', callsPool);
-  // A quarter of the call slots at most wait for their tenant's turn (activities/calls.ts, SHARE_WAIT_MS): each
-  // tenant's share of them its own, the rest anyone's while free (`TenantCounter.take`).
+  // A quarter of the call slots at most wait for their tenant's turn (activities/calls.ts, SHARE_WAIT_MS): anyone's
+  // while free, taken back for a tenant under its share of them from the tenant furthest past it (`TenantCounter.take`).
   const outboundCalls = new TenantCounter(
     config.shares.outboundCallsPerTenant,
     config.shares.outboundCallSlots,

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { PlaceWaiters, RequestScheduler, ShareTimeoutError, TenantCounter, TenantGate } from '../../src/shares.js';
 
 describe('TenantCounter', () => {
@@ -67,6 +67,35 @@ describe('TenantCounter', () => {
     expect(await Promise.all([...a.slice(0, 2), ...b, x])).toEqual(['taken', 'taken', 'taken', 'taken', 'taken']);
     expect(c.queued).toBe(0);
     expect(c.total).toBe(6);
+  });
+
+  it('takes a seat back from the tenant furthest past its share, never for a caller that does not wait', async () => {
+    vi.useFakeTimers();
+    try {
+      // 7 seats, a share of 2: a waits on 3 of them, then b on 4.
+      const c = new TenantCounter(2, 20, 7);
+      for (const t of ['a', 'a', 'b', 'b', 'x', 'x']) expect(c.tryTake(t)).toBe('taken');
+      const a = [0, 1, 2].map(() => c.take('a', 5_000));
+      const b = [0, 1, 2, 3].map(() => c.take('b', 5_000));
+      expect(c.queued).toBe(7);
+      // A caller that would not wait takes no seat from anyone.
+      expect(await c.take('x', 0)).toBe('tenant');
+      expect(c.queued).toBe(7);
+      // x's caller takes the seat of b's last (b is 2 past its share, a 1); the next, of a's or b's last; then none.
+      const x = [c.take('x', 5_000)];
+      expect(await b[3]).toBe('tenant');
+      x.push(c.take('x', 5_000));
+      expect(await Promise.race([a[2], b[2]])).toBe('tenant');
+      expect(await c.take('x', 5_000)).toBe('tenant');
+      expect(c.queued).toBe(7);
+      // The seats taken back leave no timer behind: when the others' waits run out, the count falls to nothing, not below.
+      await vi.advanceTimersByTimeAsync(5_001);
+      expect(await Promise.all([a[0], a[1], b[0], b[1], ...x])).toEqual(Array(6).fill('tenant'));
+      expect(c.queued).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses a waiter once its time is up, and waits for no one when the queue overall is full', async () => {
