@@ -54,13 +54,15 @@ describe('TenantCounter', () => {
     expect(c.queued).toBe(5);
     // The seats still held serve each tenant first come, first served.
     const order: string[] = [];
-    const settled = [
-      a[0].then(() => order.push('a0')),
-      a[1].then(() => order.push('a1')),
-      b[0].then(() => order.push('b0')),
-      b[1].then(() => order.push('b1')),
-      x.then(() => order.push('x0')),
-    ];
+    const settled = (
+      [
+        ['a0', a[0]],
+        ['a1', a[1]],
+        ['b0', b[0]],
+        ['b1', b[1]],
+        ['x0', x],
+      ] as const
+    ).map(([name, waiter]) => waiter?.then(() => order.push(name)));
     for (const t of ['b', 'a', 'x', 'a', 'b']) c.give(t);
     await Promise.all(settled);
     expect(order).toEqual(['b0', 'a0', 'x0', 'a1', 'b1']);
