@@ -180,6 +180,9 @@ async function build(
     get worker() {
       return workers?.main;
     },
+    get workers() {
+      return workers;
+    },
     startWorker: async () => {
       if (!workers) throw new Error(`a ${role} service runs no worker, or Temporal is not up yet`);
       await workers.start();

@@ -173,8 +173,10 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
       });
     }
   };
-  const stop = async () => {
-    if (!workers.length) return;
+  // A stop asked for while one is under way waits for that one (a second would take over its wait for the
+  // eager starts and leave the first waiting for ever).
+  let stopped: Promise<void> | undefined;
+  const stopWorkers = async () => {
     stopping = true;
     const eagerEnded =
       eagerStarts === 0 ? Promise.resolve() : new Promise<void>((resolve) => (eagerStartsEnded = resolve));
@@ -184,6 +186,11 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     await Promise.all(runs.map((r) => r.catch(() => undefined)));
     workers = [];
     runs = [];
+  };
+  const stop = async () => {
+    if (!workers.length) return;
+    stopped ??= stopWorkers().finally(() => (stopped = undefined));
+    return stopped;
   };
   return {
     start,

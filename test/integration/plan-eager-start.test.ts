@@ -1,6 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
 import type proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planWorkflowId } from '../../src/temporal/names.js';
+import { type PlanProcessing, startPlanWorkflow } from '../../src/temporal/plans.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 
 /**
@@ -54,5 +57,56 @@ describe("a plan's workflow start", () => {
     const after = await submit();
     await completed(after);
     expect(await startedWithTheStart(after)).toBe(true);
+  });
+
+  it('lets the worker stop only once an eager start in flight has returned and its first task has run', async () => {
+    // A plan whose workflow is not running: submitted while no worker runs (its start goes through matching),
+    // then terminated, so that it may be started again.
+    await h.stopWorker();
+    const planId = await submit();
+    await h.client.workflow.getHandle(planWorkflowId(planId)).terminate('started again by the test');
+    await h.startWorker();
+    const role = h.workers!;
+
+    // Its start again, held inside the worker's eager client until the test lets it go.
+    let entered!: (eager: Client | undefined) => void;
+    const inside = new Promise<Client | undefined>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const processing: PlanProcessing = {
+      taskQueue: h.taskQueue,
+      batchSize: 100,
+      window: 2,
+      batchesPerRun: 500,
+      withEagerClient: (start) =>
+        role.withEagerClient(async (eager) => {
+          entered(eager);
+          await released;
+          return start(eager);
+        }),
+    };
+    const starting = startPlanWorkflow(h.client, processing, planId);
+    expect(await inside).toBeDefined();
+
+    // Two stops at once (a shutdown beside a pause): both wait for the start, and neither waits for ever.
+    let stopped = 0;
+    const stops = [h.stopWorker(), h.stopWorker()].map((s) => s.then(() => stopped++));
+    await sleep(500);
+    expect(stopped).toBe(0);
+    expect(role.main?.getState()).toBe('RUNNING');
+    // What starts meanwhile no longer goes to this worker.
+    expect(await role.withEagerClient(async (eager) => eager)).toBeUndefined();
+
+    release();
+    await starting;
+    await Promise.all(stops);
+    expect(stopped).toBe(2);
+    // The first task came back with the start and this worker ran it before it stopped.
+    expect(await startedWithTheStart(planId)).toBe(true);
+    const { events } = await h.client.workflow.getHandle(planWorkflowId(planId)).fetchHistory();
+    expect(events?.some((e) => e.workflowTaskCompletedEventAttributes)).toBe(true);
+
+    await h.startWorker();
+    await completed(planId);
   });
 });

@@ -13,6 +13,7 @@ import { ensureDatabase } from '../../src/embedded/postgres.js';
 import type { DefinitionCache } from '../../src/engine/definitions.js';
 import { createLogger } from '../../src/logger.js';
 import { createService } from '../../src/service/index.js';
+import type { WorkerRole } from '../../src/service/workers.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -53,6 +54,8 @@ export interface Harness {
   keyWith(permissions: string[], tenantId?: string | null): Promise<string>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
+  /** The service's worker side (undefined where it runs none). */
+  readonly workers: WorkerRole | undefined;
   close(): Promise<void>;
 }
 
@@ -197,6 +200,9 @@ export async function createHarness(
     },
     startWorker: () => service.startWorker(),
     stopWorker: () => service.stopWorker(),
+    get workers() {
+      return service.workers;
+    },
     async close() {
       await service.stop();
       if (opts.database) return;
