@@ -1,11 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callArgs } from '../../activities/call-args.js';
 import { type CallResult, createCallMaker } from '../../activities/calls.js';
+import { createActivities } from '../../activities/index.js';
 import { createConfigCipher } from '../../src/connections/cipher.js';
-import { finishOutboundCall, type ReadyCall, runStep } from '../../src/engine/executor.js';
+import { finishOutboundCall, type ReadyCall, runStep, type StepResult } from '../../src/engine/executor.js';
 import { lockInstanceAndRecord } from '../../src/engine/instance-state.js';
 import { createLogger } from '../../src/logger.js';
 import { TenantCounter } from '../../src/shares.js';
@@ -18,7 +20,8 @@ import { chain, lit, writeLine } from '../support/workflows.js';
  * A call made by the step that started it (activities/index.ts, `callInStep`), its parts run as the step runs them,
  * on a real database and a local endpoint: the call goes out as the step had it, nothing read back; its claim is
  * given back by the statement that locks the instance for the outcome; its claim, made once it has its tenant's
- * place, checks that the call is still out: one an alteration closed while it waited is not made.
+ * place, checks that the call is still out: one an alteration closed while it waited is not made; its outcome's
+ * recording, failed for a moment, is tried again in the step, and the call is not made again.
  */
 let h: Harness;
 let server: Server;
@@ -55,6 +58,25 @@ beforeAll(async () => {
   };
   const body = chain('in-step', [writeLine('start', 'started'), call, writeLine('end', 'called')]);
   expect((await h.request('POST', '/workflow-definitions', { body })).status).toBe(201);
+  // The same, through a connection that answers within the worker's bound for calls made inside a workflow task:
+  // its calls are marked inline, for the step to make.
+  const inline = await h.request('POST', '/connection-configuration', {
+    body: {
+      name: 'in-step-inline',
+      connectionType: HTTP_CONNECTION_TYPE,
+      connectionConfiguration: {
+        baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        timeoutMs: 2_000,
+      },
+    },
+  });
+  expect(inline.status).toBe(201);
+  const inlineCall = {
+    ...call,
+    connection: { ...call.connection, expression: { type: 'Literal', value: { connectionName: 'in-step-inline' } } },
+  };
+  const inlineBody = chain('in-step-inline', [writeLine('start', 'started'), inlineCall, writeLine('end', 'called')]);
+  expect((await h.request('POST', '/workflow-definitions', { body: inlineBody })).status).toBe(201);
 });
 afterAll(async () => {
   server?.close();
@@ -162,5 +184,61 @@ describe('a call made by its step', () => {
     expect(await claims(recordId)).toEqual([]);
     // Its place given back: the next call of the tenant takes it at once.
     expect(calls.tryTake(ready.tenantKey)).toBe('taken');
+  });
+
+  it('is made once when the recording of its outcome fails for a moment: the step records it again', async () => {
+    const id = (await h.request('POST', '/workflow-instances', { body: { definitionId: 'in-step-inline' } })).body
+      .workflowInstanceId as string;
+    // The first recording of the call's end fails as a serialization failure would (a transient error); the
+    // sequence counts the tries, whatever the transaction that made them came to.
+    await h.pool.query(`CREATE SEQUENCE record_tries`);
+    await h.pool.query(`
+      CREATE FUNCTION fail_first_recording() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.instance_id = ${pg.escapeLiteral(id)} AND NEW.activity_id = 'call' AND NEW.status <> OLD.status AND nextval('record_tries') = 1 THEN
+          RAISE EXCEPTION 'the test fails the first recording' USING ERRCODE = '40001';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await h.pool.query(
+      `CREATE TRIGGER fail_first_recording BEFORE UPDATE ON activity_records
+         FOR EACH ROW EXECUTE FUNCTION fail_first_recording()`,
+    );
+    try {
+      const deps = { pool: h.workerPool, definitions: h.definitions, logger, cipher, inlineCallMaxMs: 5_000 };
+      const activities = createActivities({
+        ...deps,
+        outbound: { allowNetworks: ['127.0.0.0/8'] },
+        callOutbound: createCallMaker({
+          ...deps,
+          outbound: { allowNetworks: ['127.0.0.0/8'] },
+          calls: new TenantCounter(5, 50, 12),
+        }),
+      });
+      // The instance's own workflow runs its step as a local activity.
+      const step: StepResult = await new MockActivityEnvironment({ isLocal: true }).run(
+        activities.executeInstanceStep,
+        id,
+        { callsApart: true, ownWorkflow: true },
+      );
+      // Made and recorded in the step: nothing left for the workflow to call.
+      expect(step.call).toBeUndefined();
+    } finally {
+      await h.pool.query(`DROP TRIGGER fail_first_recording ON activity_records`);
+      await h.pool.query(`DROP FUNCTION fail_first_recording()`);
+    }
+    const { rows } = await h.pool.query<{ id: string }>(
+      `SELECT id FROM activity_records WHERE instance_id = $1 AND activity_id = 'call'`,
+      [id],
+    );
+    const recordId = rows[0]!.id;
+    const { rows: tries } = await h.pool.query<{ last_value: string }>(`SELECT last_value FROM record_tries`);
+    expect(Number(tries[0]!.last_value)).toBe(2);
+    expect(received.filter((r) => r.endsWith(`${id}:${recordId}`))).toEqual([`POST /orders ${id}:${recordId}`]);
+    expect((await h.request('GET', `/workflow-instances/${id}`)).body).toMatchObject({
+      status: 'Finished',
+      subStatus: 'Finished',
+    });
+    expect(await claims(recordId)).toEqual([]);
   });
 });
