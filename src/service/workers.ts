@@ -38,6 +38,12 @@ const SDK_WORKFLOW_TASK_SLOTS = 40;
 /** Connections of the calls worker's own pool: each call reads what to call in a few short statements. */
 const CALLS_POOL_SIZE = 4;
 
+/**
+ * How long a stop waits for the eager starts in flight: a start answers within Temporal's request timeout, but one
+ * to an unreachable Temporal must not keep the workers from stopping (src/lifecycle.ts gives all stops 30 s).
+ */
+const EAGER_STARTS_STOP_WAIT_MS = 10_000;
+
 export interface WorkerRoleDeps {
   config: Config;
   logger: Logger;
@@ -60,7 +66,12 @@ export interface WorkerRoleDeps {
 
 /** The worker side of a process: its Temporal workers, the outbox relay and the resumption drain. */
 export interface WorkerRole {
+  /** Starts the workers (after any start or stop asked for before; a second start fails: already running). */
   start(): Promise<void>;
+  /**
+   * Stops them, after any start or stop asked for before: the relay and the drain first, then the eager starts in
+   * flight (for at most EAGER_STARTS_STOP_WAIT_MS), then the workers, whose tasks in flight end.
+   */
   stop(): Promise<void>;
   /** Every Temporal worker of the process polls (`GET /health/ready`). */
   running(): boolean;
@@ -158,7 +169,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
       if (--eagerStarts === 0) eagerStartsEnded?.();
     }
   };
-  const start = async () => {
+  const startWorkers = async () => {
     if (workers.length) throw new Error('the worker is already running');
     workers = await createWorkers(d, callsPool, outboundCalls, callWaiters);
     stopping = false;
@@ -173,25 +184,40 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
       });
     }
   };
-  // A stop asked for while one is under way waits for that one (a second would take over its wait for the
-  // eager starts and leave the first waiting for ever).
-  let stopped: Promise<void> | undefined;
   const stopWorkers = async () => {
+    if (!workers.length) return;
     stopping = true;
     const eagerEnded =
       eagerStarts === 0 ? Promise.resolve() : new Promise<void>((resolve) => (eagerStartsEnded = resolve));
-    await Promise.all([relay.stop(), resumptions.stop(), eagerEnded]);
+    // A start that never returns (Temporal unreachable) holds the stop no longer than this.
+    let bound: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      bound = setTimeout(() => {
+        logger.warn(
+          { eagerStarts },
+          'the worker stops with workflow starts still in flight; their first tasks go to another worker after their timeout',
+        );
+        resolve();
+      }, EAGER_STARTS_STOP_WAIT_MS);
+    });
+    await Promise.all([relay.stop(), resumptions.stop(), Promise.race([eagerEnded, waited])]);
+    clearTimeout(bound);
     eagerStartsEnded = undefined;
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await Promise.all(runs.map((r) => r.catch(() => undefined)));
     workers = [];
     runs = [];
   };
-  const stop = async () => {
-    if (!workers.length) return;
-    stopped ??= stopWorkers().finally(() => (stopped = undefined));
-    return stopped;
+  // Starts and stops run one after another, in the order they were asked for: a stop asked for during a start
+  // stops what that start started, and a second stop asked for during a stop finds nothing left to stop.
+  let transition: Promise<void> = Promise.resolve();
+  const serially = (step: () => Promise<void>): Promise<void> => {
+    const done = transition.then(step);
+    transition = done.catch(() => undefined);
+    return done;
   };
+  const start = () => serially(startWorkers);
+  const stop = () => serially(stopWorkers);
   return {
     start,
     stop,

@@ -191,19 +191,23 @@ describe('a call made by its step', () => {
       .workflowInstanceId as string;
     // The first recording of the call's end fails as a serialization failure would (a transient error); the
     // sequence counts the tries, whatever the transaction that made them came to.
-    await h.pool.query(`CREATE SEQUENCE record_tries`);
+    // In one transaction: all of it, or none, is there to drop.
     await h.pool.query(`
+      BEGIN;
+      CREATE SEQUENCE record_tries;
       CREATE FUNCTION fail_first_recording() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.instance_id = ${pg.escapeLiteral(id)} AND NEW.activity_id = 'call' AND NEW.status <> OLD.status AND nextval('record_tries') = 1 THEN
-          RAISE EXCEPTION 'the test fails the first recording' USING ERRCODE = '40001';
+        IF NEW.instance_id = ${pg.escapeLiteral(id)} AND NEW.activity_id = 'call' AND NEW.status <> OLD.status THEN
+          IF nextval('record_tries') = 1 THEN
+            RAISE EXCEPTION 'the test fails the first recording' USING ERRCODE = '40001';
+          END IF;
         END IF;
         RETURN NEW;
-      END $$`);
-    await h.pool.query(
-      `CREATE TRIGGER fail_first_recording BEFORE UPDATE ON activity_records
-         FOR EACH ROW EXECUTE FUNCTION fail_first_recording()`,
-    );
+      END $$;
+      CREATE TRIGGER fail_first_recording BEFORE UPDATE ON activity_records
+        FOR EACH ROW EXECUTE FUNCTION fail_first_recording();
+      COMMIT`);
+    let tries: number;
     try {
       const deps = { pool: h.workerPool, definitions: h.definitions, logger, cipher, inlineCallMaxMs: 5_000 };
       const activities = createActivities({
@@ -224,16 +228,19 @@ describe('a call made by its step', () => {
       // Made and recorded in the step: nothing left for the workflow to call.
       expect(step.call).toBeUndefined();
     } finally {
-      await h.pool.query(`DROP TRIGGER fail_first_recording ON activity_records`);
-      await h.pool.query(`DROP FUNCTION fail_first_recording()`);
+      const { rows } = await h.pool.query<{ last_value: string }>(`SELECT last_value FROM record_tries`);
+      tries = Number(rows[0]!.last_value);
+      await h.pool.query(`
+        DROP TRIGGER fail_first_recording ON activity_records;
+        DROP FUNCTION fail_first_recording();
+        DROP SEQUENCE record_tries`);
     }
     const { rows } = await h.pool.query<{ id: string }>(
       `SELECT id FROM activity_records WHERE instance_id = $1 AND activity_id = 'call'`,
       [id],
     );
     const recordId = rows[0]!.id;
-    const { rows: tries } = await h.pool.query<{ last_value: string }>(`SELECT last_value FROM record_tries`);
-    expect(Number(tries[0]!.last_value)).toBe(2);
+    expect(tries).toBe(2);
     expect(received.filter((r) => r.endsWith(`${id}:${recordId}`))).toEqual([`POST /orders ${id}:${recordId}`]);
     expect((await h.request('GET', `/workflow-instances/${id}`)).body).toMatchObject({
       status: 'Finished',

@@ -8,9 +8,11 @@ import { createHarness, eventually, type Harness } from '../support/harness.js';
 
 /**
  * A plan's workflow starts eagerly where the API's process runs the worker too (src/temporal/plans.ts
- * `eagerClient`): the server hands the first workflow task (the jobs' generation) back with the start, and
+ * `withEagerClient`): the server hands the first workflow task (the jobs' generation) back with the start, and
  * writes it started in the same write as the start itself. Started through matching, the task is recorded
- * started when a poller takes it: later, in a write of its own. Real Postgres, a real Temporal dev server.
+ * started when a poller takes it: later, in a write of its own. The worker stops only once the eager starts in
+ * flight have returned (src/service/workers.ts), and its starts and stops run in the order asked for. Real
+ * Postgres, a real Temporal dev server.
  */
 let h: Harness;
 
@@ -86,21 +88,29 @@ describe("a plan's workflow start", () => {
         }),
     };
     const starting = startPlanWorkflow(h.client, processing, planId);
-    expect(await inside).toBeDefined();
+    try {
+      expect(await inside).toBeDefined();
 
-    // Two stops at once (a shutdown beside a pause): both wait for the start, and neither waits for ever.
-    let stopped = 0;
-    const stops = [h.stopWorker(), h.stopWorker()].map((s) => s.then(() => stopped++));
-    await sleep(500);
-    expect(stopped).toBe(0);
-    expect(role.main?.getState()).toBe('RUNNING');
-    // What starts meanwhile no longer goes to this worker.
-    expect(await role.withEagerClient(async (eager) => eager)).toBeUndefined();
+      // Two stops at once (the service's stop beside a test's stopWorker): both wait for the start.
+      let stopped = 0;
+      const stops = [h.stopWorker(), h.stopWorker()].map((s) => s.then(() => stopped++));
+      await sleep(500);
+      expect(stopped).toBe(0);
+      expect(role.main?.getState()).toBe('RUNNING');
+      // What starts meanwhile no longer goes to this worker.
+      expect(await role.withEagerClient(async (eager) => eager)).toBeUndefined();
 
-    release();
-    await starting;
-    await Promise.all(stops);
-    expect(stopped).toBe(2);
+      release();
+      await starting;
+      // And both end with it: neither waits out the bound on that wait (10 s, EAGER_STARTS_STOP_WAIT_MS).
+      await Promise.race([
+        Promise.all(stops),
+        sleep(8_000).then(() => expect.fail('a stop did not end with the start')),
+      ]);
+      expect(stopped).toBe(2);
+    } finally {
+      release();
+    }
     // The first task came back with the start and this worker ran it before it stopped.
     expect(await startedWithTheStart(planId)).toBe(true);
     const { events } = await h.client.workflow.getHandle(planWorkflowId(planId)).fetchHistory();
@@ -108,5 +118,20 @@ describe("a plan's workflow start", () => {
 
     await h.startWorker();
     await completed(planId);
+  });
+
+  it('runs starts and stops in the order asked for: a stop during a start stops what it started', async () => {
+    await h.stopWorker();
+    await Promise.all([h.startWorker(), h.stopWorker()]);
+    expect(h.workers!.running()).toBe(false);
+    expect(h.workers!.main).toBeUndefined();
+
+    // A second start asked for during a start finds the worker running.
+    const [first, second] = await Promise.allSettled([h.startWorker(), h.startWorker()]);
+    expect(first.status).toBe('fulfilled');
+    expect(second).toMatchObject({ status: 'rejected', reason: { message: 'the worker is already running' } });
+    expect(h.workers!.running()).toBe(true);
+    // And the worker it started works.
+    await completed(await submit());
   });
 });
