@@ -107,6 +107,7 @@ async function build(
         workflowBundlePath: o.workflowBundlePath,
         workerOptions: o.workerOptions,
         recordUndo: o.recordUndo,
+        eagerStartsStopWaitMs: o.eagerStartsStopWaitMs,
         onLost: o.onLost,
       });
       stops.add('worker', () => workers!.stop());

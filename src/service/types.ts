@@ -51,6 +51,8 @@ export interface ServiceOverrides {
    * to measure what recording them costs; there is no setting for it.
    */
   recordUndo?: boolean;
+  /** How long a stopping worker waits for its eager starts in flight (10 s; a test shortens it). */
+  eagerStartsStopWaitMs?: number;
   /** How often event streams read their plan when nothing wakes them (a test turns polling off with it). */
   planEventPollMs?: { min: number; max: number };
   /** Spans go here (tests: an in-memory exporter), and tracing is on whatever the OTEL_* settings say. */

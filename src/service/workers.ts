@@ -60,6 +60,8 @@ export interface WorkerRoleDeps {
   workflowBundlePath?: string | undefined;
   workerOptions?: Partial<WorkerOptions> | undefined;
   recordUndo?: boolean | undefined;
+  /** How long a stop waits for the eager starts in flight (EAGER_STARTS_STOP_WAIT_MS; a test shortens it). */
+  eagerStartsStopWaitMs?: number | undefined;
   /** A worker stopped with an error: the owner decides (main stops the process, exit 1). */
   onLost?: ((why: string) => void) | undefined;
 }
@@ -198,7 +200,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
           'the worker stops with workflow starts still in flight; their first tasks go to another worker after their timeout',
         );
         resolve();
-      }, EAGER_STARTS_STOP_WAIT_MS);
+      }, d.eagerStartsStopWaitMs ?? EAGER_STARTS_STOP_WAIT_MS);
     });
     await Promise.all([relay.stop(), resumptions.stop(), Promise.race([eagerEnded, waited])]);
     clearTimeout(bound);

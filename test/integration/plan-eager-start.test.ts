@@ -134,4 +134,29 @@ describe("a plan's workflow start", () => {
     // And the worker it started works.
     await completed(await submit());
   });
+
+  it('stops after its bound, saying so, when an eager start never returns (Temporal unreachable)', async () => {
+    const bounded = await createHarness({ eagerStartsStopWaitMs: 300 });
+    let release!: () => void;
+    const never = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const role = bounded.workers!;
+      const held = role.withEagerClient(async (eager) => {
+        expect(eager).toBeDefined();
+        await never;
+      });
+      const began = Date.now();
+      await bounded.stopWorker();
+      expect(Date.now() - began).toBeGreaterThanOrEqual(250);
+      expect(role.running()).toBe(false);
+      expect(
+        bounded.logs.some((l) => l.level === 40 && /starts still in flight/.test(String(l.msg)) && l.eagerStarts === 1),
+      ).toBe(true);
+      release();
+      await held;
+    } finally {
+      release();
+      await bounded.close();
+    }
+  });
 });

@@ -89,6 +89,8 @@ export async function createHarness(
     temporal?: Pick<Config['temporal'], 'address' | 'tls' | 'apiKey'>;
     /** Tracing on, its spans to this processor (an in-memory exporter's). */
     spanProcessor?: SpanProcessor;
+    /** How long a stopping worker waits for its eager starts in flight (10 s by default). */
+    eagerStartsStopWaitMs?: number;
   } = {},
 ): Promise<Harness> {
   const suffix = randomBytes(5).toString('hex');
@@ -152,6 +154,7 @@ export async function createHarness(
     workerOptions: { shutdownGraceTime: '2 seconds', ...opts.workerOptions },
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.spanProcessor ? { spanProcessor: opts.spanProcessor } : {}),
+    ...(opts.eagerStartsStopWaitMs !== undefined ? { eagerStartsStopWaitMs: opts.eagerStartsStopWaitMs } : {}),
   });
   const pool = service.apiPool!;
   const app = service.app!;
