@@ -159,21 +159,23 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   let workers: Worker[] = [];
   let runs: Promise<void>[] = [];
   let stopping = false;
-  // Eager starts in flight through `client` (withEagerClient), and what waits for them to end.
-  let eagerStarts = 0;
-  let eagerStartsEnded: (() => void) | undefined;
+  // Eager starts in flight through `client` (withEagerClient) to the workers of this start, and what waits for them
+  // to end: counted per start, so that a start left in flight by an earlier set of workers holds up no later stop.
+  let eager: { starts: number; ended?: (() => void) | undefined } = { starts: 0 };
   const withEagerClient = async <T>(begin: (eager: Client | undefined) => Promise<T>): Promise<T> => {
     if (stopping || workers[0]?.getState() !== 'RUNNING') return begin(undefined);
-    eagerStarts++;
+    const these = eager;
+    these.starts++;
     try {
       return await begin(client);
     } finally {
-      if (--eagerStarts === 0) eagerStartsEnded?.();
+      if (--these.starts === 0) these.ended?.();
     }
   };
   const startWorkers = async () => {
     if (workers.length) throw new Error('the worker is already running');
     workers = await createWorkers(d, callsPool, outboundCalls, callWaiters);
+    eager = { starts: 0 };
     stopping = false;
     runs = workers.map((w) => w.run());
     relay.start();
@@ -189,22 +191,31 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
   const stopWorkers = async () => {
     if (!workers.length) return;
     stopping = true;
-    const eagerEnded =
-      eagerStarts === 0 ? Promise.resolve() : new Promise<void>((resolve) => (eagerStartsEnded = resolve));
-    // A start that never returns (Temporal unreachable) holds the stop no longer than this.
+    const these = eager;
+    // A start that never returns (Temporal unreachable) holds the stop no longer than the bound.
     let bound: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      bound = setTimeout(() => {
-        logger.warn(
-          { eagerStarts },
-          'the worker stops with workflow starts still in flight; their first tasks go to another worker after their timeout',
-        );
-        resolve();
-      }, d.eagerStartsStopWaitMs ?? EAGER_STARTS_STOP_WAIT_MS);
-    });
-    await Promise.all([relay.stop(), resumptions.stop(), Promise.race([eagerEnded, waited])]);
-    clearTimeout(bound);
-    eagerStartsEnded = undefined;
+    const eagerEnded =
+      these.starts === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            bound = setTimeout(() => {
+              logger.warn(
+                { eagerStarts: these.starts },
+                'the worker stops with workflow starts still in flight; their first tasks go to another worker after their timeout',
+              );
+              resolve();
+            }, d.eagerStartsStopWaitMs ?? EAGER_STARTS_STOP_WAIT_MS);
+            these.ended = () => {
+              clearTimeout(bound);
+              resolve();
+            };
+          });
+    try {
+      await Promise.all([relay.stop(), resumptions.stop(), eagerEnded]);
+    } finally {
+      clearTimeout(bound);
+      these.ended = undefined;
+    }
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await Promise.all(runs.map((r) => r.catch(() => undefined)));
     workers = [];
