@@ -209,15 +209,17 @@ describe('a call made by its step', () => {
       COMMIT`);
     let tries: number;
     try {
-      const deps = { pool: h.workerPool, definitions: h.definitions, logger, cipher, inlineCallMaxMs: 5_000 };
+      const deps = {
+        pool: h.workerPool,
+        definitions: h.definitions,
+        logger,
+        cipher,
+        inlineCallMaxMs: 5_000,
+        outbound: { allowNetworks: ['127.0.0.0/8'] },
+      };
       const activities = createActivities({
         ...deps,
-        outbound: { allowNetworks: ['127.0.0.0/8'] },
-        callOutbound: createCallMaker({
-          ...deps,
-          outbound: { allowNetworks: ['127.0.0.0/8'] },
-          calls: new TenantCounter(5, 50, 12),
-        }),
+        callOutbound: createCallMaker({ ...deps, calls: new TenantCounter(5, 50, 12) }),
       });
       // The instance's own workflow runs its step as a local activity.
       const step: StepResult = await new MockActivityEnvironment({ isLocal: true }).run(
