@@ -59,6 +59,7 @@ const ConfigSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
+  REQUEST_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   OUTBOUND_HTTP_ALLOW_NETWORKS: z.string().default(''),
   TRUSTED_PROXIES: z.string().default(''),
   EVENT_STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(50),
@@ -128,6 +129,11 @@ export interface Config {
   /** The encryption key before a rotation (CONNECTIONS_ENCRYPTION_KEY_PREVIOUS): what it encrypted is encrypted again at start. */
   connectionsEncryptionKeyPrevious: string | undefined;
   maxBodyBytes: number;
+  /**
+   * How long a request's headers, and then its body, may take to arrive (REQUEST_BODY_TIMEOUT_MS); past it a
+   * 408 and the connection closed. A request takes its place in a share only once its body has arrived.
+   */
+  requestBodyTimeoutMs: number;
   /** CIDR ranges HTTP activities may reach although loopback, link-local or private (OUTBOUND_HTTP_ALLOW_NETWORKS). */
   outboundAllowNetworks: string[];
   /** Reverse proxies whose X-Forwarded-For gives the client address (TRUSTED_PROXIES); empty: the header is ignored. */
@@ -260,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     connectionsEncryptionKey: e.CONNECTIONS_ENCRYPTION_KEY,
     connectionsEncryptionKeyPrevious: e.CONNECTIONS_ENCRYPTION_KEY_PREVIOUS,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    requestBodyTimeoutMs: e.REQUEST_BODY_TIMEOUT_MS,
     outboundAllowNetworks: networks(e.OUTBOUND_HTTP_ALLOW_NETWORKS, 'OUTBOUND_HTTP_ALLOW_NETWORKS'),
     trustedProxies: networks(e.TRUSTED_PROXIES, 'TRUSTED_PROXIES'),
     database: {

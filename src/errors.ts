@@ -8,7 +8,7 @@ export interface FieldError {
 export class DomainError extends Error {
   constructor(
     message: string,
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 503,
+    readonly status: 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 429 | 503,
     readonly errors?: FieldError[],
   ) {
     super(message);

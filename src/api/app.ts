@@ -12,7 +12,8 @@ import { CachedProbes } from './health-checks.js';
 import { methodNotAllowed } from './methods.js';
 import { documentProblems } from './openapi-problems.js';
 import { handleError, problem, zodFieldErrors } from './problem.js';
-import { settleBody } from './request-body.js';
+import { closeAfter, formBodyMax, settleBody } from './request-body.js';
+import { awaitBody, bufferedBytesMax, RequestTimeoutError } from './body-arrival.js';
 import { traceRequests } from './tracing.js';
 import { alterationRoutes } from './routes/alterations.js';
 import { governanceRoutes } from './routes/governance.js';
@@ -33,6 +34,8 @@ import { routeLabel } from './route-label.js';
  * nothing else bounds their rate; probes and sign-ins need far fewer.
  */
 const ANONYMOUS_MIN_HOLD_MS = 40;
+/** The health probes and the metrics scrape: outside every share of the node's time (contract section 8). */
+const PROBE_PATHS = new Set(['/health', '/health/live', '/health/ready', '/metrics']);
 /** API connections no tenant's requests take: credential checks and `/health` always find one. */
 const RESERVED_CONNECTIONS = 2;
 
@@ -137,19 +140,39 @@ export function createApp(given: AppDeps) {
   // ANONYMOUS_API_REQUESTS; the rest wait their turn in their own queue, first come first served, while
   // other tenants' requests go on (a 503 after the acquire timeout). The credentials are checked first,
   // once (`identify`; `authorize` reads the result), so that the request is counted as its tenant's.
+  //
+  // No client holds a share by being slow: the body is read first (src/api/body-arrival.ts), within
+  // REQUEST_BODY_TIMEOUT_MS, and only then does the request wait for its place. The probes sit outside every
+  // share: an orchestrator's liveness check must answer whatever anonymous clients do, and each costs little.
   const inFlight = new RequestScheduler(deps.config.shares.apiRequestsPerTenant, new EventLoopLoad());
   const anonymous = new TenantGate(deps.config.shares.anonymousApiRequests, ANONYMOUS_MIN_HOLD_MS);
+  const readAhead = {
+    // The larger of the two bodies a request may carry: JSON (MAX_BODY_BYTES) or a console form.
+    limit: formBodyMax(deps.config.maxBodyBytes),
+    timeoutMs: deps.config.requestBodyTimeoutMs,
+    budget: bufferedBytesMax(deps.config.maxBodyBytes),
+  };
   app.use('*', async (c, next) => {
+    if (PROBE_PATHS.has(c.req.path)) return next();
     const identity = await identify(c);
     c.set('identity', identity);
     const principal = 'principal' in identity ? identity.principal : undefined;
     const gate = principal ? inFlight : anonymous;
     const key = principal ? `tenant:${tenantKey(principal.tenantId)}` : 'anonymous';
     const waitMs = deps.apiAcquireTimeoutMs ?? 5_000;
+    let releaseBody: () => void;
+    try {
+      releaseBody = await awaitBody(c, readAhead);
+    } catch (err) {
+      // Part of the body is unread: the answer closes the connection.
+      if (err instanceof RequestTimeoutError || err instanceof NodeBusyError) closeAfter(c);
+      throw err;
+    }
     let release: () => void;
     try {
       release = await gate.acquire(key, waitMs, c.req.raw.signal);
     } catch {
+      releaseBody();
       if (c.req.raw.signal.aborted) throw new AbandonedError('the client went away while its request waited its turn');
       throw new NodeBusyError(
         principal
@@ -162,6 +185,7 @@ export function createApp(given: AppDeps) {
       await next();
     } finally {
       release();
+      releaseBody();
     }
   });
 

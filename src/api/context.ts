@@ -22,6 +22,7 @@ export interface AppDeps {
     Config,
     | 'permissionModel'
     | 'maxBodyBytes'
+    | 'requestBodyTimeoutMs'
     | 'temporal'
     | 'alterations'
     | 'trustedProxies'

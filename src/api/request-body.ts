@@ -2,12 +2,16 @@ import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { DomainError, type FieldError, pointer, ValidationError } from '../errors.js';
 import type { AppEnv } from './context.js';
+import { arrivedBody, dropOverflow } from './body-arrival.js';
 import { badString, inputViolations } from '../vocabulary/input.js';
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 /** Bytes of an unwanted body read and discarded so that the connection stays usable; past it, close. */
 const DRAIN_BYTES = 8 * 1024 * 1024;
 const DRAIN_MS = 5_000;
+
+/** A console form's bound: MAX_BODY_BYTES twice over (New plan's Plan JSON beside its fields) and then some. */
+export const formBodyMax = (maxBodyBytes: number) => maxBodyBytes * 2 + 64 * 1024;
 
 /** Requests whose body this module has read (or discarded): nothing else reads a body. */
 const handled = new WeakSet<Request>();
@@ -70,7 +74,7 @@ export function inputGuard(body?: { required: boolean }) {
 
 async function readJson(c: Context<AppEnv>, required: boolean): Promise<unknown> {
   const max = c.get('deps').config.maxBodyBytes;
-  const bytes = await readBounded(c, max);
+  const bytes = await readBodyBytes(c, max);
   if (bytes === undefined) throw new DomainError(`The request body is larger than ${max} bytes`, 413);
   let text: string;
   try {
@@ -96,11 +100,19 @@ async function readJson(c: Context<AppEnv>, required: boolean): Promise<unknown>
 }
 
 /**
- * Reads the body up to `max` bytes. A larger one is read on and discarded (bounded), so the 413 can go
- * out on a connection that stays usable; `undefined` says it was too large.
+ * The request's body, up to `max` bytes: as it arrived before the request took its place (src/api/body-arrival.ts),
+ * else read from its stream. A larger one is read on and discarded (bounded), so the 413 can go out on a connection
+ * that stays usable (a body longer than the read-ahead gets `Connection: close`); `undefined` says it was too large.
+ * The one reader of request bodies: JSON here, the console's forms (src/console/form.ts) through it too.
  */
-async function readBounded(c: Context<AppEnv>, max: number): Promise<Uint8Array | undefined> {
+export async function readBodyBytes(c: Context<AppEnv>, max: number): Promise<Uint8Array | undefined> {
   handled.add(c.req.raw);
+  const ahead = arrivedBody(c.req.raw);
+  if (ahead) {
+    if (!ahead.overflow && ahead.bytes.byteLength <= max) return ahead.bytes;
+    if (ahead.overflow && (await dropOverflow(c.req.raw))) closeAfter(c);
+    return undefined;
+  }
   const stream = c.req.raw.body;
   if (!stream) return new Uint8Array();
   const reader = stream.getReader();
@@ -143,7 +155,8 @@ async function discard(reader: ReadableStreamDefaultReader<Uint8Array>, limit: n
 }
 
 const mustClose = new WeakSet<Request>();
-function closeAfter(c: Context<AppEnv>): void {
+/** The answer to this request closes the connection (part of its body is left unread). */
+export function closeAfter(c: Context<AppEnv>): void {
   mustClose.add(c.req.raw);
 }
 
@@ -153,6 +166,10 @@ function closeAfter(c: Context<AppEnv>): void {
  * same connection; a body too large to discard gets `Connection: close` instead.
  */
 export async function settleBody(c: Context<AppEnv>): Promise<void> {
+  if (!handled.has(c.req.raw) && arrivedBody(c.req.raw)?.overflow) {
+    handled.add(c.req.raw);
+    if (await dropOverflow(c.req.raw)) closeAfter(c);
+  }
   if (!handled.has(c.req.raw) && requestHasBody(c) && c.req.raw.body && !c.req.raw.bodyUsed) {
     handled.add(c.req.raw);
     if (!(await discard(c.req.raw.body.getReader(), DRAIN_BYTES))) closeAfter(c);

@@ -57,13 +57,24 @@ function adapterError(err: unknown): Response {
  */
 export function serveApi(
   app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> },
-  opts: { port: number; hostname?: string },
+  opts: { port: number; hostname?: string; requestBodyTimeoutMs?: number },
 ): Server {
   const listener = getRequestListener(app.fetch, { errorHandler: adapterError });
-  // As `serve` of @hono/node-server does: the listener answers its own failures (handleResponseError).
-  const server = createServer({ ServerResponse: ApiResponse as typeof ServerResponse }, (req, res) => {
-    void listener(req, res);
-  });
+  // Headers that take longer than REQUEST_BODY_TIMEOUT_MS end with a 408 (Node's own timeout, answered below as
+  // problem+json); a body is timed by the app (src/api/body-arrival.ts), which answers 408 itself, so Node's
+  // whole-request timeout is only a backstop past both. Node looks for late connections every second.
+  const timeoutMs = opts.requestBodyTimeoutMs ?? 10_000;
+  const server = createServer(
+    {
+      ServerResponse: ApiResponse as typeof ServerResponse,
+      headersTimeout: timeoutMs,
+      requestTimeout: 2 * timeoutMs + 5_000,
+      connectionsCheckingInterval: Math.min(1_000, timeoutMs),
+    },
+    (req, res) => {
+      void listener(req, res);
+    },
+  );
   server.listen(opts.port, opts.hostname);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../api/context.js';
 import { DomainError, type FieldError, pointer, ValidationError } from '../errors.js';
 import { badString } from '../vocabulary/input.js';
+import { formBodyMax, readBodyBytes } from '../api/request-body.js';
 
 /**
  * The fields of a console form post (`application/x-www-form-urlencoded`, what an HTML form sends and the
@@ -13,26 +14,12 @@ export async function readForm(c: Context<AppEnv>): Promise<URLSearchParams> {
   const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded')
     throw new DomainError(`A console form is sent as application/x-www-form-urlencoded, not "${type || 'none'}"`, 415);
-  const max = c.get('deps').config.maxBodyBytes * 2 + 64 * 1024;
-  const stream = c.req.raw.body;
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (stream) {
-    const reader = stream.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > max) {
-        await reader.cancel().catch(() => undefined);
-        throw new DomainError(`The form is larger than ${max} bytes`, 413);
-      }
-      chunks.push(value);
-    }
-  }
+  const max = formBodyMax(c.get('deps').config.maxBodyBytes);
+  const bytes = await readBodyBytes(c, max);
+  if (bytes === undefined) throw new DomainError(`The form is larger than ${max} bytes`, 413);
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     throw new ValidationError('The form is not valid UTF-8');
   }

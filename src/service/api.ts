@@ -44,7 +44,7 @@ export async function startApi(
   });
   let server: ServerType | undefined;
   if (o.listen) {
-    const listening = serveApi(app, { port: config.port });
+    const listening = serveApi(app, { port: config.port, requestBodyTimeoutMs: config.requestBodyTimeoutMs });
     server = listening;
     o.stops.add('API server', () => closeServer(listening));
     // Listening before anyone is told so (a port taken since the check fails the start here).
@@ -80,7 +80,7 @@ export async function startProbeListener(
     pool: probePool,
     adminApiKeyHash: deps.config.adminApiKey ? hashApiKey(deps.config.adminApiKey) : undefined,
   });
-  const listening = serveApi(probes, { port: o.port });
+  const listening = serveApi(probes, { port: o.port, requestBodyTimeoutMs: deps.config.requestBodyTimeoutMs });
   o.stops.add('metrics listener', () => closeServer(listening));
   await listeningOn(listening);
   return listening;
