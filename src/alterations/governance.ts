@@ -102,27 +102,74 @@ export function pendingApproval(policy: ApprovalPolicy, by: PrincipalRef, matche
   };
 }
 
-/** What four eyes refuse (the contract's words). */
+/** What four eyes refuse (the API's words). */
 export const SELF_APPROVAL = 'A plan cannot be approved by the principal that submitted it';
+export const CREATURE_APPROVAL = 'A plan cannot be approved by a principal that the submitter created';
+export const CREATOR_APPROVAL = 'A plan cannot be approved by the principal that created its submitter';
+export const SELF_REJECTION =
+  'A plan cannot be rejected by the principal that submitted it: its submitter withdraws it by cancelling it';
+
+/** The id the operator's ADMIN_API_KEY has as a principal (src/auth/api-keys.ts `ADMIN_PRINCIPAL_ID`). */
+const OPERATOR_KEY_ID = 'admin-api-key';
 
 /**
- * Who stands behind a principal for four eyes: a user is themselves; an API key is whoever created it,
- * followed through keys that created keys (a user cannot approve their own plan with a key they made for
- * themselves, nor the other way round). A key nobody recorded as its creator (the bootstrap key, keys made
- * before this release) stands for itself; so does ADMIN_API_KEY, and so do the keys it creates, its own.
+ * A principal's creation line: itself, the key or user that created it, who created that one, and so on
+ * up (every key and user records its creator). The line ends below the operator's bootstrap key
+ * (ADMIN_API_KEY, or the key a first start generated): it is nobody's creature, and the keys and users it
+ * makes stand for themselves. A creator that no longer exists, or one recorded before creators were, ends it
+ * too. Each entry is `kind:id`. One statement, at most 32 steps.
  */
-export async function accountableFor(db: Queryable, p: PrincipalRef): Promise<string> {
-  let current = p;
-  for (let hops = 0; hops < 16 && current.kind === 'apiKey'; hops++) {
-    const { rows } = await db.query<{ created_by: { kind: PrincipalRef['kind']; id: string } | null }>(
-      'SELECT created_by FROM api_keys WHERE id = $1',
-      [current.id],
-    );
-    const creator = rows[0]?.created_by;
-    if (!creator) break;
-    current = { ...creator, name: '' };
+export async function creationLine(db: Queryable, p: Pick<PrincipalRef, 'kind' | 'id'>): Promise<string[]> {
+  const { rows } = await db.query<{ kind: string; id: string; bootstrap: boolean }>(
+    `WITH RECURSIVE line(kind, id, depth) AS (
+       SELECT $1::text, $2::text, 0
+       UNION ALL
+       SELECT c.created_by ->> 'kind', c.created_by ->> 'id', line.depth + 1
+         FROM line
+         JOIN LATERAL (SELECT k.created_by FROM api_keys k WHERE line.kind = 'apiKey' AND k.id = line.id
+                       UNION ALL
+                       SELECT u.created_by FROM users u WHERE line.kind = 'user' AND u.id = line.id) c ON true
+        WHERE line.depth < 32 AND c.created_by IS NOT NULL)
+     SELECT l.kind, l.id,
+            (l.kind = 'apiKey' AND (l.id = $3 OR EXISTS (SELECT 1 FROM api_keys b WHERE b.id = l.id AND b.is_bootstrap))) AS bootstrap
+       FROM line l ORDER BY l.depth`,
+    [p.kind, p.id, OPERATOR_KEY_ID],
+  );
+  const line: string[] = [];
+  for (const [i, r] of rows.entries()) {
+    // The operator's key ends its creatures' lines; it is in a line only as the principal itself.
+    if (r.bootstrap && i > 0) break;
+    line.push(`${r.kind}:${r.id}`);
   }
-  return `${current.kind}:${current.id}`;
+  return line;
+}
+
+/**
+ * Whom a creation line's principal stands for: a key stands for whoever made it (followed through keys that
+ * made keys), a user for itself. The first user of the line, or the last key when it holds none.
+ */
+const ownerOf = (line: readonly string[]): string => line.find((e) => e.startsWith('user:')) ?? line[line.length - 1]!;
+
+/**
+ * Four eyes: why `approver` may not decide a plan that `submitter` submitted, or undefined when it may. The
+ * two may not be the same principal, nor one person's (a key stands for whoever made it, so a user and the
+ * keys they made are one), nor stand on one creation line: a key or user the submitter created (directly,
+ * or through keys and users it created) may not approve, and neither may the principal that created the
+ * submitter. Principals made by one creator side by side are two principals: whoever may create users is
+ * trusted to create them for people, and every creation names its creator (`GET /identity/users`, `GET
+ * /identity/api-keys`).
+ */
+export async function fourEyesRefusal(
+  db: Queryable,
+  submitter: Pick<PrincipalRef, 'kind' | 'id'>,
+  approver: Pick<PrincipalRef, 'kind' | 'id'>,
+): Promise<string | undefined> {
+  const s = await creationLine(db, submitter);
+  const a = await creationLine(db, approver);
+  if (s[0] === a[0] || ownerOf(s) === ownerOf(a)) return SELF_APPROVAL;
+  if (a.includes(s[0]!)) return CREATURE_APPROVAL;
+  if (s.includes(a[0]!)) return CREATOR_APPROVAL;
+  return undefined;
 }
 
 interface GovernedRow {
@@ -155,18 +202,14 @@ export async function decidePlan(
   now = new Date(),
 ): Promise<PlanStatus> {
   const current = await governedRow(pool, tenantKey, planId);
-  if (current.status !== PLAN_STATUS.AwaitingApproval || !current.approval) {
-    throw new ConflictError(`Plan ${planId} is not awaiting approval`);
-  }
+  checkDecidable(planId, current, now);
   const submitter = current.approval.requestedBy ?? current.submitted_by;
-  if (submitter && (await accountableFor(pool, submitter)) === (await accountableFor(pool, by))) {
-    throw new ForbiddenError(SELF_APPROVAL);
-  }
+  const refusal = submitter ? await fourEyesRefusal(pool, submitter, by) : undefined;
+  if (refusal)
+    throw new ForbiddenError(decision === 'Rejected' && refusal === SELF_APPROVAL ? SELF_REJECTION : refusal);
   return withTransaction(pool, async (client) => {
     const row = await governedRow(client, tenantKey, planId, true);
-    if (row.status !== PLAN_STATUS.AwaitingApproval || !row.approval) {
-      throw new ConflictError(`Plan ${planId} is not awaiting approval`);
-    }
+    checkDecidable(planId, row, now);
     const approval: Approval = {
       ...row.approval,
       state: decision,
@@ -178,12 +221,30 @@ export async function decidePlan(
     await client.query(
       `UPDATE alteration_plans SET status = $2::smallint, approval = $3::jsonb, steering = steering + 1,
               completed_at = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN $4::timestamptz ELSE completed_at END,
-              job_total = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN 0 ELSE job_total END
+              job_total = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN coalesce(job_total, 0) ELSE job_total END,
+              cancelled_count = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN coalesce(job_total, 0) ELSE cancelled_count END
         WHERE id = $1`,
       [planId, status, JSON.stringify(approval), now],
     );
     return status;
   });
+}
+
+/**
+ * A plan may be decided while it awaits approval and its approval has not expired: after `expiresAt` it is
+ * a 409 whether or not the expiry timer has run yet (the timer may be late, or its worker down).
+ */
+function checkDecidable(
+  planId: string,
+  row: GovernedRow,
+  now: Date,
+): asserts row is GovernedRow & { approval: Approval } {
+  if (row.status !== PLAN_STATUS.AwaitingApproval || !row.approval) {
+    throw new ConflictError(`Plan ${planId} is not awaiting approval`);
+  }
+  if (Date.parse(row.approval.expiresAt) <= now.getTime()) {
+    throw new ConflictError(`Plan ${planId} has expired: its approval was due by ${row.approval.expiresAt}`);
+  }
 }
 
 /**
@@ -193,23 +254,14 @@ export async function decidePlan(
 export async function expireApproval(db: Queryable, planId: string, now = new Date()): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE alteration_plans
-        SET status = ${PLAN_STATUS.Cancelled}, completed_at = $2, job_total = 0, steering = steering + 1,
+        SET status = ${PLAN_STATUS.Cancelled}, completed_at = $2, job_total = coalesce(job_total, 0),
+            cancelled_count = coalesce(job_total, 0), steering = steering + 1,
             approval = approval || jsonb_build_object('state', 'Expired', 'decidedAt', to_jsonb($3::text))
       WHERE id = $1 AND status = ${PLAN_STATUS.AwaitingApproval}
         AND (approval ->> 'expiresAt')::timestamptz <= $2`,
     [planId, now, now.toISOString()],
   );
   return (rowCount ?? 0) > 0;
-}
-
-/** When a plan's approval expires (ms since the epoch), while it awaits approval; else null. */
-export async function approvalExpiry(db: Queryable, planId: string): Promise<number | null> {
-  const { rows } = await db.query<{ status: number; expires: string | null }>(
-    `SELECT status, approval ->> 'expiresAt' AS expires FROM alteration_plans WHERE id = $1`,
-    [planId],
-  );
-  const r = rows[0];
-  return r && r.status === PLAN_STATUS.AwaitingApproval && r.expires ? Date.parse(r.expires) : null;
 }
 
 /** What the plan workflow's schedule check answers: may batches start now, and when that changes. */

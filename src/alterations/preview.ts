@@ -123,3 +123,16 @@ export function previewStoredPlan(
         signal,
       );
 }
+
+/**
+ * A preview as a principal sees it: instance values (`before`, `after`) only to one that may read instances
+ * (`workflows/instances:view`); to others the same items, with the paths that change and no values, so that
+ * `alterations:view` never reads what the instances' own permission guards.
+ */
+export function previewShown<P extends { items: PreviewItem[] }>(preview: P, mayReadInstances: boolean): P {
+  if (mayReadInstances) return preview;
+  return {
+    ...preview,
+    items: preview.items.map((item) => ({ ...item, changes: item.changes.map((ch) => ({ path: ch.path })) })),
+  };
+}

@@ -156,8 +156,14 @@ export const PreviewItemSchema = z
     changes: z.array(
       z.object({
         path: z.string().openapi({ description: 'A JSON pointer into the instance, e.g. /variables/amount' }),
-        before: z.unknown(),
-        after: z.unknown(),
+        before: z.unknown().optional().openapi({
+          description:
+            'The value before; left out for a principal that may not read instances (workflows/instances:view)',
+        }),
+        after: z.unknown().optional().openapi({
+          description:
+            'The value after; left out for a principal that may not read instances (workflows/instances:view)',
+        }),
       }),
     ),
   })

@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import { ADMIN_PRINCIPAL_ID, findApiKeyPrincipal, matchesAdminKey } from '../auth/api-keys.js';
 import { grantsSatisfy, type PermissionModel, type PermissionSpec, requiredPermission } from '../auth/permissions.js';
 import type { Identity, Principal } from '../auth/principal.js';
+import { INSTANCES_VIEW } from '../auth/route-permissions.js';
 import { principalFromAccessToken } from '../auth/tokens.js';
 import { ForbiddenError, TooManyAttemptsError, UnauthorizedError } from '../errors.js';
 import { addressKey, ADDRESS_RULE, countAttempt } from '../auth/throttle.js';
@@ -139,4 +140,12 @@ function missingPermission(
 ): string | undefined {
   const required = requiredPermission(spec, model);
   return required && !grantsSatisfy(model, principal.permissions, required) ? required : undefined;
+}
+
+/**
+ * May the caller read instances (`workflows/instances:view`)? Where another permission shows instance values
+ * (a preview's before and after), they are shown only if so (src/alterations/preview.ts `previewShown`).
+ */
+export function mayReadInstances(c: Context<AppEnv>): boolean {
+  return mayDo(c.get('deps').config.permissionModel, c.get('principal'), INSTANCES_VIEW);
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { Principal } from './principal.js';
+import { CREATOR_SQL, type CreatorView } from './users.js';
 import { tenantOut } from './principal.js';
 import { isUniqueViolation } from '../db/errors.js';
 
@@ -34,6 +35,7 @@ export interface ApiKeyView {
   createdAt: string;
   lastUsedAt: string | null;
   expiresAt: string | null;
+  createdBy: CreatorView | null;
 }
 
 /** Stores a new key's hash; the key itself is returned once and never stored. */
@@ -45,7 +47,7 @@ export async function createApiKey(
     tenantKey: string;
     isBootstrap?: boolean;
     expiresAt?: Date | null;
-    /** Who made it: four eyes count a key as its creator's (src/alterations/governance.ts `accountableFor`). */
+    /** Who made it: four eyes refuse it the plans of its creator's line (src/alterations/governance.ts `fourEyesRefusal`). */
     createdBy?: { kind: 'user' | 'apiKey'; id: string } | undefined;
   },
 ): Promise<CreatedApiKey> {
@@ -87,8 +89,10 @@ export async function listApiKeys(
     created_at: Date;
     last_used_at: Date | null;
     expires_at: Date | null;
+    created_by: CreatorView | null;
   }>(
-    'SELECT id, name, permissions, tenant_id, created_at, last_used_at, expires_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id',
+    `SELECT k.id, k.name, k.permissions, k.tenant_id, k.created_at, k.last_used_at, k.expires_at, ${CREATOR_SQL('k')} AS created_by
+       FROM api_keys k WHERE k.tenant_id = $1 ORDER BY k.created_at, k.id`,
     [tenantKey],
   );
   const items = rows.map((r) => ({
@@ -99,6 +103,7 @@ export async function listApiKeys(
     createdAt: r.created_at.toISOString(),
     lastUsedAt: r.last_used_at?.toISOString() ?? null,
     expiresAt: r.expires_at?.toISOString() ?? null,
+    createdBy: r.created_by,
   }));
   return { items, totalCount: items.length };
 }

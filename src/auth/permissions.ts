@@ -72,6 +72,7 @@ export const STRUCTURED_PERMISSIONS = [
   'identity/roles:create',
   'identity/users:create',
   'identity/users:delete',
+  'identity/users:view',
   'service/metrics:view',
   'user-tasks:supervise',
   'workflows/definitions:create',

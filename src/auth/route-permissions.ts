@@ -41,3 +41,9 @@ export const ALTERATIONS_POLICY_UPDATE = {
   structured: 'alterations/policy:update',
   legacy: '*',
 } as const satisfies PermissionSpec;
+
+/** Listing a tenant's users with who created each (section 10's four eyes count creators). Legacy: `*`. */
+export const USERS_VIEW = {
+  structured: 'identity/users:view',
+  legacy: '*',
+} as const satisfies PermissionSpec;

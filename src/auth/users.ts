@@ -35,6 +35,68 @@ export interface UserView {
   tenantId: string | null;
 }
 
+/** Who created a key or user, as the identity lists show it (`name` null when that principal is gone). */
+export interface CreatorView {
+  kind: 'user' | 'apiKey';
+  id: string;
+  name: string | null;
+}
+
+/** A stored user as listed: never its password hash. */
+export interface StoredUserView extends UserView {
+  createdAt: string;
+  createdBy: CreatorView | null;
+}
+
+/** The key or user that creates a principal, as recorded on it (`created_by`). */
+export interface CreatorRef {
+  kind: 'user' | 'apiKey';
+  id: string;
+}
+
+/**
+ * SQL of the creator of a row aliased `t` (a user or a key) with its name: the user or key it names, the
+ * operator's ADMIN_API_KEY by its own name; null when none is recorded.
+ */
+export const CREATOR_SQL = (t: string) => `CASE WHEN ${t}.created_by IS NULL THEN NULL ELSE jsonb_build_object(
+    'kind', ${t}.created_by ->> 'kind', 'id', ${t}.created_by ->> 'id',
+    'name', CASE WHEN ${t}.created_by ->> 'kind' = 'user'
+                 THEN (SELECT cu.name FROM users cu WHERE cu.id = ${t}.created_by ->> 'id')
+                 WHEN ${t}.created_by ->> 'id' = 'admin-api-key' THEN 'ADMIN_API_KEY'
+                 ELSE (SELECT ck.name FROM api_keys ck WHERE ck.id = ${t}.created_by ->> 'id') END) END`;
+
+/** The tenant's users with their roles, grants and creators, oldest first; never a password hash. */
+export async function listUsers(
+  db: Queryable,
+  tenantKey: string,
+): Promise<{ items: StoredUserView[]; totalCount: number }> {
+  const { rows } = await db.query<{
+    id: string;
+    name: string;
+    tenant_id: string;
+    roles: string[];
+    permissions: string[];
+    created_at: Date;
+    created_by: CreatorView | null;
+  }>(
+    `SELECT u.id, u.name, u.tenant_id, u.permissions, u.created_at,
+            ARRAY(SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id WHERE ur.user_id = u.id ORDER BY r.name) AS roles,
+            ${CREATOR_SQL('u')} AS created_by
+       FROM users u WHERE u.tenant_id = $1 ORDER BY u.created_at, u.id`,
+    [tenantKey],
+  );
+  const items = rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    roles: r.roles,
+    permissions: r.permissions,
+    tenantId: tenantOut(r.tenant_id),
+    createdAt: r.created_at.toISOString(),
+    createdBy: r.created_by,
+  }));
+  return { items, totalCount: items.length };
+}
+
 export interface RoleView {
   id: string;
   name: string;
@@ -90,7 +152,14 @@ export function userNameProblem(name: string): string | undefined {
 export async function createUser(
   pool: pg.Pool,
   tenantKey: string,
-  input: { name: string; password: string; roles?: string[] | undefined; permissions?: string[] | undefined },
+  input: {
+    name: string;
+    password: string;
+    roles?: string[] | undefined;
+    permissions?: string[] | undefined;
+    /** Who makes it: four eyes refuse it the plans of its creator's line (src/alterations/governance.ts). */
+    createdBy?: CreatorRef | undefined;
+  },
 ): Promise<UserView> {
   const roles = [...new Set(input.roles ?? [])];
   const problem = userNameProblem(input.name);
@@ -115,8 +184,15 @@ export async function createUser(
     const id = newId();
     try {
       await client.query(
-        'INSERT INTO users (id, tenant_id, name, password_hash, permissions) VALUES ($1, $2, $3, $4, $5::text[])',
-        [id, tenantKey, input.name, passwordHash, input.permissions ?? []],
+        'INSERT INTO users (id, tenant_id, name, password_hash, permissions, created_by) VALUES ($1, $2, $3, $4, $5::text[], $6::jsonb)',
+        [
+          id,
+          tenantKey,
+          input.name,
+          passwordHash,
+          input.permissions ?? [],
+          input.createdBy ? JSON.stringify(input.createdBy) : null,
+        ],
       );
     } catch (err) {
       if (isUniqueViolation(err)) throw new ConflictError(`A user named "${input.name}" already exists`);

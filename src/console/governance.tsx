@@ -1,5 +1,5 @@
 import type { Approval, PrincipalRef } from '../alterations/governance.js';
-import { accountableFor, principalRef } from '../alterations/governance.js';
+import { fourEyesRefusal, principalRef } from '../alterations/governance.js';
 import type { Schedule } from '../alterations/schedule.js';
 import type { PreviewItem } from '../alterations/views.js';
 import type { Principal } from '../auth/principal.js';
@@ -92,19 +92,20 @@ export function ScheduleFacts(props: { schedule: Schedule | null }) {
 }
 
 /**
- * Whether the signed-in user stands behind the principal that asked for the approval (the same user, or
- * a key they made): four eyes refuse them the decision. Only to say so before they try; the API decides.
+ * Why four eyes refuse the signed-in user the decision (they submitted the plan, or stand on its submitter's
+ * creation line: a key or user one made for the other), or null when they may decide. Only to say so before
+ * they try; the API decides.
  */
-export async function isSubmitter(db: Queryable, principal: Principal, approval: Approval): Promise<boolean> {
-  return (await accountableFor(db, approval.requestedBy)) === (await accountableFor(db, principalRef(principal)));
+export async function fourEyesNote(db: Queryable, principal: Principal, approval: Approval): Promise<string | null> {
+  return (await fourEyesRefusal(db, approval.requestedBy, principalRef(principal))) ?? null;
 }
 
-/** What the submitter reads where the decision would be. */
-export function SubmitterNote() {
+/** What a principal that four eyes refuse reads where the decision would be. */
+export function SubmitterNote(props: { refusal: string }) {
   return (
     <p class="muted">
-      You submitted this plan, and a plan cannot be approved by the principal that submitted it: another user with the
-      permission to approve must approve or reject it. You may withdraw it with Cancel plan.
+      {props.refusal}: another user with the permission to approve must approve or reject it. Its submitter may withdraw
+      it with Cancel plan.
     </p>
   );
 }
@@ -146,6 +147,9 @@ export function DecisionForm(props: { planId: string; status: number; slot: stri
  * Approvals): each instance's outcome, its log and every change, before and after. `id` names the section
  * (its heading's id is `{id}-heading`) so that a page can hold several.
  */
+/** Where a preview leaves the values out (the viewer may not read instances). */
+const VALUES_HIDDEN = 'Values are shown to those who may read instances (workflows/instances:view)';
+
 export function PreviewResult(props: {
   preview: { matchedCount: number; items: PreviewItem[] };
   id?: string;
@@ -196,12 +200,20 @@ export function PreviewResult(props: {
                       <th scope="row">
                         <code>{ch.path}</code>
                       </th>
-                      <td>
-                        <code>{jsonText(ch.before)}</code>
-                      </td>
-                      <td>
-                        <code>{jsonText(ch.after)}</code>
-                      </td>
+                      {'before' in ch ? (
+                        <>
+                          <td>
+                            <code>{jsonText(ch.before)}</code>
+                          </td>
+                          <td>
+                            <code>{jsonText(ch.after)}</code>
+                          </td>
+                        </>
+                      ) : (
+                        <td colspan={2} class="muted">
+                          {VALUES_HIDDEN}
+                        </td>
+                      )}
                     </tr>
                   ))}
                 </tbody>

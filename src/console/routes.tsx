@@ -60,6 +60,9 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.header(k, v);
     await next();
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+    // An answer that sets or clears the session cookie (sign-in, sign-out, an ended session) is never stored
+    // by a cache: the cookie carries the session's refresh token.
+    if (c.res.headers.has('set-cookie')) c.res.headers.set('cache-control', 'no-store');
   });
 
   app.get('/assets/:file', (c) => {

@@ -222,6 +222,7 @@ describe('API keys', () => {
     const item = list.body.items.find((k: { id: string }) => k.id === created.body.id);
     expect(Object.keys(item).sort()).toEqual([
       'createdAt',
+      'createdBy',
       'expiresAt',
       'id',
       'lastUsedAt',

@@ -112,6 +112,7 @@ const ROUTES: { method: string; path: string; structured: string; legacy: string
   { method: 'POST', path: '/identity/api-keys', structured: 'identity/api-keys:create', legacy: '*' },
   { method: 'DELETE', path: '/identity/users/u1', structured: 'identity/users:delete', legacy: '*' },
   { method: 'GET', path: '/identity/api-keys', structured: 'identity/api-keys:view', legacy: '*' },
+  { method: 'GET', path: '/identity/users', structured: 'identity/users:view', legacy: '*' },
   { method: 'DELETE', path: '/identity/api-keys/k1', structured: 'identity/api-keys:delete', legacy: '*' },
   { method: 'GET', path: '/identity/permissions', structured: 'signed-in', legacy: 'signed-in' },
   { method: 'POST', path: '/identity/secrets/hash', structured: 'identity/users:create', legacy: '*' },

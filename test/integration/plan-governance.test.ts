@@ -34,6 +34,11 @@ interface Principals {
   robot: { id: string; key: string };
   /** alterations:execute and :view, not :approve. */
   executor: string;
+  /**
+   * Made by the harness (no maker), with alterations:approve: it decides the harness admin key's plans (bob cannot:
+   * the admin key made him, and four eyes refuse a principal its submitter created).
+   */
+  approver: string;
 }
 let p: Principals;
 
@@ -226,6 +231,7 @@ beforeAll(async () => {
     aliceKey,
     robot: { id: robotId, key: robotKey },
     executor: await h.keyWith(['alterations:execute', 'alterations:view']),
+    approver: await h.keyWith(['alterations:approve', 'alterations:view', 'workflows/instances:view']),
   };
 }, 120_000);
 
@@ -361,8 +367,8 @@ describe('a plan that asks for approval', () => {
       return undefined;
     }, 'the plan found by AlterationPlanStatus = "AwaitingApproval"');
 
-    // The approver reads what it would do now.
-    const preview = await h.request('GET', `/alterations/${planId}/preview`, asKey(p.executor));
+    // The approver reads what it would do now; values only to a principal that may read instances.
+    const preview = await h.request('GET', `/alterations/${planId}/preview`, asKey(p.approver));
     expect(preview.status).toBe(200);
     expect(preview.body.matchedCount).toBe(3);
     expect(preview.body.items.map((i: { workflowInstanceId: string }) => i.workflowInstanceId).sort()).toEqual(
@@ -372,6 +378,8 @@ describe('a plan that asks for approval', () => {
       expect(item.isSuccessful).toBe(true);
       expect(item.changes).toContainEqual({ path: '/variables/amount', before: 0, after: 7 });
     }
+    const withoutValues = await h.request('GET', `/alterations/${planId}/preview`, asKey(p.executor));
+    for (const item of withoutValues.body.items) expect(item.changes).toEqual([{ path: '/variables/amount' }]);
     expect((await h.request('GET', `/alterations/${planId}/preview?limit=1`)).body.items).toHaveLength(1);
     for (const limit of ['0', '101', 'x'])
       expect((await h.request('GET', `/alterations/${planId}/preview?limit=${limit}`)).status, limit).toBe(400);
@@ -529,7 +537,7 @@ describe('the policy decides', () => {
       });
       expect(refused.status).toBe(400);
       expect(refused.body.errors.map((e: { path: string }) => e.path)).toContain('/approval/required');
-      for (const planId of [plain, optOut]) expect((await reject(planId, bearer(p.bob.token))).status).toBe(202);
+      for (const planId of [plain, optOut]) expect((await reject(planId, asKey(p.approver))).status).toBe(202);
     } finally {
       await h.request('PUT', '/alterations/policy', { body: NEVER });
     }
@@ -562,7 +570,7 @@ describe('the policy decides', () => {
       expect((await view(asked)).plan.approval).toMatchObject({ state: 'Pending', matchedCount: 3 });
 
       // The approved plan runs the instances it matches when it runs.
-      expect((await approve(overId, bearer(p.bob.token))).status).toBe(202);
+      expect((await approve(overId, asKey(p.approver))).status).toBe(202);
       await untilPlan(overId, (pl) => pl.status === 4, 'to complete');
       expect(await amounts(over.ids)).toEqual([4, 4, 4, 4]);
       expect((await h.request('POST', `/alterations/${asked}/cancel`)).status).toBe(202);
@@ -665,7 +673,7 @@ describe('a revert under the policy', () => {
       expect(byId.get(kept)).toMatchObject({ isSuccessful: true });
       // Four eyes: not by the principal that asked for it; by a second one, and then it restores what it said.
       expect((await approve(revertId, {})).status).toBe(403);
-      expect((await approve(revertId, bearer(p.bob.token))).status).toBe(202);
+      expect((await approve(revertId, asKey(p.approver))).status).toBe(202);
       await untilPlan(revertId, (pl) => pl.status === 4, 'to complete');
       expect(await amounts([changed!, kept!])).toEqual([5, 0]);
     } finally {
@@ -695,7 +703,7 @@ describe('a revert rejected or withdrawn while held', () => {
       const r1 = first.body.planId as string;
       await workflowStatus(r1, 'AwaitingApproval');
       expect(await revertedBy()).toBe(r1);
-      expect((await reject(r1, bearer(p.bob.token), { comment: 'not this one' })).status).toBe(202);
+      expect((await reject(r1, asKey(p.approver), { comment: 'not this one' })).status).toBe(202);
       expect((await view(r1)).plan.approval.state).toBe('Rejected');
       expect(await revertedBy()).toBeNull();
       // The same id again is still that revert; another revert is a new plan, held in turn.
@@ -718,7 +726,7 @@ describe('a revert rejected or withdrawn while held', () => {
       expect(last.status, JSON.stringify(last.body)).toBe(202);
       const r3 = last.body.planId as string;
       await workflowStatus(r3, 'AwaitingApproval');
-      expect((await approve(r3, bearer(p.bob.token))).status).toBe(202);
+      expect((await approve(r3, asKey(p.approver))).status).toBe(202);
       await untilPlan(r3, (pl) => pl.status === 4, 'to complete');
       expect(await amounts(ids)).toEqual([0, 0]);
       expect(await revertedBy()).toBe(r3);
@@ -898,7 +906,7 @@ describe('Migrate with activity mappings', () => {
     expect(stored.body.items.map((i: { changes: unknown }) => i.changes)).toEqual(
       preview.body.items.map((i: { changes: unknown }) => i.changes),
     );
-    expect((await approve(planId, bearer(p.bob.token))).status).toBe(202);
+    expect((await approve(planId, asKey(p.approver))).status).toBe(202);
     const plan = await untilPlan(planId, (pl) => pl.status === 4, 'to complete');
     expect(plan.jobCounts).toMatchObject({ total: 2, completed: 2, failed: 0 });
 

@@ -1,7 +1,8 @@
+import { mayReadInstances } from '../authorize.js';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { stream } from 'hono/streaming';
 import { countInstances, instanceIdPages } from '../../alterations/filter.js';
-import { previewPlan } from '../../alterations/preview.js';
+import { previewPlan, previewShown } from '../../alterations/preview.js';
 import {
   AlterationSchema,
   FilterSchema,
@@ -50,7 +51,12 @@ const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows', 'policy
 export const PlanId = z
   .string()
   .regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"')
-  .refine((id) => !ROUTE_WORDS.includes(id), `A plan id may not be ${ROUTE_WORDS.join(', ')} (routes of their own)`);
+  .refine((id) => !ROUTE_WORDS.includes(id), `A plan id may not be ${ROUTE_WORDS.join(', ')} (routes of their own)`)
+  // A path segment of "." or ".." is resolved away by every client and by the router: no route could reach it.
+  .refine(
+    (id) => id !== '.' && id !== '..',
+    'A plan id may not be "." or ".." (a path segment that cannot be addressed)',
+  );
 
 /** The body of `POST /alterations/submit`; the console's New plan validates with it too. */
 export const SubmitSchema = z
@@ -404,7 +410,10 @@ export function alterationRoutes() {
 
   app.openapi(preview, async (c) => {
     const { pool, definitions } = c.get('deps');
-    const preview = await previewPlan({ pool, definitions }, callerTenant(c), c.req.valid('json'), c.req.raw.signal);
+    const preview = previewShown(
+      await previewPlan({ pool, definitions }, callerTenant(c), c.req.valid('json'), c.req.raw.signal),
+      mayReadInstances(c),
+    );
     // Each item's changes may carry thousands of bookmarks before and after: written in time slices.
     return c.body(await jsonInSlices(preview, 'items', preview.items), 200, {
       'content-type': 'application/json',

@@ -1,7 +1,8 @@
+import { mayReadInstances } from '../authorize.js';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { getPolicy, principalRef, putPolicy } from '../../alterations/governance.js';
 import { getPlanView } from '../../alterations/plans.js';
-import { previewStoredPlan } from '../../alterations/preview.js';
+import { previewShown, previewStoredPlan } from '../../alterations/preview.js';
 import { PreviewItemSchema } from '../../alterations/views.js';
 import { ALTERATIONS_APPROVE, ALTERATIONS_POLICY_UPDATE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
@@ -121,7 +122,10 @@ export function governanceRoutes() {
     const plan = await getPlanView(pool, tenant, c.req.valid('param').planId);
     const { limit } = c.req.valid('query');
     // A revert has no alterations of its own: what it would restore, from its plan's before-images.
-    const preview = await previewStoredPlan({ pool, definitions }, tenant, plan, limit, c.req.raw.signal);
+    const preview = previewShown(
+      await previewStoredPlan({ pool, definitions }, tenant, plan, limit, c.req.raw.signal),
+      mayReadInstances(c),
+    );
     return c.body(await jsonInSlices(preview, 'items', preview.items), 200, {
       'content-type': 'application/json',
     }) as never;

@@ -9,8 +9,10 @@ import {
   roleGrants,
 } from '../../auth/delegation.js';
 import { LEGACY_EQUIVALENTS, LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
+import type { Principal } from '../../auth/principal.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
-import { createRole, createUser, deleteUser, hashSecret, userGrants } from '../../auth/users.js';
+import { USERS_VIEW } from '../../auth/route-permissions.js';
+import { createRole, createUser, deleteUser, hashSecret, listUsers, userGrants } from '../../auth/users.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { type AppEnv, callerTenant, clientAddress } from '../context.js';
 import { Timestamp } from '../../vocabulary/input.js';
@@ -70,6 +72,19 @@ const createKey = secureRoute(
   },
 );
 
+/** Who created a key or user (four eyes follow it: section 10). */
+const CreatorSchema = z
+  .object({
+    kind: z.enum(['user', 'apiKey']),
+    id: z.string(),
+    name: z.string().nullable().openapi({ description: 'null when that key or user no longer exists' }),
+  })
+  .nullable()
+  .openapi('Creator', {
+    description:
+      'The key or user that created it; null for the bootstrap principals and those made before creators were recorded',
+  });
+
 const ApiKeySchema = z
   .object({
     id: z.string(),
@@ -79,8 +94,40 @@ const ApiKeySchema = z
     createdAt: z.string(),
     lastUsedAt: z.string().nullable(),
     expiresAt: z.string().nullable(),
+    createdBy: CreatorSchema,
   })
   .openapi('ApiKey');
+
+const UserSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    roles: z.array(z.string()),
+    permissions: z.array(z.string()),
+    tenantId: z.string().nullable(),
+    createdAt: z.string(),
+    createdBy: CreatorSchema,
+  })
+  .openapi('User');
+
+const listUsersRoute = secureRoute(USERS_VIEW, {
+  method: 'get',
+  path: '/identity/users',
+  tags: ['Identity'],
+  summary: "The caller's tenant's users and who created each (never a password); the operator may name another tenant",
+  request: {
+    query: z.strictObject({
+      tenantId: z.string().max(200).optional().openapi({
+        description:
+          "List this tenant's users (empty: the default tenant). Another tenant than the caller's is for the operator only (403)",
+      }),
+    }),
+  },
+  responses: {
+    200: jsonContent(z.object({ items: z.array(UserSchema), totalCount: z.number().int() }), 'The users'),
+    ...problems(400, 401, 403),
+  },
+});
 
 const listKeys = secureRoute(
   { structured: 'identity/api-keys:view', legacy: '*' },
@@ -270,6 +317,12 @@ const hashRoute = secureRoute(
   },
 );
 
+/** How a new key or user records the principal that made it (four eyes follow it). */
+const creatorOf = (caller: Principal) => ({
+  kind: caller.kind === 'user' ? ('user' as const) : ('apiKey' as const),
+  id: caller.id,
+});
+
 export function identityRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(createKey, async (c) => {
@@ -290,11 +343,15 @@ export function identityRoutes() {
       permissions: body.permissions,
       tenantKey: tenant,
       expiresAt,
-      createdBy: { kind: caller.kind === 'user' ? 'user' : 'apiKey', id: caller.id },
+      createdBy: creatorOf(caller),
     });
     c.get('logger').info({ apiKeyId: created.id, tenant }, 'api key created');
     c.header('cache-control', 'no-store');
     return c.json(created, 201);
+  });
+  app.openapi(listUsersRoute, async (c) => {
+    const tenant = namedTenant(c.get('principal'), c.req.valid('query').tenantId, 'listing the users of');
+    return c.json(await listUsers(c.get('deps').pool, tenant), 200);
   });
   app.openapi(listKeys, async (c) => {
     const tenant = namedTenant(c.get('principal'), c.req.valid('query').tenantId, 'listing the keys of');
@@ -350,7 +407,7 @@ export function identityRoutes() {
       [...(body.permissions ?? []), ...(await roleGrants(pool, tenant, body.roles ?? []))],
       config.permissionModel,
     );
-    const user = await createUser(pool, tenant, body);
+    const user = await createUser(pool, tenant, { ...body, createdBy: creatorOf(caller) });
     c.get('logger').info({ userId: user.id, tenant }, 'user created');
     return c.json(user, 201);
   });

@@ -1,8 +1,9 @@
+import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import { PLAN_STATUS } from '../../alterations/model.js';
 import { getPlanView, listPlans } from '../../alterations/plans.js';
-import { previewStoredPlan } from '../../alterations/preview.js';
+import { previewShown, previewStoredPlan } from '../../alterations/preview.js';
 import type { PlanView, PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { openCursor, sealCursor } from '../../api/cursor.js';
@@ -17,7 +18,7 @@ import { planStatusLabel } from '../format.js';
 import {
   ApprovalFacts,
   DecisionForm,
-  isSubmitter,
+  fourEyesNote,
   PreviewResult,
   ScheduleFacts,
   SubmitterNote,
@@ -41,7 +42,8 @@ export const DECISION_NOTICES = {
 interface Entry {
   plan: PlanView;
   preview: { matchedCount: number; items: PreviewItem[] };
-  submitter: boolean;
+  /** Why four eyes refuse the signed-in user the decision (null: they may decide). */
+  submitter: string | null;
 }
 
 function ApprovalEntry(props: { entry: Entry; index: number; mayDecide: boolean; approvePermission: string }) {
@@ -73,7 +75,7 @@ function ApprovalEntry(props: { entry: Entry; index: number; mayDecide: boolean;
         <NotAllowed what="approve or reject plans" permission={props.approvePermission} />
       ) : (
         <>
-          {props.entry.submitter ? <SubmitterNote /> : null}
+          {props.entry.submitter ? <SubmitterNote refusal={props.entry.submitter} /> : null}
           <DecisionForm planId={plan.id} status={plan.status} slot={slot} back="approvals" />
         </>
       )}
@@ -116,8 +118,11 @@ export function approvalsRoutes(shell: ShellOf) {
     const entries: Entry[] = [];
     for (const summary of page.items) {
       const plan = await getPlanView(pool, tenant, summary.id);
-      const preview = await previewStoredPlan({ pool, definitions }, tenant, plan, PREVIEW_LIMIT, c.req.raw.signal);
-      const submitter = plan.approval ? await isSubmitter(pool, c.get('principal'), plan.approval) : false;
+      const preview = previewShown(
+        await previewStoredPlan({ pool, definitions }, tenant, plan, PREVIEW_LIMIT, c.req.raw.signal),
+        mayReadInstances(c),
+      );
+      const submitter = plan.approval ? await fourEyesNote(pool, c.get('principal'), plan.approval) : null;
       entries.push({ plan, preview, submitter });
     }
     const next = sealCursor(tokens.key, page.nextCursor);

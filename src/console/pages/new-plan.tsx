@@ -1,10 +1,11 @@
+import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { z } from '@hono/zod-openapi';
 import { countInstances } from '../../alterations/filter.js';
 import { type ApprovalPolicy, getPolicy } from '../../alterations/governance.js';
 import { FilterSchema } from '../../alterations/model.js';
-import { previewPlan } from '../../alterations/preview.js';
+import { previewPlan, previewShown } from '../../alterations/preview.js';
 import type { PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { submitPlanCommand } from '../../api/plan-commands.js';
@@ -861,7 +862,10 @@ export function newPlanRoutes(shell: ShellOf) {
         if (!checked.ok) fail(checked.errors);
         else {
           const { pool, definitions } = c.get('deps');
-          outcome.preview = await previewPlan({ pool, definitions }, callerTenant(c), checked.data, c.req.raw.signal);
+          outcome.preview = previewShown(
+            await previewPlan({ pool, definitions }, callerTenant(c), checked.data, c.req.raw.signal),
+            mayReadInstances(c),
+          );
           outcome.focus = 'preview-result';
         }
       } else if (action === 'submit') {

@@ -1,8 +1,9 @@
+import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import { isFinished, JOB_STATUS, type JobStatus, PLAN_STATUS, RolloutPatchSchema } from '../../alterations/model.js';
 import { getPlanView, listJobs } from '../../alterations/plans.js';
-import { previewStoredPlan } from '../../alterations/preview.js';
+import { previewShown, previewStoredPlan } from '../../alterations/preview.js';
 import { revertingPlanId } from '../../alterations/reverts.js';
 import type { JobView, PlanView, PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
@@ -32,7 +33,7 @@ import {
 import {
   ApprovalFacts,
   DecisionForm,
-  isSubmitter,
+  fourEyesNote,
   PreviewResult,
   ScheduleFacts,
   SubmitterNote,
@@ -289,7 +290,8 @@ function Jobs(props: {
 interface ApprovalView {
   mayDecide: boolean;
   approvePermission: string;
-  submitter: boolean;
+  /** Why four eyes refuse the signed-in user the decision (null: they may decide). */
+  submitter: string | null;
   /** What the plan would do now (only while it awaits approval). */
   preview: { matchedCount: number; items: PreviewItem[] } | undefined;
 }
@@ -311,7 +313,7 @@ function ApprovalSection(props: { plan: PlanView; view: ApprovalView }) {
         <NotAllowed what="approve or reject plans" permission={view.approvePermission} />
       ) : (
         <>
-          {view.submitter ? <SubmitterNote /> : null}
+          {view.submitter ? <SubmitterNote refusal={view.submitter} /> : null}
           <DecisionForm planId={plan.id} status={plan.status} slot="plan" back="plan" />
         </>
       )}
@@ -547,9 +549,18 @@ export function planRoutes(shell: ShellOf) {
     const approval: ApprovalView = {
       mayDecide: may(c, ALTERATIONS_APPROVE),
       approvePermission: permissionName(c, ALTERATIONS_APPROVE),
-      submitter: waiting && plan.approval ? await isSubmitter(pool, c.get('principal'), plan.approval) : false,
+      submitter: waiting && plan.approval ? await fourEyesNote(pool, c.get('principal'), plan.approval) : null,
       preview: waiting
-        ? await previewStoredPlan({ pool, definitions: c.get('deps').definitions }, tenant, plan, 10, c.req.raw.signal)
+        ? previewShown(
+            await previewStoredPlan(
+              { pool, definitions: c.get('deps').definitions },
+              tenant,
+              plan,
+              10,
+              c.req.raw.signal,
+            ),
+            mayReadInstances(c),
+          )
         : undefined,
     };
     const asked = c.req.query('notice') ?? '';
