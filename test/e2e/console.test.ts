@@ -259,6 +259,8 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     const plain = await signIn({ origin: `http://${host}` });
     expect(plain.status).toBe(303);
     expect(plain.headers.get('set-cookie')).toMatch(/^wfa_console=[^;]+; Path=\/console; HttpOnly; SameSite=Strict$/);
+    // The answer carries the session's refresh token in its cookie: no cache keeps it.
+    expect(plain.headers.get('cache-control')).toBe('no-store');
     const https = await signIn({ origin: `https://${host}`, 'x-forwarded-proto': 'https' });
     expect(https.status).toBe(303);
     expect(https.headers.get('set-cookie')).toMatch(/; Secure/);

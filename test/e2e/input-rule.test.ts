@@ -99,6 +99,25 @@ describe('strings: no NUL, well-formed Unicode', () => {
   });
 });
 
+describe('plan ids', () => {
+  it('refuse "." and "..", which no path can address, naming the field', async () => {
+    for (const id of ['.', '..']) {
+      const r = await h.request('POST', '/alterations/submit', {
+        body: { id, alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: ['x'] } },
+      });
+      expect(r.status, id).toBe(400);
+      expect(r.body.errors.map((e: { path: string }) => e.path)).toContain('/id');
+    }
+    expect(
+      (
+        await h.request('POST', '/alterations/submit', {
+          body: { id: '..x', alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: ['x'] } },
+        })
+      ).status,
+    ).toBe(202);
+  });
+});
+
 describe('property names', () => {
   it('refuse __proto__ wherever it appears, naming it, instead of dropping it silently', async () => {
     await expect400('POST', '/workflow-instances', '/variables/__proto__', undefined, {

@@ -975,6 +975,110 @@ describe('Migrate with activity mappings', () => {
   }, 60_000);
 });
 
+describe('Migrate with activity mappings onto waits of their own', () => {
+  const defId = `mig2-${run}`;
+  /** v1 waits in "a" (event e-a) and "x" (e-x1) at once; v2 has "x" waiting on e-x2 and "z" on e-z. */
+  const v1 = flowchart(
+    defId,
+    [writeLine('start', 'started'), event('a', 'e-a'), event('x', 'e-x1')],
+    [connect('start', 'a'), connect('start', 'x')],
+  );
+  const v2 = flowchart(
+    defId,
+    [writeLine('start', 'started'), event('x', 'e-x2'), event('z', 'e-z')],
+    [connect('start', 'x'), connect('start', 'z')],
+  );
+  let ids: string[];
+  const instance = async (id: string) => (await h.request('GET', `/workflow-instances/${id}`)).body;
+  const trigger = async (eventName: string, id: string) =>
+    (await h.request('POST', `/events/${eventName}/trigger`, { body: { workflowInstanceId: id } })).body
+      .resumedWorkflowInstanceIds as string[];
+
+  beforeAll(async () => {
+    expect((await h.request('POST', '/workflow-definitions', { body: v1 })).status).toBe(201);
+    ids = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await h.request('POST', '/workflow-instances', { body: { definitionId: defId, version: 1 } });
+      ids.push(r.body.workflowInstanceId);
+    }
+    for (const id of ids)
+      await eventually(
+        async () => ((await instance(id)).bookmarks?.length === 2 ? true : undefined),
+        `${id} waits in a and x`,
+      );
+    expect((await h.request('POST', '/workflow-definitions', { body: v2 })).status).toBe(201);
+  }, 60_000);
+
+  it('refuses two sources mapped to one target with a 400 naming both', async () => {
+    const r = await h.request('POST', '/alterations/submit', {
+      body: {
+        alterations: [
+          {
+            type: 'Migrate',
+            targetVersion: 2,
+            activityMappings: [
+              { source: 'a', target: 'z' },
+              { source: 'x', target: 'z' },
+            ],
+          },
+        ],
+        filter: { workflowInstanceIds: ids },
+      },
+    });
+    expect(r.status).toBe(400);
+    const error = r.body.errors.find((e: { path: string }) => e.path === '/alterations/0/activityMappings/1/target');
+    expect(error.message).toBe('Activities a and x are both mapped to z: map each target once');
+  });
+
+  it('fails a job whose mapping would carry a wait onto an activity the instance waits in already', async () => {
+    const planId = await submit({
+      alterations: [{ type: 'Migrate', targetVersion: 2, activityMappings: [{ source: 'a', target: 'x' }] }],
+      filter: { workflowInstanceIds: [ids[1]!] },
+    });
+    await untilPlan(planId, (pl) => pl.status === 4, 'to complete');
+    const { jobs } = await view(planId);
+    expect((jobs[0] as { status: number; log: { message: string }[] }).status).toBe(3);
+    expect((jobs[0] as { log: { message: string }[] }).log.map((l) => l.message)).toContain(
+      'Activities a and x would both be carried to x',
+    );
+    expect((await instance(ids[1]!)).version).toBe(1);
+  });
+
+  it("carries each wait onto its target's own event: the source's events resume nothing, the target's do", async () => {
+    const id = ids[0]!;
+    const planId = await submit({
+      alterations: [{ type: 'Migrate', targetVersion: 2, activityMappings: [{ source: 'a', target: 'z' }] }],
+      filter: { workflowInstanceIds: [id] },
+    });
+    const plan = await untilPlan(planId, (pl) => pl.status === 4, 'to complete');
+    expect(plan.jobCounts.completed).toBe(1);
+    const moved = await instance(id);
+    expect(moved.version).toBe(2);
+    expect(
+      [...moved.bookmarks].sort((l: { activityId: string }, r: { activityId: string }) =>
+        l.activityId < r.activityId ? -1 : 1,
+      ),
+    ).toEqual([
+      { activityId: 'x', eventName: 'e-x2' },
+      { activityId: 'z', eventName: 'e-z' },
+    ]);
+    expect(await trigger('e-a', id)).toEqual([]);
+    expect(await trigger('e-x1', id)).toEqual([]);
+    expect(await trigger('e-z', id)).toEqual([id]);
+    expect(await trigger('e-x2', id)).toEqual([id]);
+    await eventually(async () => ((await instance(id)).status === 'Finished' ? true : undefined), `${id} finishes`);
+    const done = await instance(id);
+    // Each activity completed once.
+    for (const activityId of ['x', 'z'])
+      expect(
+        done.activityRecords.filter(
+          (r: { activityId: string; status: string }) => r.activityId === activityId && r.status === 'Completed',
+        ),
+        activityId,
+      ).toHaveLength(1);
+  });
+});
+
 describe('expiry', () => {
   it('cancels an undecided plan at expiresAt with state Expired, on a durable timer across a worker restart', async () => {
     const { plan: waiting } = await view(expiryPlanId, expiryKey);

@@ -3,6 +3,8 @@ import type { DefinitionVersion } from '../../engine/definitions.js';
 import { findActivity, nodeIdOf } from '../../engine/flowchart.js';
 import type { Bookmark } from '../../engine/instance-state.js';
 import { convertValue, isVariableType } from '../../engine/values.js';
+import type { InputValue } from '../../engine/definition-schema.js';
+import { evaluateInput } from '../../engine/inputs.js';
 import { Int32 } from '../../vocabulary/input.js';
 import { currentDefinition, defineAlterationType, Identifier, versionKey } from './spec.js';
 
@@ -18,8 +20,8 @@ const ActivityMapping = z
  * scheduled or has a call out for is carried to the target version: to the mapping's `target` where its id is
  * a `source` (section 10), else to the same id; where that id does not exist in the target version the
  * alteration fails and the instance is left as it was, as it is where that id names an activity of another
- * type (`carryProblem`). A waiting activity keeps the event it waits on, and
- * its Running record moves with it (the journal keeps the old ids). An activity whose outbound call is out
+ * type (`carryProblem`), and where two of them would land on one activity. A carried wait waits on its target
+ * activity's own event in the target version, and its Running record moves with it (the journal keeps the old ids). An activity whose outbound call is out
  * keeps its id: its outcome comes back to that id.
  */
 export const migrate = defineAlterationType({
@@ -31,11 +33,21 @@ export const migrate = defineAlterationType({
       .array(ActivityMapping)
       .max(1000)
       .superRefine((mappings, ctx) => {
+        // Each source once, and each target once: two waits carried onto one activity would complete it twice.
         const seen = new Set<string>();
+        const targets = new Map<string, string>();
         mappings.forEach((m, i) => {
           if (seen.has(m.source))
             ctx.addIssue({ code: 'custom', path: [i, 'source'], message: `Activity ${m.source} is mapped twice` });
           seen.add(m.source);
+          const first = targets.get(m.target);
+          if (first !== undefined)
+            ctx.addIssue({
+              code: 'custom',
+              path: [i, 'target'],
+              message: `Activities ${first} and ${m.source} are both mapped to ${m.target}: map each target once`,
+            });
+          else targets.set(m.target, m.source);
         });
       })
       .nullish()
@@ -69,6 +81,8 @@ export const migrate = defineAlterationType({
           )) ?? carryProblem([...s.scheduled, ...(s.callsInFlight ?? [])], to, current, target);
     if (refused !== undefined) return refused;
     if (moves.size > 0) {
+      const clash = collision(s.bookmarks, s.scheduled, to);
+      if (clash) return clash;
       // Chained moves (two Migrates in one job) compose: the record to move is the one the instance had.
       const moved = [...(s.movedActivities ?? [])];
       for (const b of s.bookmarks) {
@@ -93,6 +107,8 @@ export const migrate = defineAlterationType({
       s.scheduled = s.scheduled.map(to);
       if (moved.length > 0) s.movedActivities = moved.filter((m) => m.from !== m.to);
     }
+    // A carried wait waits on what its activity waits on in the target version (its own event), not the source's.
+    s.bookmarks = withTargetEvents(s.bookmarks, target, s.variables);
     s.definitionVersionId = target.id;
     s.version = target.version;
     // Variables the target declares and the instance does not hold yet start at their defaults.
@@ -172,4 +188,46 @@ function bookmarkProblem(
     byTarget.set(target, problem);
   }
   return problem ?? undefined;
+}
+
+/**
+ * Why two of the instance's activities would land on one activity of the target version (one kept, one mapped
+ * onto it, say), or undefined: that activity would wait twice and complete twice.
+ */
+function collision(
+  bookmarks: readonly Bookmark[],
+  scheduled: readonly string[],
+  to: (id: string) => string,
+): string | undefined {
+  const from = new Map<string, string>();
+  for (const id of new Set([...bookmarks.map((b) => b.activityId), ...scheduled])) {
+    const goesTo = to(id);
+    const other = from.get(goesTo);
+    if (other !== undefined) return `Activities ${other} and ${id} would both be carried to ${goesTo}`;
+    from.set(goesTo, id);
+  }
+  return undefined;
+}
+
+/**
+ * The bookmarks with each one's event as its activity waits on it in the target version (its `eventName` input,
+ * evaluated against the instance's variables). The same list when nothing changes, as it is for a version that
+ * renamed no event (a list is replaced, never changed in place: checks are remembered per list).
+ */
+function withTargetEvents(
+  bookmarks: readonly Bookmark[],
+  target: DefinitionVersion,
+  variables: Record<string, unknown>,
+): Bookmark[] {
+  let changed = false;
+  const next = bookmarks.map((b) => {
+    const node = findActivity(target.root, b.activityId);
+    const input = node?.eventName as InputValue | undefined;
+    if (!input) return b;
+    const eventName = String(evaluateInput(input, target, variables));
+    if (eventName === b.eventName) return b;
+    changed = true;
+    return { ...b, eventName };
+  });
+  return changed ? next : (bookmarks as Bookmark[]);
 }
