@@ -3,6 +3,7 @@ import { withHeartbeat } from './heartbeat.js';
 import {
   completePlan,
   failPlan,
+  type GenerateOptions,
   generateJobs,
   pausePlan,
   readPlanControl,
@@ -181,8 +182,10 @@ export function createActivities(deps: ActivityDeps) {
     peekStep(instanceId: string) {
       return peekStep(deps, instanceId);
     },
-    generateJobs(planId: string) {
-      return withHeartbeat(() => retryOnlyTransient('generateJobs', () => generateJobs(deps, planId), deps.logger));
+    generateJobs(planId: string, opts?: GenerateOptions) {
+      return withHeartbeat(() =>
+        retryOnlyTransient('generateJobs', () => generateJobs(deps, planId, opts), deps.logger),
+      );
     },
     runJobBatch(args: { planId: string; fromOrd: number; toOrd: number; notBefore?: number; mayStepAside?: boolean }) {
       const ctx = Context.current();

@@ -60,6 +60,12 @@ const GOVERNANCE_PATCH = 'plan-governance';
  * (src/alterations/step-aside.ts), and its range then runs again next.
  */
 const STEP_ASIDE_PATCH = 'plan-step-aside';
+/**
+ * Since this patch (section 10 as amended): a plan awaiting approval makes its jobs before it waits (the set
+ * the approver reads is the set that runs), and a plan that needed no approval at submission may be held when its
+ * jobs are made (the policy counts them then too); it then waits for approval with its jobs.
+ */
+const APPROVED_SET_PATCH = 'plan-approved-set';
 /** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
@@ -221,28 +227,29 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
   const show = (status: WorkflowStatus, note?: string) =>
     showProgress(state, status, scheduler, input.searchAttributes, note);
   const governed = patched(GOVERNANCE_PATCH);
+  const approvedSet = governed && patched(APPROVED_SET_PATCH);
   const window: ScheduleWindow | null =
     governed && input.scheduled ? { closesAt: input.windowClosesAt ?? 0, resumesAt: null } : null;
+  const signalled = () => changedEarly;
+  const consume = () => (changedEarly = false);
+  const generate = () =>
+    approvedSet
+      ? local.generateJobs(planId, { hold: true })
+      : (localSteps ? local.generateJobs : generateJobs)(planId);
   show(state.status);
   try {
     if (governed && !carried && input.approval) {
-      const decided = await awaitApproval(
-        planId,
-        input.approval,
-        () => changedEarly,
-        () => (changedEarly = false),
-        show,
-      );
+      if (approvedSet) {
+        // The set the approver reads, made now and kept while the plan waits.
+        const made = await generate();
+        if (made.stop) return show(FINISHED[made.control.status] ?? 'Cancelled');
+        state.total = made.total;
+      }
+      const decided = await awaitApproval(planId, input.approval, signalled, consume, show);
       if (decided === 'stop') return show('Cancelled');
     }
     if (window && !carried) {
-      const open = await awaitWindow(
-        planId,
-        window,
-        () => changedEarly,
-        () => (changedEarly = false),
-        show,
-      );
+      const open = await awaitWindow(planId, window, signalled, consume, show);
       if (open === 'stop') return show('Cancelled');
     }
     let control: PlanControl;
@@ -251,7 +258,19 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
       total = carried.total;
       control = carried.control ?? (await planControl(planId));
     } else {
-      const generated = await (localSteps ? local.generateJobs : generateJobs)(planId);
+      let generated = await generate();
+      if (generated.held) {
+        // The policy holds the plan now that its jobs are made: it waits for approval with them, then (approved)
+        // for its window again, and goes on with the same jobs.
+        state.total = generated.total;
+        const decided = await awaitApproval(planId, generated.held, signalled, consume, show);
+        if (decided === 'stop') return show('Cancelled');
+        if (window) {
+          const open = await awaitWindow(planId, window, signalled, consume, show);
+          if (open === 'stop') return show('Cancelled');
+        }
+        generated = await generate();
+      }
       if (generated.stop) return show(FINISHED[generated.control.status] ?? 'Cancelled');
       total = generated.total;
       control = generated.control;

@@ -37,6 +37,11 @@ export interface Approval {
   decidedBy: PrincipalRef | null;
   decidedAt: string | null;
   comment: string | null;
+  /**
+   * Why the plan was held when its jobs were made, though it needed no approval at submission (the policy
+   * holds a change at both: section 10); absent for a plan held at submission.
+   */
+  heldBecause?: string;
 }
 
 export interface ApprovalPolicy {
@@ -87,6 +92,58 @@ export async function putPolicy(
 export function approvalNeeded(policy: ApprovalPolicy, asked: boolean, matchedCount: number): boolean {
   if (asked || policy.approval === 'always') return true;
   return policy.approval === 'above' && policy.approvalThreshold !== null && matchedCount > policy.approvalThreshold;
+}
+
+/** How long the instances changed without approval count against an `above` policy's threshold. */
+export const UNAPPROVED_WINDOW_MS = 3_600_000;
+
+/**
+ * Whether the tenant's policy holds a change of `count` instances that was not approved: `always`; or `above N`
+ * when the change alone, or with the instances the tenant changed without approval in the last hour, passes N
+ * (so that splitting a change into many small plans or runs does not get around the policy). Answers why, or
+ * null; a change not held is counted (with `planId` for a plan's). Runs in the caller's transaction, which it
+ * keeps from overlapping another check of the tenant by locking the tenant's policy row.
+ */
+export async function holdsUnapproved(
+  client: pg.PoolClient,
+  tenantKey: string,
+  count: number,
+  now: Date,
+  planId: string | null,
+): Promise<{ policy: ApprovalPolicy; reason: string } | null> {
+  const { rows } = await client.query<{ approval: ApprovalPolicy['approval']; threshold: number | null; ttl: number }>(
+    `SELECT approval, approval_threshold AS threshold, approval_ttl_seconds AS ttl
+       FROM alteration_policies WHERE tenant_id = $1 FOR UPDATE`,
+    [tenantKey],
+  );
+  const r = rows[0];
+  const policy: ApprovalPolicy = r
+    ? { approval: r.approval, approvalThreshold: r.threshold, approvalTtlSeconds: r.ttl }
+    : DEFAULT_POLICY;
+  if (count === 0 || policy.approval === 'never') return null;
+  if (policy.approval === 'always') return { policy, reason: `The tenant's approval policy is always` };
+  const threshold = policy.approvalThreshold!;
+  if (count > threshold)
+    return { policy, reason: `${count} instances match, more than the policy's threshold of ${threshold}` };
+  const since = new Date(now.getTime() - UNAPPROVED_WINDOW_MS);
+  const { rows: spent } = await client.query<{ n: number }>(
+    `WITH old AS (DELETE FROM unapproved_changes WHERE tenant_id = $1 AND at <= $2)
+     SELECT coalesce(sum(instances), 0)::int AS n FROM unapproved_changes WHERE tenant_id = $1 AND at > $2`,
+    [tenantKey, since],
+  );
+  const before = spent[0]!.n;
+  if (before + count > threshold)
+    return {
+      policy,
+      reason: `${count} instances, with the ${before} the tenant changed without approval in the last hour, are more than the policy's threshold of ${threshold}`,
+    };
+  await client.query('INSERT INTO unapproved_changes (tenant_id, at, instances, plan_id) VALUES ($1, $2, $3, $4)', [
+    tenantKey,
+    now,
+    count,
+    planId,
+  ]);
+  return null;
 }
 
 /** A pending approval of a plan submitted by `by` now. */

@@ -7,6 +7,7 @@ import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
 import { scheduleState } from './schedule.js';
+import { type Approval, holdsUnapproved, pendingApproval } from './governance.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -107,15 +108,39 @@ export interface GenerateResult {
   /** The plan is no longer to be processed (cancelled, failed or completed meanwhile). */
   stop: boolean;
   control: PlanControl;
+  /**
+   * The policy held the plan when its jobs were made (section 10): it awaits approval now, with its jobs, until
+   * `expiresAt` (ms since the epoch). Absent otherwise.
+   */
+  held?: { expiresAt: number; requestedBy: { kind: string; name: string } };
+}
+
+/** How the plan workflow asks for its jobs. */
+export interface GenerateOptions {
+  /**
+   * The tenant's approval policy holds the plan when its jobs are made, where they are a change it did not
+   * approve (a plan that matched few at submission and many now; a change split into small plans). Workflows
+   * that wait for such a hold ask for it; older ones do not (they would run on).
+   */
+  hold?: boolean;
 }
 
 /**
  * Selects the matching instances and freezes them as the plan's jobs (ords 0..n-1, stored as sets of ids:
- * a job's row is written when a batch runs it), in one set-based statement. Marks the plan Generating (startedAt) first, then Dispatching with the job total. A plan
- * paused before its jobs exist gets them all the same and stays Paused. A revert plan's jobs are the
- * original plan's jobs that changed their instance, in the same order.
+ * a job's row is written when a batch runs it), in one set-based statement. Marks the plan Generating (startedAt)
+ * first, then Dispatching with the job total. A plan paused before its jobs exist gets them all the same and stays
+ * Paused. A revert plan's jobs are the original plan's jobs that changed their instance, in the same order.
+ *
+ * A plan awaiting approval gets its jobs too and goes on waiting: the set the approver reads is the set that runs
+ * (`approval.matchedCount` becomes the job total). A plan that needed no approval may be held now (`hold`): the
+ * policy counts its jobs as a change it did not approve (`holdsUnapproved`), and a plan it holds awaits approval
+ * with its jobs. Called again once they exist (after an approval), it moves the plan on to Dispatching.
  */
-export async function generateJobs(deps: ProcessingDeps, planId: string): Promise<GenerateResult> {
+export async function generateJobs(
+  deps: ProcessingDeps,
+  planId: string,
+  opts: GenerateOptions = {},
+): Promise<GenerateResult> {
   const now = nowBy(deps.clock);
   await deps.pool.query(
     'UPDATE alteration_plans SET status = $2, started_at = coalesce(started_at, $3) WHERE id = $1 AND status = $4',
@@ -129,6 +154,14 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
     const plan = rows[0];
     if (!plan) throw new NotFoundError(`Plan ${planId} not found`);
     if (isFinished(plan.status) || plan.job_total !== null) {
+      // Made while the plan awaited approval, and approved since: it goes on to Dispatching.
+      if (plan.status === PLAN_STATUS.Generating) {
+        const moved = await client.query<ControlRow>(
+          `UPDATE alteration_plans SET status = $2 WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
+          [planId, PLAN_STATUS.Dispatching],
+        );
+        return { total: plan.job_total ?? 0, stop: false, control: controlOf(moved.rows[0]!) };
+      }
       return { total: plan.job_total ?? 0, stop: isFinished(plan.status), control: controlOf(plan) };
     }
     // The matched set, frozen: ords 0..n-1 in chunks of JOB_SET_SIZE ids (no job row until a batch runs it).
@@ -169,6 +202,35 @@ export async function generateJobs(deps: ProcessingDeps, planId: string): Promis
         );
         total = frozen.rows[0]!.total;
       }
+    }
+    if (plan.status === PLAN_STATUS.AwaitingApproval && plan.approval) {
+      // The set the approver reads and approves: made now, kept Pending while the plan waits.
+      const waiting = await client.query<ControlRow>(
+        `UPDATE alteration_plans SET job_total = $2, approval = approval || jsonb_build_object('matchedCount', $2::int)
+          WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
+        [planId, total],
+      );
+      return { total, stop: false, control: controlOf(waiting.rows[0]!) };
+    }
+    const held =
+      opts.hold && plan.approval === null ? await holdsUnapproved(client, plan.tenant_id, total, now, planId) : null;
+    if (held) {
+      const requestedBy = plan.submitted_by ?? { kind: 'apiKey' as const, id: 'unknown', name: 'unknown' };
+      const approval: Approval = {
+        ...pendingApproval(held.policy, requestedBy, total, now),
+        heldBecause: held.reason,
+      };
+      const holding = await client.query<ControlRow>(
+        `UPDATE alteration_plans SET status = $2, job_total = $3, approval = $4::jsonb, started_at = NULL, steering = steering + 1
+          WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
+        [planId, PLAN_STATUS.AwaitingApproval, total, JSON.stringify(approval)],
+      );
+      return {
+        total,
+        stop: false,
+        control: controlOf(holding.rows[0]!),
+        held: { expiresAt: Date.parse(approval.expiresAt), requestedBy },
+      };
     }
     const updated = await client.query<ControlRow>(
       `UPDATE alteration_plans
@@ -298,7 +360,9 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
   const control = controlOf(plan);
   const nothing = { toDispatch: 0, processed: 0, failed: 0, control };
-  if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused) return nothing;
+  // A plan awaiting approval (held when its jobs were made) runs no batch, as a paused one does not.
+  if (isFinished(plan.status) || plan.status === PLAN_STATUS.Paused || plan.status === PLAN_STATUS.AwaitingApproval)
+    return nothing;
   // No batch starts outside the plan's maintenance windows (section 10), however late its activity began:
   // it reads as a pause by the schedule, and its range runs again once the window opens (the workflow
   // records the pause and waits for the window).
@@ -569,7 +633,8 @@ export async function steppedAside(deps: ProcessingDeps, planId: string): Promis
 async function reportBatch(deps: ProcessingDeps, args: BatchArgs, outcome: BatchOutcome): Promise<BatchResult> {
   const { toDispatch, processed, failed, control } = outcome;
   if (isFinished(control.status)) return { ...NOTHING_DONE, stop: true, paused: false, control };
-  if (control.status === PLAN_STATUS.Paused) return { ...NOTHING_DONE, stop: false, paused: true, control };
+  if (control.status === PLAN_STATUS.Paused || control.status === PLAN_STATUS.AwaitingApproval)
+    return { ...NOTHING_DONE, stop: false, paused: true, control };
   if (control.status === PLAN_STATUS.Dispatching) {
     await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
       args.planId,

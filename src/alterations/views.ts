@@ -53,11 +53,17 @@ export const ApprovalSchema = z
   .object({
     state: z.enum(['Pending', 'Approved', 'Rejected', 'Expired', 'Withdrawn']),
     requestedBy: PrincipalRefSchema,
-    matchedCount: z.number().int().openapi({ description: 'Instances the filter matched at submission' }),
+    matchedCount: z.number().int().openapi({
+      description: "The plan's jobs: the instances it will change once approved (its set is fixed while it waits)",
+    }),
     expiresAt: z.string(),
     decidedBy: PrincipalRefSchema.nullable(),
     decidedAt: z.string().nullable(),
     comment: z.string().nullable(),
+    heldBecause: z.string().optional().openapi({
+      description:
+        "Why the policy held the plan when its jobs were made, though it needed no approval at submission (e.g. the filter matched more instances by then, or the tenant's changes without approval in the last hour add up past the threshold)",
+    }),
   })
   .openapi('PlanApproval');
 

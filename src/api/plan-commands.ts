@@ -1,5 +1,13 @@
 import { countInstances } from '../alterations/filter.js';
-import { approvalNeeded, decidePlan, getPolicy, pendingApproval, principalRef } from '../alterations/governance.js';
+import {
+  approvalNeeded,
+  decidePlan,
+  getPolicy,
+  holdsUnapproved,
+  pendingApproval,
+  principalRef,
+} from '../alterations/governance.js';
+import { withTransaction } from '../db/pool.js';
 import { PLAN_STATUS, type PlanStatus, type Rollout } from '../alterations/model.js';
 import {
   cancelPlan,
@@ -61,19 +69,25 @@ export async function submitPlanCommand(deps: Deps, principal: Principal, body: 
 
 /**
  * `POST /alterations/run` under the tenant's approval policy: a change the policy would hold for a second
- * principal as a plan (always; above a threshold the distinct ids exceed) is not made at once either, or the
- * policy would be one request away from moot. A 409 says to submit it as a plan; under `never` (and at or
+ * principal as a plan (always; above a threshold the distinct ids exceed, alone or with the tenant's other changes
+ * made without approval in the last hour) is not made at once either, or the policy would be one request away
+ * from moot. A 409 says to submit it as a plan; under `never` (and at or
  * below the threshold) it runs. A retry of what faulted is not held (an incident cannot wait); a retry naming
  * `activityIds` schedules them whether they faulted or not, and is held as a run.
  */
 export async function checkRunAllowed(deps: Deps, principal: Principal, workflowInstanceIds: readonly string[]) {
-  const policy = await getPolicy(deps.pool, tenantKey(principal.tenantId));
   const count = new Set(workflowInstanceIds).size;
-  if (!approvalNeeded(policy, false, count)) return;
+  // Counted with the tenant's other changes made without approval in the last hour (`holdsUnapproved`): 27 runs
+  // of 2 instances are held under `above 2` as one run of 54 is.
+  const held = await withTransaction(deps.pool, (client) =>
+    holdsUnapproved(client, tenantKey(principal.tenantId), count, new Date(), null),
+  );
+  if (!held) return;
+  const { policy, reason } = held;
   throw new ConflictError(
     `The tenant's approval policy (${
       policy.approval === 'always' ? 'always' : `above ${policy.approvalThreshold} instances`
-    }) holds this change for a second principal's approval: submit it as a plan (POST /alterations/submit with filter.workflowInstanceIds) to have it approved`,
+    }) holds this change for a second principal's approval (${reason}): submit it as a plan (POST /alterations/submit with filter.workflowInstanceIds) to have it approved`,
   );
 }
 

@@ -27,9 +27,10 @@ export function previewText(r: Preview, emptyFilter: boolean): string {
     `${n(r.matchedCount)} instances match; the first ${r.items.length}:`,
     ...r.items.flatMap((i) => [
       `  ${safeCell(i.workflowInstanceId)}  ${outcome(i)}`,
-      ...i.changes.map(
-        (ch) =>
-          `    ${safeCell(ch.path)}: ${safeCell(JSON.stringify(ch.before))} → ${safeCell(JSON.stringify(ch.after))}`,
+      ...i.changes.map((ch) =>
+        'before' in ch
+          ? `    ${safeCell(ch.path)}: ${safeCell(JSON.stringify(ch.before))} → ${safeCell(JSON.stringify(ch.after))}`
+          : `    ${safeCell(ch.path)}: changes (values shown to those who may read instances: workflows/instances:view)`,
       ),
     ]),
   ].join('\n');

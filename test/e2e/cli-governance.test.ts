@@ -129,6 +129,8 @@ describe('wfa and change management', () => {
     expect(review.code).toBe(0);
     expect(review.out).toContain('120');
     expect(review.out).toContain('/variables/amount');
+    // The reviewer may not read instances: the paths that change, without their values.
+    expect(review.out).toContain('values shown to those who may read instances');
 
     const approved = await asReviewer(['plans', 'approve', planId, '--comment', 'checked the preview']);
     expect(approved).toMatchObject({ code: 0, err: '' });
@@ -142,7 +144,7 @@ describe('wfa and change management', () => {
     expect(after.out).toMatch(/approval Approved: .* decided by reviewer cli \(API key\) at .*: checked the preview/);
   });
 
-  it('the reviewer rejects a plan that asked for review: Cancelled, no job', async () => {
+  it('the reviewer rejects a plan that asked for review: Cancelled, its jobs Cancelled', async () => {
     await wfa(['policy', 'set', '--approval', 'never']);
     const planId = `gov-reject-${run}`;
     const plan = await file('small.json', {
@@ -155,7 +157,11 @@ describe('wfa and change management', () => {
     expect(rejected).toMatchObject({ code: 0, err: '' });
     expect(rejected.out).toBe(`Rejected plan ${planId}: Cancelled\n`);
     const shown = JSON.parse((await wfa(['--json', 'plans', 'show', planId])).out);
-    expect(shown).toMatchObject({ status: 6, jobCounts: { total: 0 }, approval: { state: 'Rejected' } });
+    expect(shown).toMatchObject({
+      status: 6,
+      jobCounts: { total: 120, cancelled: 120, completed: 0 },
+      approval: { state: 'Rejected' },
+    });
     const again = await asReviewer(['plans', 'approve', planId]);
     expect(again.code).not.toBe(0);
     expect(again.err).toMatch(/not AwaitingApproval|409|Cancelled/);

@@ -176,6 +176,11 @@ const reject = (planId: string, as: object, body: unknown = {}) =>
   h.request('POST', `/alterations/${planId}/reject`, { ...as, body });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Forgets the default tenant's changes made without approval in the last hour: each test that sets `above` counts
+ * from nothing, whatever the tests before it changed.
+ */
+const freshBudget = () => h.pool.query("DELETE FROM unapproved_changes WHERE tenant_id = ''");
 const NEVER = { approval: 'never', approvalThreshold: null, approvalTtlSeconds: 604_800 };
 
 beforeAll(async () => {
@@ -315,7 +320,7 @@ describe('the approval policy', () => {
 });
 
 describe('a plan that asks for approval', () => {
-  it('waits with status 8 and touches nothing: no job, no instance, listed by status 8, previewed as it would run', async () => {
+  it('waits with status 8 and its jobs, touching no instance: listed by status 8, previewed as it would run', async () => {
     const { ids, filter } = await seed(3);
     const before = await instanceRows(ids);
     const planId = await submit(
@@ -324,11 +329,15 @@ describe('a plan that asks for approval', () => {
     );
     await workflowStatus(planId, 'AwaitingApproval');
 
-    const { plan, jobs } = await view(planId);
+    // Its jobs are made, Pending: the set the approver reads is the set that runs.
+    const { plan, jobs } = await untilPlan(planId, (pl) => pl.jobCounts.total === 3, 'to have its jobs').then(() =>
+      view(planId),
+    );
     expect(plan.status).toBe(8);
-    expect(jobs).toEqual([]);
+    expect((jobs as { status: number; workflowInstanceId: string }[]).map((j) => j.status)).toEqual([0, 0, 0]);
+    expect((jobs as { workflowInstanceId: string }[]).map((j) => j.workflowInstanceId).sort()).toEqual([...ids].sort());
     expect(plan.startedAt).toBeNull();
-    expect(plan.jobCounts).toMatchObject({ total: 0, completed: 0, failed: 0 });
+    expect(plan.jobCounts).toMatchObject({ total: 3, pending: 3, completed: 0, failed: 0 });
     expect(plan.approval).toEqual({
       state: 'Pending',
       requestedBy: { kind: 'user', id: p.alice.id, name: `alice-${run}` },
@@ -340,7 +349,7 @@ describe('a plan that asks for approval', () => {
     });
     expect(plan.schedule).toBeNull();
     expect(plan.resumesAt).toBeNull();
-    expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 0 });
+    expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 1 });
     expect(await instanceRows(ids)).toEqual(before);
 
     // Listed among the plans awaiting approval (by number and by name), with its approval.
@@ -426,7 +435,7 @@ describe('a plan that asks for approval', () => {
     expect((await reject(planId, bearer(p.bob.token))).status).toBe(409);
   });
 
-  it('is refused to the key that submitted it and to keys it made; a rejection cancels it with no job', async () => {
+  it('is refused to the key that submitted it and to keys it made; a rejection cancels it and its jobs, none run', async () => {
     const { ids, filter } = await seed(2);
     const before = await instanceRows(ids);
     const planId = await submit(
@@ -451,7 +460,7 @@ describe('a plan that asks for approval', () => {
     const { plan, jobs } = await view(planId);
     expect(plan.status).toBe(6);
     expect(plan.completedAt).not.toBeNull();
-    expect(jobs).toEqual([]);
+    expect((jobs as { status: number }[]).map((j) => j.status)).toEqual([4, 4]);
     expect(plan.approval).toMatchObject({
       state: 'Rejected',
       decidedBy: { kind: 'apiKey', id: p.aliceKey.id },
@@ -461,7 +470,7 @@ describe('a plan that asks for approval', () => {
     // The record says who withdrew it.
     expect(plan.approval.decidedBy).toMatchObject({ kind: 'apiKey', id: p.aliceKey.id });
     expect(await h.client.workflow.getHandle(planWorkflowId(planId)).result()).toMatchObject({ status: 'Cancelled' });
-    expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 0 });
+    expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 1 });
     expect(await instanceRows(ids)).toEqual(before);
 
     expect((await approve(planId, bearer(p.bob.token))).status).toBe(409);
@@ -485,13 +494,13 @@ describe('a plan that asks for approval', () => {
     expect(withdrawn.status).toBe(202);
     const { plan, jobs } = await view(planId);
     expect(plan.status).toBe(6);
-    expect(jobs).toEqual([]);
+    expect((jobs as { status: number }[]).map((j) => j.status)).toEqual([4, 4]);
     expect(plan.approval).toMatchObject({ state: 'Withdrawn', requestedBy: { kind: 'apiKey', id: p.aliceKey.id } });
     expect(plan.approval.decidedAt).not.toBeNull();
     // The record says who withdrew it.
     expect(plan.approval.decidedBy).toMatchObject({ kind: 'apiKey', id: p.aliceKey.id });
     expect(await h.client.workflow.getHandle(planWorkflowId(planId)).result()).toMatchObject({ status: 'Cancelled' });
-    expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 0 });
+    expect(await jobRows(planId)).toEqual({ jobs: 0, sets: 1 });
     expect(await instanceRows(ids)).toEqual(before);
     expect((await approve(planId, bearer(p.bob.token))).status).toBe(409);
   });
@@ -551,6 +560,7 @@ describe('the policy decides', () => {
         })
       ).status,
     ).toBe(200);
+    await freshBudget();
     try {
       const over = await seed(4);
       const under = await seed(3);
@@ -564,12 +574,12 @@ describe('the policy decides', () => {
       expect(ran.approval).toBeNull();
       expect(await amounts(under.ids)).toEqual([4, 4, 4]);
       expect(await amounts(over.ids)).toEqual([0, 0, 0, 0]);
-      expect(await jobRows(overId)).toEqual({ jobs: 0, sets: 0 });
+      expect(await jobRows(overId)).toEqual({ jobs: 0, sets: 1 });
       // Under the threshold, a submitter may still ask for review.
       const asked = await submit({ alterations: setAmount(5), filter: under.filter, approval: { required: true } });
       expect((await view(asked)).plan.approval).toMatchObject({ state: 'Pending', matchedCount: 3 });
 
-      // The approved plan runs the instances it matches when it runs.
+      // The approved plan runs the set it was approved with.
       expect((await approve(overId, asKey(p.approver))).status).toBe(202);
       await untilPlan(overId, (pl) => pl.status === 4, 'to complete');
       expect(await amounts(over.ids)).toEqual([4, 4, 4, 4]);
@@ -577,6 +587,110 @@ describe('the policy decides', () => {
     } finally {
       await h.request('PUT', '/alterations/policy', { body: NEVER });
     }
+  });
+});
+
+describe('the policy holds when the jobs are made too', () => {
+  /** A tenant of its own under `above 2`, with a definition and a principal of its own to approve. */
+  async function aboveTwo() {
+    const tenantId = `gov-gen-${run}-${++seq}`;
+    const key = await h.keyWith(['*'], tenantId);
+    const approver = await h.keyWith(['alterations:approve', 'alterations:view'], tenantId);
+    const policy = await h.request('PUT', '/alterations/policy', {
+      key,
+      body: { approval: 'above', approvalThreshold: 2, approvalTtlSeconds: 3600 },
+    });
+    expect(policy.status).toBe(200);
+    const def = await h.request('POST', '/workflow-definitions', { key, body: approvalWithNote(`gen-${run}-${seq}`) });
+    expect(def.status).toBe(201);
+    const more = (count: number) => seed(count, { tenantId, versionId: def.body.id });
+    return { tenantId, key, approver, definitionId: def.body.definitionId as string, more };
+  }
+
+  it('holds a plan that matched nothing at submission and 5 instances when its window opened; approved, it runs those 5', async () => {
+    const t = await aboveTwo();
+    const notBefore = new Date(Date.now() + 3_000).toISOString();
+    const planId = await submit(
+      {
+        alterations: setAmount(6),
+        filter: { definitionIds: [t.definitionId] },
+        schedule: { notBefore },
+      },
+      asKey(t.key),
+    );
+    expect((await view(planId, t.key)).plan.approval).toBeNull();
+    const first = await t.more(5);
+    const held = await untilPlan(planId, (pl) => pl.status === 8, 'to be held when its jobs are made', 30_000, t.key);
+    expect(held.approval).toMatchObject({
+      state: 'Pending',
+      matchedCount: 5,
+      requestedBy: { kind: 'apiKey' },
+      heldBecause: "5 instances match, more than the policy's threshold of 2",
+    });
+    expect(held.jobCounts).toMatchObject({ total: 5, pending: 5, completed: 0 });
+    expect(held.startedAt).toBeNull();
+    await workflowStatus(planId, 'AwaitingApproval');
+    expect(await amounts(first.ids)).toEqual([0, 0, 0, 0, 0]);
+    // Instances that come to match while it waits are not added: the set approved is the set that runs.
+    const later = await t.more(2);
+    expect((await approve(planId, asKey(t.approver))).status).toBe(202);
+    const done = await untilPlan(planId, (pl) => pl.status === 4, 'to complete', 30_000, t.key);
+    expect(done.jobCounts).toMatchObject({ total: 5, completed: 5 });
+    expect(await amounts(first.ids)).toEqual([6, 6, 6, 6, 6]);
+    expect(await amounts(later.ids)).toEqual([0, 0]);
+  });
+
+  it('counts the changes made without approval over an hour: a split change is held like a whole one', async () => {
+    const t = await aboveTwo();
+    const { ids } = await t.more(6);
+    const runNow = (workflowInstanceIds: string[]) =>
+      h.request('POST', '/alterations/run', {
+        key: t.key,
+        body: { alterations: setAmount(1), workflowInstanceIds },
+      });
+    expect((await runNow(ids.slice(0, 2))).status).toBe(200);
+    const second = await runNow(ids.slice(2, 4));
+    expect(second.status).toBe(409);
+    expect(second.body.detail).toContain(
+      "2 instances, with the 2 the tenant changed without approval in the last hour, are more than the policy's threshold of 2",
+    );
+    // A plan of 2 (under the threshold at submission) is held when its jobs are made.
+    const planId = await submit(
+      { alterations: setAmount(2), filter: { workflowInstanceIds: ids.slice(4, 6) } },
+      asKey(t.key),
+    );
+    expect((await view(planId, t.key)).plan.approval).toBeNull();
+    const held = await untilPlan(planId, (pl) => pl.status === 8, 'to be held', 30_000, t.key);
+    expect(held.approval.heldBecause).toContain('with the 2 the tenant changed without approval in the last hour');
+    expect(await amounts(ids.slice(0, 2))).toEqual([1, 1]);
+    expect(await amounts(ids.slice(2))).toEqual([0, 0, 0, 0]);
+    // Approved changes do not count: once approved, the plan runs, and the budget is as it was.
+    expect((await approve(planId, asKey(t.approver))).status).toBe(202);
+    await untilPlan(planId, (pl) => pl.status === 4, 'to complete', 30_000, t.key);
+    const { rows } = await h.pool.query<{ n: number }>(
+      'SELECT coalesce(sum(instances), 0)::int AS n FROM unapproved_changes WHERE tenant_id = $1',
+      [t.tenantId],
+    );
+    expect(rows[0]!.n).toBe(2);
+  });
+
+  it('runs exactly the set approved: instances that came to match after submission are not added', async () => {
+    const t = await aboveTwo();
+    const first = await t.more(3);
+    const planId = await submit(
+      { alterations: setAmount(9), filter: { definitionIds: [t.definitionId] }, approval: { required: true } },
+      asKey(t.key),
+    );
+    await untilPlan(planId, (pl) => pl.jobCounts.total === 3, 'to have its jobs', 30_000, t.key);
+    const later = await t.more(4);
+    const waiting = (await view(planId, t.key)).plan;
+    expect(waiting.approval.matchedCount).toBe(3);
+    expect(waiting.jobCounts.total).toBe(3);
+    expect((await approve(planId, asKey(t.approver))).status).toBe(202);
+    const done = await untilPlan(planId, (pl) => pl.status === 4, 'to complete', 30_000, t.key);
+    expect(done.jobCounts).toMatchObject({ total: 3, completed: 3 });
+    expect(await amounts(first.ids)).toEqual([9, 9, 9]);
+    expect(await amounts(later.ids)).toEqual([0, 0, 0, 0]);
   });
 });
 
@@ -608,6 +722,7 @@ describe('alterations run at once', () => {
       expect((await h.request('GET', `/alterations/workflows/retry?${query}`)).status).toBe(409);
 
       expect((await policy({ approval: 'above', approvalThreshold: 2, approvalTtlSeconds: 3600 })).status).toBe(200);
+      await freshBudget();
       const under = await runNow([ids[0]!, ids[1]!, ids[1]!], 8);
       expect(under.status, JSON.stringify(under.body)).toBe(200);
       const over = await runNow(ids, 9);
@@ -635,6 +750,7 @@ describe('a revert under the policy', () => {
         })
       ).status,
     ).toBe(200);
+    await freshBudget();
     try {
       const r = await h.request('POST', `/alterations/${done}/revert`, { body: {} });
       expect(r.status, JSON.stringify(r.body)).toBe(202);
@@ -1109,7 +1225,7 @@ describe('expiry', () => {
     expect(completedAt).toBeGreaterThanOrEqual(expiresAt);
     expect(completedAt - expiresAt).toBeLessThan(10_000);
     expect(Date.parse(expired.approval.decidedAt)).toBe(completedAt);
-    expect(await jobRows(expiryPlanId)).toEqual({ jobs: 0, sets: 0 });
+    expect(await jobRows(expiryPlanId)).toEqual({ jobs: 0, sets: 1 });
     expect(await amounts(expiryInstances)).toEqual([0, 0]);
 
     const handle = h.client.workflow.getHandle(planWorkflowId(expiryPlanId));
