@@ -212,6 +212,28 @@ describe('plans open at the upgrade to approvals and maintenance windows', () =>
   });
 });
 
+describe('plans open at the upgrade to the approved set (jobs made before the approval, the policy held at generation)', () => {
+  // Recorded by test/support/record-governed-plan-histories.ts at 5beb1f4 (the release before the plan-approved-set
+  // patch), each still open when fetched: a plan waiting for its approval (no jobs yet), one paused by its schedule
+  // (not before an hour later), one running at 2 a second. Today's code must take the path they took: the waiting
+  // plan makes its jobs after the approval, as it began to, and none is held when its jobs are made.
+  it.each([
+    ['plan-history-before-approved-set-awaiting-approval.bin', 'awaiting approval'],
+    ['plan-history-before-approved-set-paused-by-schedule.bin', 'paused by schedule'],
+    ['plan-history-before-approved-set-running.bin', 'running'],
+  ])('replays %s (a plan %s)', async (name) => {
+    const history = await fixture(name);
+    const last = history.events?.at(-1);
+    expect(
+      last?.workflowExecutionCompletedEventAttributes ?? last?.workflowExecutionContinuedAsNewEventAttributes,
+    ).toBeFalsy();
+    await expect(replay(history)).resolves.toBeUndefined();
+    // None of them asked for its jobs with the hold of the new path.
+    const commands = await replayRecorded(history);
+    expect(JSON.stringify(commands)).not.toContain('"hold"');
+  });
+});
+
 describe('the instance workflow', () => {
   // An instance WriteLine → SendHttpRequest (retry-3-quick; the first call answered 503) → WriteLine, run
   // by commit 0a9d413, before calls ran apart: the call was made inside executeInstanceStep, retried by
