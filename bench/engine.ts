@@ -99,6 +99,8 @@ const WARMUP_DEFINITION_ID = 'engine-bench-warm-up';
  * row). Tenant shares as configured by default (the service's outbound share per tenant on).
  */
 const CALLS = process.env.BENCH_ENGINE_CALLS !== '0';
+/** c.burst: phase c's plan again right after N more starts (BENCH_ENGINE_BURST=0 leaves it out). */
+const BURST = process.env.BENCH_ENGINE_BURST !== '0';
 const CALL_N = intEnv('BENCH_ENGINE_CALL_N', Math.min(N, 2_000));
 const CALL_DEFINITION_ID = 'engine-bench-call';
 const CALL_CONNECTION = 'engine-bench-endpoint';
@@ -575,10 +577,15 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
     }>('GET', `/alterations/${planId}`);
     return { ms, status: plan.status, jobCounts: plan.jobCounts, outcome: plan.outcome };
   };
-  const submitScheduleSet = (definitionId: string) =>
+  /** The plan of phase c: the SetVariable step scheduled on the definition's Running instances (created before `before`). */
+  const submitScheduleSet = (definitionId: string, before?: string) =>
     call<{ planId: string }>('POST', '/alterations/submit', {
       alterations: [{ type: 'ScheduleActivity', activityId: SET_ACTIVITY }],
-      filter: { definitionIds: [definitionId], statuses: ['Running'] },
+      filter: {
+        definitionIds: [definitionId],
+        statuses: ['Running'],
+        ...(before ? { timestampFilters: [{ column: 'CreatedAt', operator: 'LessThan', timestamp: before }] } : {}),
+      },
     });
 
   if (WARMUP > 0) {
@@ -730,6 +737,9 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
     log(`c: the plan's history could not be read: ${String(err)}`);
     return null;
   });
+  // c.burst. The same plan over the same instances (their result set back to 0, in SQL, with nothing told), right
+  // after N other instances were started: its effect must not queue behind them being told to Temporal.
+  const burst = BURST ? await planBehindBurst(ctx, call, db, c.ids, effect.ms ?? 0, submitScheduleSet) : null;
   const d = CALLS ? await serviceCalls(ctx, call, db) : null;
   await db.end();
   return {
@@ -744,6 +754,7 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
       cpu: a.cpu,
     },
     b: { trigger, finished, setVariableDone: setInA, temporalCompleted, quietMs: bQuiet, apiFinished, cpu: bCpu },
+    burst,
     c: {
       starts: c.starts,
       waiting: c.waiting,
@@ -757,6 +768,74 @@ async function runService(ctx: Context, svc: { base: string; adminKey: string })
       quietMsAfterPlan: planQuiet,
       cpu: planCpu,
     },
+  };
+}
+
+/**
+ * c.burst: phase c's plan again, over phase c's instances (their `result` back to 0 in SQL, the outbox off for it),
+ * submitted as soon as N other instances have been accepted (16 clients), while those are still being told to
+ * Temporal. Its effect (the SetVariable step run on all N, in Postgres) against phase c's, when Temporal was idle.
+ */
+async function planBehindBurst(
+  ctx: Context,
+  call: ReturnType<typeof api>,
+  db: pg.Client,
+  targets: string[],
+  idleMs: number,
+  submit: (definitionId: string, before?: string) => Promise<{ planId: string }>,
+) {
+  await db.query('BEGIN');
+  await db.query("SET LOCAL wfa.outbox = 'off'");
+  await db.query(`UPDATE workflow_instances SET variables = variables || '{"result": 0}' WHERE id = ANY($1::text[])`, [
+    targets,
+  ]);
+  await db.query('COMMIT');
+  await quiet(ctx, 'c.burst: reset', performance.now());
+  const before = new Date().toISOString();
+  log(`service c.burst: ${N} more instances by ${CLIENTS} clients, then phase c's plan again over phase c's`);
+  ctx.serviceSampler.phase('c.burst');
+  const cpu = cpuMark();
+  const tBurst = performance.now();
+  const starts = await fire(N, CLIENTS, async (i) => {
+    await call('POST', '/workflow-instances', { definitionId: DEFINITION_ID, correlationId: `burst-${i}` });
+  });
+  const outbox = await queryCount(db, 'SELECT count(*) AS n FROM instance_outbox');
+  const t0 = performance.now();
+  const { planId } = await submit(DEFINITION_ID, before);
+  const setIn = () =>
+    queryCount(
+      db,
+      `SELECT count(*) AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND (variables->>'result')::int = $2`,
+      [targets, SET_VALUE],
+    );
+  const effect = await inPostgres('c.burst: SetVariable ran (result = 42)', t0, setIn);
+  const cpuSplit = cpuOf(ctx, cpu);
+  // When it started (its jobs made), from its submission, by the service's clock.
+  const viewed = await call<{ plan: { createdAt: string; startedAt: string | null } }>('GET', `/alterations/${planId}`);
+  const startedMs = viewed.plan.startedAt
+    ? Date.parse(viewed.plan.startedAt) - Date.parse(viewed.plan.createdAt)
+    : null;
+  const history = await planHistory(
+    new Client({ connection: ctx.dev.connection, namespace: NAMESPACE }),
+    planId,
+    Math.min(loadConfig({}).alterations.window, loadConfig({}).database.batchSlots),
+  ).catch(() => null);
+  ctx.serviceSampler.phase(undefined);
+  await quiet(ctx, 'c.burst', tBurst);
+  const ratio = effect.ms !== null && idleMs ? round(effect.ms / idleMs, 2) : null;
+  log(
+    `c.burst: ${starts.perSecond} accepted/s; plan submitted with ${outbox} outbox rows waiting, started ${startedMs} ms after; SetVariable ran on all ${N} after ${effect.ms} ms (${effect.perSecond}/s), ${ratio}x phase c's ${idleMs} ms`,
+  );
+  return {
+    starts,
+    outboxAtSubmit: outbox,
+    planId,
+    startedMs,
+    setVariable: effect,
+    idleMs,
+    ratio,
+    cpu: cpuSplit,
+    temporal: history,
   };
 }
 
@@ -976,6 +1055,15 @@ async function main(): Promise<void> {
         value: service.c.setVariable.perSecond,
         pass: (service.c.setVariable.perSecond ?? 0) >= 5000,
       },
+      ...(service.burst
+        ? [
+            {
+              name: 'ScheduleActivity plan right after N starts <= 1.25x the plan when Temporal is idle',
+              value: service.burst.ratio,
+              pass: service.burst.ratio !== null && service.burst.ratio <= 1.25,
+            },
+          ]
+        : []),
       {
         name: 'peak RSS <= 300 MB (service node process, phases a-c)',
         value: memory.peakNodeMb,
@@ -1097,6 +1185,23 @@ function printTable(r: any): void {
     );
   row('  SetVariable ran on all N', '', `${s(v.c.setVariable.ms)}  ${rate(v.c.setVariable.perSecond)}`);
   row('  quiet again', '', s(v.c.quietMsAfterPlan));
+  if (v.burst) {
+    row('c.burst: N more starts accepted', '', `${s(v.burst.starts.ms)}  ${rate(v.burst.starts.perSecond)}`);
+    row(
+      '  the same plan: SetVariable on all N',
+      '',
+      `${s(v.burst.setVariable.ms)}  ${rate(v.burst.setVariable.perSecond)}`,
+      v.burst.ratio === null ? '' : `${v.burst.ratio}x idle`,
+    );
+    row('  outbox rows waiting at its submit', '', String(v.burst.outboxAtSubmit));
+    const bh = v.burst.temporal;
+    if (bh)
+      row(
+        '  its batches: n, queued / ran (median)',
+        '',
+        `${bh.batchStartToClose.n}, ${bh.batchScheduleToStart.medianMs} / ${bh.batchStartToClose.medianMs} ms; batch phase ${s(bh.batchPhaseMs)}`,
+      );
+  }
   if (v.d && b.calls) {
     row(
       `d. one outbound call: ${r.settings.callN} started`,

@@ -15,7 +15,8 @@
  * tenant C reading pages of 1,000 instances 32 at a time, tenant A's 64 parallel cheap reads, and anonymous
  * floods (64 connections) of `/health/live`, of unknown API keys and of `/health/ready`; each flood from a
  * process of its own (test/support/flood.ts). Target: B's median beside ≤ 1.5x its median alone, in every
- * run. NOISY_PHASES=api runs this phase only; NOISY_PHASES=plans the plan phases only.
+ * run. NOISY_PHASES=api runs this phase only; NOISY_PHASES=plans the plan phases only; NOISY_PHASES=burst the
+ * plan behind another tenant's burst of starts (`planBehindBurst`), which the default runs between the two.
  * Results: a table on stdout and bench/results/noisy-latest.json (NOISY_RESULTS_FILE).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -63,7 +64,7 @@ const RUNS = Number(process.env.NOISY_RUNS ?? 3);
 const A_HEAD = Number(process.env.NOISY_A_HEAD ?? 0.2);
 const API_RUNS = Number(process.env.NOISY_API_RUNS ?? 5);
 const API_MS = Number(process.env.NOISY_API_MS ?? 3_000);
-const PHASES = new Set((process.env.NOISY_PHASES ?? 'plans,api').split(','));
+const PHASES = new Set((process.env.NOISY_PHASES ?? 'plans,burst,api').split(','));
 const log = (msg: string) => process.stdout.write(`[noisy] ${msg}\n`);
 
 const SEED_SQL = `
@@ -351,6 +352,7 @@ async function main(): Promise<void> {
       ];
     }
 
+    const burst = PHASES.has('burst') ? await planBehindBurst({ base, databaseUrl, keyA, keyB }) : undefined;
     const api = PHASES.has('api') ? await apiFloods({ base, adminKey, databaseUrl, keyA, keyB }) : undefined;
 
     const cpus = os.cpus();
@@ -364,14 +366,117 @@ async function main(): Promise<void> {
         node: process.version,
       },
       ...(plans ? { plans } : {}),
+      ...(burst ? { burst: burst.report } : {}),
       ...(api ? { api: api.report } : {}),
     };
     await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
     await writeFile(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
-    process.stdout.write(['', ...planLines, ...(api?.lines ?? []), `results: ${RESULTS_FILE}`, ''].join('\n'));
+    process.stdout.write(
+      ['', ...planLines, ...(burst?.lines ?? []), ...(api?.lines ?? []), `results: ${RESULTS_FILE}`, ''].join('\n'),
+    );
   } finally {
     for (const stop of stops) await stop().catch((err: unknown) => log(`error while stopping: ${String(err)}`));
   }
+}
+
+/**
+ * A plan behind another tenant's burst (contract section 8: a plan starts within a second of its submission
+ * whatever the engine's backlog, and its effect does not queue behind instances still being told to Temporal):
+ * tenant B's plan alone, RUNS times; then RUNS times, tenant A starts NOISY_BURST instances (16 clients, through
+ * the API) and, as soon as they are accepted, while they are still being told to Temporal, B submits the same
+ * plan. Its start (startedAt) and its end (completedAt), from its submission (createdAt), against the medians
+ * alone. Target: both within 1 s of alone, in every run. NOISY_PHASES=burst runs this phase alone.
+ */
+async function planBehindBurst(o: { base: string; databaseUrl: string; keyA: string; keyB: string }) {
+  const burstSize = Number(process.env.NOISY_BURST ?? 2_000);
+  const clients = 16;
+  const call = async <T = any>(key: string, method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${o.base}${p}`, {
+      method,
+      headers: { authorization: `ApiKey ${key}`, 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${p}: HTTP ${res.status} ${text.slice(0, 300)}`);
+    return (text ? JSON.parse(text) : undefined) as T;
+  };
+  const db = new pg.Client({ connectionString: o.databaseUrl });
+  await db.connect();
+  const outbox = async () => Number((await db.query('SELECT count(*) AS n FROM instance_outbox')).rows[0].n);
+  /** Until the relay has told every instance and the machine has had a moment. */
+  const drained = async () => {
+    for (const deadline = Date.now() + 300_000; (await outbox()) > 0 && Date.now() < deadline;) await sleep(250);
+    await sleep(1_000);
+  };
+  await call(o.keyA, 'POST', '/workflow-definitions', { ...DEFINITION, definitionId: 'burst' }).catch(() => undefined);
+  let value = 1000;
+  const planOfB = async () => {
+    const { planId } = await call<{ planId: string }>(o.keyB, 'POST', '/alterations/submit', {
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: ++value }],
+      filter: { definitionIds: [DEFINITION.definitionId] },
+    });
+    const res = await fetch(`${o.base}/alterations/${planId}/events`, {
+      headers: { authorization: `ApiKey ${o.keyB}` },
+    });
+    if (!(await res.text()).includes('event: done')) throw new Error(`plan ${planId}: the stream ended without done`);
+    const { plan } = await call<{ plan: { createdAt: string; startedAt: string; completedAt: string } }>(
+      o.keyB,
+      'GET',
+      `/alterations/${planId}`,
+    );
+    const from = Date.parse(plan.createdAt);
+    return { startMs: Date.parse(plan.startedAt) - from, endMs: Date.parse(plan.completedAt) - from };
+  };
+  const burstOfA = async (run: number) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let i = next++; i < burstSize; i = next++)
+          await call(o.keyA, 'POST', '/workflow-instances', {
+            definitionId: 'burst',
+            correlationId: `burst-${run}-${i}`,
+          });
+      }),
+    );
+  };
+  log(`burst: tenant B's plan alone, ${RUNS} times`);
+  await drained();
+  await planOfB(); // warm-up
+  const alone: { startMs: number; endMs: number }[] = [];
+  for (let i = 0; i < RUNS; i++) alone.push(await planOfB());
+  const startAlone = median(alone.map((r) => r.startMs));
+  const endAlone = median(alone.map((r) => r.endMs));
+  const behind: { startMs: number; endMs: number; outbox: number }[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    await drained();
+    await burstOfA(i);
+    const waiting = await outbox();
+    behind.push({ ...(await planOfB()), outbox: waiting });
+    log(
+      `burst run ${i + 1}: ${burstSize} of A's accepted, ${waiting} still to tell; B's plan ${JSON.stringify(behind.at(-1))}`,
+    );
+  }
+  await drained();
+  await db.end();
+  const perRun = behind.map((r) => ({
+    startOverMs: round(r.startMs - startAlone),
+    endOverMs: round(r.endMs - endAlone),
+  }));
+  const within = perRun.filter((r) => r.startOverMs <= 1000 && r.endOverMs <= 1000).length;
+  const report = {
+    burstSize,
+    tenantBPlanSize: B_SIZE,
+    alone: alone.map((r) => ({ startMs: round(r.startMs), endMs: round(r.endMs) })),
+    behindBurst: behind.map((r) => ({ startMs: round(r.startMs), endMs: round(r.endMs), outboxAtSubmit: r.outbox })),
+    perRun,
+    withinOneSecond: within,
+    runs: RUNS,
+  };
+  const lines = [
+    `tenant B's plan of ${B_SIZE} right after tenant A's ${burstSize} starts: alone start ${round(startAlone)} ms, end ${round(endAlone)} ms (medians)`,
+    `  behind the burst, over alone (start / end): ${perRun.map((r) => `+${r.startOverMs} / +${r.endOverMs} ms`).join(', ')}; within 1 s: ${within} of ${RUNS}`,
+  ];
+  return { report, lines };
 }
 
 /** Floods the service from a process of its own (test/support/flood.ts) for `ms`; the answers by status. */

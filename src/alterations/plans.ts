@@ -561,6 +561,23 @@ export async function workInFlight(db: Queryable): Promise<number> {
 }
 
 /**
+ * Whether a plan is starting, making its jobs or running its batches as fast as it can (Pending for a moment,
+ * Generating, Dispatching or Running, with no rate): while one is, the outbox relay yields Temporal and the cores to it (src/temporal/outbox-relay.ts),
+ * so that a plan's effect does not queue behind instances still being told to Temporal. One index read.
+ */
+export async function plansInFullFlight(db: Queryable): Promise<boolean> {
+  // A plan just submitted (Pending, for its first half minute) counts too: its workflow's start and first tasks
+  // are round trips to Temporal as well.
+  const { rows } = await db.query<{ busy: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM alteration_plans
+                     WHERE (status = ANY($1::smallint[]) OR (status = $2 AND created_at > now() - interval '30 seconds'))
+                       AND (rollout IS NULL OR rollout ->> 'rate' IS NULL)) AS busy`,
+    [[PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running], PLAN_STATUS.Pending],
+  );
+  return rows[0]!.busy;
+}
+
+/**
  * Plans stored but not yet started (e.g. the API stopped between storing and starting one), also when
  * paused before they started.
  */

@@ -47,3 +47,9 @@ export const USERS_VIEW = {
   structured: 'identity/users:view',
   legacy: '*',
 } as const satisfies PermissionSpec;
+
+/** Listing a tenant's API keys (never the key). Legacy: `*`. */
+export const KEYS_VIEW = {
+  structured: 'identity/api-keys:view',
+  legacy: '*',
+} as const satisfies PermissionSpec;

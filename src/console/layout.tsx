@@ -11,7 +11,7 @@ export interface Shell {
   user?: Pick<Principal, 'name' | 'tenantId'> | undefined;
 }
 
-export type NavKey = 'plans' | 'instances' | 'new-plan' | 'approvals';
+export type NavKey = 'plans' | 'instances' | 'new-plan' | 'approvals' | 'users';
 
 const NAV: { key: NavKey; href: string; label: string }[] = [
   { key: 'plans', href: '/console/plans', label: 'Plans' },
@@ -19,6 +19,8 @@ const NAV: { key: NavKey; href: string; label: string }[] = [
   { key: 'new-plan', href: '/console/new-plan', label: 'New plan' },
   // Governance (contract section 10): the Approvals page lists plans awaiting approval (status 8).
   { key: 'approvals', href: '/console/approvals', label: 'Approvals' },
+  // Who may act, and who created whom (the records four eyes follow).
+  { key: 'users', href: '/console/users', label: 'Users' },
 ];
 
 /**

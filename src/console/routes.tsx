@@ -16,6 +16,7 @@ import { newPlanRoutes } from './pages/new-plan.js';
 import { planRoutes } from './pages/plan.js';
 import { plansRoutes } from './pages/plans.js';
 import { signInRoutes, signOutRoute } from './pages/sign-in.js';
+import { usersRoutes } from './pages/users.js';
 import { checkSameOrigin, clearSessionCookie, isConsolePath, ownOrigin } from './session.js';
 import { requirePermission, type ShellOf } from './shell.js';
 
@@ -123,6 +124,7 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   app.route('/', instancesRoutes(shell));
   app.route('/', instanceRoutes(shell));
   app.route('/', approvalsRoutes(shell));
+  app.route('/', usersRoutes(shell));
 
   app.all('*', (c) => {
     if (c.req.path === '/console/' && c.req.method === 'GET') return c.redirect('/console/plans', 302);

@@ -13,6 +13,7 @@ import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
 import { tenantPriority } from './fairness.js';
 import { Poller } from '../vocabulary/poller.js';
+import { plansInFullFlight } from '../alterations/plans.js';
 import { instanceWorkflowId } from './names.js';
 
 /** How long a relay holds the rows it claimed; a relay that died is replaced after this. */
@@ -24,6 +25,17 @@ const CLAIM_SECONDS = 60;
  * cost one claim and one delete statement each.
  */
 const PASS_SIZE = 64;
+/**
+ * While a plan runs flat out (`plansInFullFlight`), a pass tells the rows a plan wrote as usual, but of the other
+ * rows only this many, this many at a time: the dev server's CPU (each start costs it about 10 ms) and the node's
+ * go to the plan's round trips, and the instances still to be told wait their turn behind the plan's effect.
+ */
+const YIELD_PASS_SIZE = 8;
+const YIELD_CONCURRENCY = 2;
+/** … and such a pass lasts at least this long: the others are told at about 20 a second while a plan runs. */
+const YIELD_PASS_MS = 400;
+/** How long a reading of whether a plan runs flat out stands. */
+const PLANS_READ_MS = 100;
 /** How often an idle relay looks for new rows; after a failed pass, a second. */
 const IDLE_MS = 100;
 const RETRY_MS = 1_000;
@@ -99,12 +111,63 @@ export class OutboxRelay {
     return this.poller.stop();
   }
 
+  /** When a plan last was, or was not, running flat out; and whether it was. */
+  private plansRead = { at: 0, busy: false };
+
+  private plansReading: Promise<void> | undefined;
+
+  /** Whether a plan runs flat out now (read at most every PLANS_READ_MS). */
+  private async plansBusy(): Promise<boolean> {
+    if (performance.now() - this.plansRead.at > PLANS_READ_MS) await this.readPlans();
+    return this.plansRead.busy;
+  }
+
+  private readPlans(): Promise<void> {
+    this.plansReading ??= plansInFullFlight(this.o.pool)
+      .then((busy) => {
+        this.plansRead = { at: performance.now(), busy };
+      })
+      .catch(() => undefined)
+      .finally(() => (this.plansReading = undefined));
+    return this.plansReading;
+  }
+
+  /**
+   * During a pass: whether a plan has begun to run flat out since it began (the last reading, a new one asked for
+   * when it is stale). The pass then tells no more of the rows it claimed that no plan wrote.
+   */
+  private plansBusyNow(): boolean {
+    if (performance.now() - this.plansRead.at > PLANS_READ_MS) void this.readPlans();
+    return this.plansRead.busy;
+  }
+
   /** One pass: the number of rows it told (tests and benches drain with it). */
   async pass(): Promise<number> {
-    const claimed = await this.claim();
+    // While a plan runs flat out, its own rows go first at full speed, and the others a few at a time.
+    const busy = await this.plansBusy();
+    let claimed = await this.claim(PASS_SIZE, busy);
+    let concurrency = this.concurrency;
+    let lasts = 0;
+    if (claimed.length === 0 && busy) {
+      claimed = await this.claim(YIELD_PASS_SIZE, false);
+      concurrency = Math.min(concurrency, YIELD_CONCURRENCY);
+      lasts = performance.now() + YIELD_PASS_MS;
+    }
     if (claimed.length === 0) return 0;
+    const told = await this.tellAll(claimed, concurrency, busy ? undefined : () => this.plansBusyNow());
+    const rest = lasts - performance.now();
+    if (rest > 0) await new Promise((r) => setTimeout(r, rest));
+    return told;
+  }
+
+  /**
+   * Tells the claimed rows' workflows, `concurrency` at a time, tenants in turn; deletes or releases the rows. Once
+   * `yields` says so, the rows no plan wrote that are still to tell are released untold, for a later pass.
+   */
+  private async tellAll(claimed: ClaimedRow[], concurrency: number, yields?: () => boolean): Promise<number> {
     const told: ClaimedRow[] = [];
     const failed: ClaimedRow[] = [];
+    const untold: ClaimedRow[] = [];
     // Rows come tenants in turn; a sender takes the first whose tenant is under its share of requests in
     // flight, so another tenant's row never waits behind a flooding tenant's requests.
     const queue = [...claimed];
@@ -114,9 +177,13 @@ export class OutboxRelay {
       const i = queue.findIndex((r) => (inFlight.get(r.tenant_id) ?? 0) < this.perTenant);
       return i < 0 ? undefined : queue.splice(i, 1)[0];
     };
-    const senders = Array.from({ length: Math.min(this.concurrency, queue.length) }, async () => {
+    const senders = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
       while (queue.length > 0) {
         const row = nextRow();
+        if (row && yields?.() && !row.cause?.startsWith('plan ')) {
+          untold.push(row);
+          continue;
+        }
         if (!row) {
           await new Promise<void>((resolve) => {
             const before = released;
@@ -168,6 +235,11 @@ export class OutboxRelay {
         WHERE o.instance_id = t.instance_id AND o.seq <> t.seq`,
       [toldIds, toldSeqs],
     );
+    if (untold.length > 0) {
+      await this.o.pool.query('UPDATE instance_outbox SET claimed_until = NULL WHERE instance_id = ANY($1::text[])', [
+        untold.map((r) => r.instance_id),
+      ]);
+    }
     if (failed.length > 0) {
       await this.o.pool.query(
         `UPDATE instance_outbox SET attempts = attempts + 1,
@@ -187,18 +259,27 @@ export class OutboxRelay {
    * row would be deleted and the change never told. Read after the claim committed, the state is at least as
    * new as the `seq` claimed.
    */
-  private async claim(): Promise<ClaimedRow[]> {
+  private async claim(passSize: number, plansOnly: boolean): Promise<ClaimedRow[]> {
     const { rows: claimed } = await this.o.pool.query<
       Pick<ClaimedRow, 'instance_id' | 'seq' | 'created' | 'tenant_id' | 'cause'>
     >(
       `WITH tenants AS (SELECT DISTINCT tenant_id FROM instance_outbox),
+            share AS (SELECT greatest(1, ceil($1::numeric / (SELECT count(*) FROM tenants)))::int AS n),
             picked AS (
               SELECT p.instance_id FROM tenants t CROSS JOIN LATERAL (
-                SELECT o.instance_id FROM instance_outbox o
-                 WHERE o.tenant_id = t.tenant_id AND (o.claimed_until IS NULL OR o.claimed_until < now())
-                 ORDER BY o.seq
-                 LIMIT greatest(1, ceil($1::numeric / (SELECT count(*) FROM tenants)))::int
-                 FOR UPDATE SKIP LOCKED) p),
+                -- A plan's rows first (their own index), then the rest of the tenant's, each in order.
+                SELECT a.instance_id FROM (
+                  SELECT o.instance_id FROM instance_outbox o
+                   WHERE o.tenant_id = t.tenant_id AND o.cause LIKE 'plan %'
+                     AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   ORDER BY o.seq LIMIT (SELECT n FROM share) FOR UPDATE SKIP LOCKED) a
+                UNION ALL
+                SELECT b.instance_id FROM (
+                  SELECT o.instance_id FROM instance_outbox o
+                   WHERE o.tenant_id = t.tenant_id AND (o.cause IS NULL OR o.cause NOT LIKE 'plan %')
+                     AND (o.claimed_until IS NULL OR o.claimed_until < now()) AND NOT $3::boolean
+                   ORDER BY o.seq LIMIT (SELECT n FROM share) FOR UPDATE SKIP LOCKED) b
+                LIMIT (SELECT n FROM share)) p),
             claimed AS (
               UPDATE instance_outbox o SET claimed_until = now() + make_interval(secs => $2)
                 FROM picked WHERE o.instance_id = picked.instance_id
@@ -206,7 +287,7 @@ export class OutboxRelay {
        SELECT c.instance_id, c.seq, c.created, c.tenant_id, c.cause,
               row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.seq) AS turn
          FROM claimed c ORDER BY turn, c.seq`,
-      [PASS_SIZE, CLAIM_SECONDS],
+      [passSize, CLAIM_SECONDS, plansOnly],
     );
     if (claimed.length === 0) return [];
     const standing = await readStandings(

@@ -1154,6 +1154,61 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     }
   });
 
+  it('lists users and API keys with who created each, accessibly', async () => {
+    await createUser(`idadmin-${run}`, ['identity/users:view', 'identity/api-keys:view', 'alterations:view']);
+    const { context, page } = await signedIn(`idadmin-${run}`);
+    await page.getByRole('link', { name: 'Users', exact: true }).click();
+    await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
+    const users = page.getByRole('region', { name: 'Users and who created them' });
+    const row = users.getByRole('row').filter({ has: page.getByRole('rowheader', { name: `op-${run}`, exact: true }) });
+    await expect(row.getByRole('cell').nth(1).textContent()).resolves.toBe('ADMIN_API_KEY (API key)');
+    await page.getByRole('region', { name: 'API keys and who created them' }).waitFor();
+    await expectAccessible(page, 'Users');
+    await context.close();
+    // A user who may read neither is told so, with the permission named.
+    const viewer = await signedIn(`viewer-${run}`);
+    await viewer.page.goto(`${base}/console/users`);
+    await viewer.page.getByText('You may not see users: that requires the permission "identity/users:view".').waitFor();
+    await viewer.context.close();
+  });
+
+  it('shows an approver who may not read instances the paths a plan would change, never their values', async () => {
+    const secret = `SECRET-VALUE-${run}`;
+    const made = await call('POST', '/workflow-instances', {
+      definitionId,
+      correlationId: `console-secret-${run}`,
+      variables: { note: secret },
+    });
+    expect(made.status).toBe(202);
+    const planId = await submit({
+      id: `secret-${run}`,
+      alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'changed' }],
+      filter: { correlationIds: [`console-secret-${run}`] },
+      approval: { required: true },
+    });
+    await eventually(async () => (await planStatus(planId)) === 8, 'the plan to await approval');
+    await createUser(`approver-blind-${run}`, ['alterations:approve', 'alterations:view']);
+    const blind = await signedIn(`approver-blind-${run}`);
+    await blind.page.getByRole('link', { name: 'Approvals', exact: true }).click();
+    await blind.page.getByRole('heading', { name: `Preview of ${planId}` }).waitFor();
+    expect(await blind.page.content()).not.toContain(secret);
+    await blind.page
+      .getByText('Values are shown to those who may read instances (workflows/instances:view)')
+      .first()
+      .waitFor();
+    await blind.page.goto(`${base}/console/plans/${planId}`);
+    await blind.page.getByRole('heading', { name: 'What it would do now' }).waitFor();
+    expect(await blind.page.content()).not.toContain(secret);
+    await blind.context.close();
+    // One who may read instances sees the value it would change.
+    const op = await signedIn(`op-${run}`);
+    await op.page.goto(`${base}/console/plans/${planId}`);
+    await op.page.getByRole('heading', { name: 'What it would do now' }).waitFor();
+    expect(await op.page.content()).toContain(secret);
+    await op.context.close();
+    expect((await call('POST', `/alterations/${planId}/cancel`)).status).toBe(202);
+  });
+
   it('logged no CSP violation and opened no dialog on any page', () => {
     expect(cspViolations).toEqual([]);
     expect(dialogs).toEqual([]);

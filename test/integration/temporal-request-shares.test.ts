@@ -75,3 +75,58 @@ describe("one tenant's flood of changes for Temporal", () => {
     );
   }, 300_000);
 });
+
+describe("a plan's changes for Temporal", () => {
+  it('are told ahead of instances still waiting to be told, and no other row is told at full speed meanwhile', async () => {
+    const key = await h.keyWith(['*'], 'planning');
+    const def = await h.request('POST', '/workflow-definitions', { key, body: approvalWithNote('plan-ahead-def') });
+    // 1,500 instances still to be told (rows in the outbox, as a burst of starts leaves them), and 20 a plan cancels.
+    const backlog = await seedInstances(h.pool, {
+      definitionVersionId: def.body.id,
+      count: 1500,
+      tenantId: 'planning',
+    });
+    const targets = await seedInstances(h.pool, { definitionVersionId: def.body.id, count: 20, tenantId: 'planning' });
+    await h.pool.query(
+      `INSERT INTO instance_outbox (instance_id, tenant_id, created) SELECT unnest($1::text[]), 'planning', true`,
+      [backlog],
+    );
+    const planned = await h.request('POST', '/alterations/submit', {
+      key,
+      body: { alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: targets } },
+    });
+    expect(planned.status).toBe(202);
+    const left = async () => {
+      const { rows } = await h.pool.query<{ plan: number; others: number }>(
+        `SELECT count(*) FILTER (WHERE instance_id = ANY($1::text[]))::int AS plan,
+                count(*) FILTER (WHERE instance_id = ANY($2::text[]))::int AS others
+           FROM instance_outbox`,
+        [targets, backlog],
+      );
+      return rows[0]!;
+    };
+    // The plan's 20 cancellations are told (their rows gone) while most of the backlog still waits.
+    const atPlanTold = await eventually(
+      async () => {
+        const plan = await h.request('GET', `/alterations/${planned.body.planId}`, { key });
+        if (plan.body.plan.status !== 4) return undefined;
+        const l = await left();
+        return l.plan === 0 ? l : undefined;
+      },
+      "the plan's cancellations told",
+      60_000,
+    );
+    expect(atPlanTold.others, JSON.stringify(atPlanTold)).toBeGreaterThan(1000);
+    // Their workflows were told, and end Canceled.
+    for (const id of targets.slice(0, 3))
+      await eventually(
+        async () =>
+          (await h.client.workflow.getHandle(instanceWorkflowId(id)).describe()).status.name === 'CANCELLED'
+            ? true
+            : undefined,
+        `${id}'s workflow Canceled`,
+      );
+    // Once no plan runs, the backlog is told at full speed.
+    await eventually(async () => ((await left()).others === 0 ? true : undefined), 'the backlog told', 180_000);
+  }, 300_000);
+});

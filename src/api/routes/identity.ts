@@ -11,7 +11,7 @@ import {
 import { LEGACY_EQUIVALENTS, LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
 import type { Principal } from '../../auth/principal.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
-import { USERS_VIEW } from '../../auth/route-permissions.js';
+import { KEYS_VIEW, USERS_VIEW } from '../../auth/route-permissions.js';
 import { createRole, createUser, deleteUser, hashSecret, listUsers, userGrants } from '../../auth/users.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { type AppEnv, callerTenant, clientAddress } from '../context.js';
@@ -129,27 +129,24 @@ const listUsersRoute = secureRoute(USERS_VIEW, {
   },
 });
 
-const listKeys = secureRoute(
-  { structured: 'identity/api-keys:view', legacy: '*' },
-  {
-    method: 'get',
-    path: '/identity/api-keys',
-    tags: ['Identity'],
-    summary: "The caller's tenant's API keys (never the key itself); the operator may name another tenant",
-    request: {
-      query: z.strictObject({
-        tenantId: z.string().max(200).optional().openapi({
-          description:
-            "List this tenant's keys (empty: the default tenant). Another tenant than the caller's is for the operator only (403)",
-        }),
+const listKeys = secureRoute(KEYS_VIEW, {
+  method: 'get',
+  path: '/identity/api-keys',
+  tags: ['Identity'],
+  summary: "The caller's tenant's API keys (never the key itself); the operator may name another tenant",
+  request: {
+    query: z.strictObject({
+      tenantId: z.string().max(200).optional().openapi({
+        description:
+          "List this tenant's keys (empty: the default tenant). Another tenant than the caller's is for the operator only (403)",
       }),
-    },
-    responses: {
-      200: jsonContent(z.object({ items: z.array(ApiKeySchema), totalCount: z.number().int() }), 'The keys'),
-      ...problems(400, 401, 403),
-    },
+    }),
   },
-);
+  responses: {
+    200: jsonContent(z.object({ items: z.array(ApiKeySchema), totalCount: z.number().int() }), 'The keys'),
+    ...problems(400, 401, 403),
+  },
+});
 
 const revokeKey = secureRoute(
   { structured: 'identity/api-keys:delete', legacy: '*' },
