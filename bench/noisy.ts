@@ -352,7 +352,15 @@ async function main(): Promise<void> {
       ];
     }
 
-    const burst = PHASES.has('burst') ? await planBehindBurst({ base, databaseUrl, keyA, keyB }) : undefined;
+    const burst = PHASES.has('burst')
+      ? await planBehindBurst({
+          base,
+          databaseUrl,
+          keyA,
+          keyB,
+          temporal: new Client({ connection: temporal.connection }),
+        })
+      : undefined;
     const api = PHASES.has('api') ? await apiFloods({ base, adminKey, databaseUrl, keyA, keyB }) : undefined;
 
     const cpus = os.cpus();
@@ -387,7 +395,7 @@ async function main(): Promise<void> {
  * plan. Its start (startedAt) and its end (completedAt), from its submission (createdAt), against the medians
  * alone. Target: both within 1 s of alone, in every run. NOISY_PHASES=burst runs this phase alone.
  */
-async function planBehindBurst(o: { base: string; databaseUrl: string; keyA: string; keyB: string }) {
+async function planBehindBurst(o: { base: string; databaseUrl: string; keyA: string; keyB: string; temporal: Client }) {
   const burstSize = Number(process.env.NOISY_BURST ?? 2_000);
   const clients = 16;
   const call = async <T = any>(key: string, method: string, p: string, body?: unknown) => {
@@ -425,6 +433,7 @@ async function planBehindBurst(o: { base: string; databaseUrl: string; keyA: str
       `/alterations/${planId}`,
     );
     const from = Date.parse(plan.createdAt);
+    if (process.env.NOISY_TIMELINE === '1') await timeline(o.temporal, planId);
     return { startMs: Date.parse(plan.startedAt) - from, endMs: Date.parse(plan.completedAt) - from };
   };
   const burstOfA = async (run: number) => {
