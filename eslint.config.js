@@ -74,8 +74,8 @@ export default tseslint.config(
               message: 'Workflow code does no I/O: use an activity.',
             },
             {
-              group: ['../src/*', '../src/**', '!../src/**/names.js'],
-              message: 'Workflow code imports only activity types.',
+              regex: '^\\.\\./src/(?!vocabulary/plan\\.js$)',
+              message: 'Workflow code imports only activity types (and the plan vocabulary, which imports nothing).',
             },
           ],
           paths: ['fs', 'path', 'os', 'crypto', 'http', 'https', 'net', 'child_process', 'worker_threads'],

@@ -3,14 +3,13 @@ import { withHeartbeat } from './heartbeat.js';
 import {
   completePlan,
   failPlan,
-  type GenerateOptions,
-  generateJobs,
-  pausePlan,
+  pausePlanFor,
   readPlanControl,
   runJobBatch,
   steppedAside,
   type ProcessingDeps,
 } from '../src/alterations/processing.js';
+import { type GenerateOptions, generateJobs } from '../src/alterations/generation.js';
 import { stepsAside } from '../src/alterations/step-aside.js';
 import type { PauseReason } from '../src/alterations/model.js';
 import { checkSchedule, expireApproval } from '../src/alterations/governance.js';
@@ -206,7 +205,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** The workflow pauses its plan: the canary is done, or too many jobs failed. */
     pausePlan(planId: string, reason: PauseReason) {
-      return retryOnlyTransient('pausePlan', () => pausePlan(deps, planId, reason), deps.logger);
+      return retryOnlyTransient('pausePlan', () => pausePlanFor(deps, planId, reason), deps.logger);
     },
     /** The plan's steering as its row says now (after a signal, or while paused). */
     planControl(planId: string) {

@@ -1,6 +1,11 @@
 import type { Logger } from './logger.js';
 
 /** Thrown by `Lifecycle.add` when a stop was requested while the service was still starting. */
+/** Where a start registers how each part stops: a `Lifecycle` (src/main.ts), `Stops`, or the service's own list. */
+export interface StopRegistry {
+  add(name: string, stop: () => Promise<unknown>): void;
+}
+
 export class StopRequested extends Error {}
 
 const STOP_DEADLINE_MS = 30_000;

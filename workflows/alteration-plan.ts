@@ -27,6 +27,9 @@ import {
   PlanScheduler,
 } from './plan-scheduler.js';
 import { PLAN_STATUS_ATTRIBUTE } from './search-attributes.js';
+import { PLAN_STATUS, type PlanOutcome, planOutcome } from '../src/vocabulary/plan.js';
+
+export type { PlanOutcome } from '../src/vocabulary/plan.js';
 import { batchesTaskQueue } from './task-queues.js';
 import { PLAN_RETRY as RETRY } from './retry.js';
 
@@ -79,8 +82,6 @@ const LOOKAHEAD = 2;
 export function batchWeight(total: number): number {
   return Math.min(1000, Math.max(0.001, (100_000 / Math.max(1, total)) ** 2));
 }
-/** The row's status while a plan awaits approval (src/alterations/model.ts PLAN_STATUS.AwaitingApproval). */
-const AWAITING_APPROVAL = 8;
 
 const { completePlan, failPlan, pausePlan, planControl } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -119,12 +120,6 @@ export interface AlterationPlanInput {
 
 type WorkflowStatus = 'AwaitingApproval' | 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
 /**
- * How the jobs of a Completed plan ended (the plan view's `outcome`, src/alterations/model.ts PLAN_OUTCOMES;
- * not imported: workflow code stays free of the API's modules).
- */
-export type PlanOutcome = 'allSucceeded' | 'someFailed' | 'allFailed' | 'noJobs';
-
-/**
  * What the `progress` query answers and the workflow returns: the plan view's job counts (as far as the
  * batches have reported them) and its batches, and the same line the Temporal UI shows as current details.
  */
@@ -152,18 +147,15 @@ export interface PlanWorkflowProgress {
   summary?: string;
 }
 
-/** How the jobs of a Completed plan of `total` jobs with `failed` failed ones ended. */
-export function planOutcome(total: number, failed: number): PlanOutcome {
-  if (total === 0) return 'noJobs';
-  if (failed === 0) return 'allSucceeded';
-  return failed >= total ? 'allFailed' : 'someFailed';
-}
-
 export const progressQuery = defineQuery<PlanWorkflowProgress>('progress');
 /** The plan row changed (pause, resume, rollout, cancel): read it again. It carries nothing: the row is the truth. */
 export const planChangedSignal = defineSignal('planChanged');
 
-const FINISHED: Record<number, WorkflowStatus> = { 4: 'Completed', 5: 'Failed', 6: 'Cancelled' };
+const FINISHED: Record<number, WorkflowStatus> = {
+  [PLAN_STATUS.Completed]: 'Completed',
+  [PLAN_STATUS.Failed]: 'Failed',
+  [PLAN_STATUS.Cancelled]: 'Cancelled',
+};
 /** While paused, the plan row is read again this often even without a signal (a lost signal costs this much). */
 const PAUSED_POLL = '1 minute';
 
@@ -233,9 +225,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
   const signalled = () => changedEarly;
   const consume = () => (changedEarly = false);
   const generate = () =>
-    approvedSet
-      ? local.generateJobs(planId, { hold: true })
-      : (localSteps ? local.generateJobs : generateJobs)(planId);
+    approvedSet ? local.generateJobs(planId, { hold: true }) : (localSteps ? local.generateJobs : generateJobs)(planId);
   show(state.status);
   try {
     if (governed && !carried && input.approval) {
@@ -443,7 +433,7 @@ async function awaitApproval(
     consume();
     const due = !woken && Date.now() >= approval.expiresAt;
     const control = due ? await local.expireApproval(planId) : await planControl(planId);
-    if (control.status === AWAITING_APPROVAL) {
+    if (control.status === PLAN_STATUS.AwaitingApproval) {
       if (!woken) recheckMs = Math.min(recheckMs * 2, 3_600_000);
       continue;
     }

@@ -7,15 +7,9 @@
  * that changes what a step carries needs a `patched()` marker in the workflow.
  */
 
-export type PauseReason = 'manual' | 'canary' | 'failures' | 'schedule';
+import { isFinished, PLAN_STATUS, type PauseReason, type PlanControl } from '../src/vocabulary/plan.js';
 
-/** The plan row's steering, as the activities read it (src/alterations/processing.ts PlanControl). */
-export interface PlanControl {
-  status: number;
-  pauseReason: PauseReason | null;
-  rollout: { rate?: number | null; canary?: number | null; stopOnFailureRatio?: number | null } | null;
-  steering: number;
-}
+export type { PauseReason, PlanControl } from '../src/vocabulary/plan.js';
 
 /** Where a plan stands, carried across continue-as-new. */
 export interface PlanProgress {
@@ -76,9 +70,6 @@ export type PlanStep =
   | { kind: 'endRun' }
   | { kind: 'done' };
 
-/** Plan statuses (src/alterations/model.ts; not imported: workflow code stays free of the API's modules). */
-export const PAUSED = 7;
-const FINISHED_STATUSES = new Set([4, 5, 6]);
 /** The throttle lets a plan that fell behind catch up by at most this much time's worth of jobs. */
 const THROTTLE_CREDIT_MS = 1_000;
 /**
@@ -205,11 +196,11 @@ export class PlanScheduler {
 
   /** Why the plan is paused (null unless it is). */
   get pauseReason(): PauseReason | null {
-    return this.controlNow.status === PAUSED ? this.controlNow.pauseReason : null;
+    return this.controlNow.status === PLAN_STATUS.Paused ? this.controlNow.pauseReason : null;
   }
 
   get paused(): boolean {
-    return this.controlNow.status === PAUSED;
+    return this.controlNow.status === PLAN_STATUS.Paused;
   }
 
   /** The plan ended (its row says Completed, Failed or Cancelled, or a batch said stop): start nothing more. */
@@ -233,10 +224,10 @@ export class PlanScheduler {
   steer(next: PlanControl, now: number): void {
     if (next.steering < this.controlNow.steering) return;
     const rateChanged = (next.rollout?.rate ?? null) !== (this.controlNow.rollout?.rate ?? null);
-    const resumed = this.controlNow.status === PAUSED && next.status !== PAUSED;
+    const resumed = this.controlNow.status === PLAN_STATUS.Paused && next.status !== PLAN_STATUS.Paused;
     this.controlNow = next;
     if (rateChanged || resumed) this.throttle = { since: now, jobs: 0 };
-    if (FINISHED_STATUSES.has(next.status)) this.stopped = true;
+    if (isFinished(next.status)) this.stopped = true;
   }
 
   /**

@@ -2,9 +2,19 @@ import type pg from 'pg';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/pool.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { ConflictError, ForbiddenError } from '../errors.js';
 import { PLAN_STATUS, type PlanStatus } from './model.js';
-import { type Schedule, scheduleState } from './schedule.js';
+import type { Approval, PrincipalRef } from '../vocabulary/plan.js';
+import { scheduleState } from './schedule.js';
+import {
+  expireApprovalRow,
+  type GovernedRow,
+  lockScheduled,
+  pauseBySchedule,
+  readGoverned,
+  recordDecision,
+  resumeBySchedule,
+} from './plan-store/index.js';
 
 /**
  * Plan governance (four-eyes approval and maintenance windows): the tenant's approval policy, who submitted
@@ -12,37 +22,13 @@ import { type Schedule, scheduleState } from './schedule.js';
  * plan workflow waits on durable timers for an approval's expiry and a window's opening, and reads the row.
  */
 
-/** A principal as a plan names it (`requestedBy`, `decidedBy`): what a person reads, never a secret. */
-export interface PrincipalRef {
-  kind: 'user' | 'apiKey';
-  id: string;
-  name: string;
-}
+export type { Approval, ApprovalState, PrincipalRef } from '../vocabulary/plan.js';
 
 export const principalRef = (p: Principal): PrincipalRef => ({
   kind: p.kind === 'user' ? 'user' : 'apiKey',
   id: p.id,
   name: p.name,
 });
-
-export type ApprovalState = 'Pending' | 'Approved' | 'Rejected' | 'Expired' | 'Withdrawn';
-
-/** A plan's approval, as stored in `alteration_plans.approval` and shown in the plan view. */
-export interface Approval {
-  state: ApprovalState;
-  requestedBy: PrincipalRef;
-  /** Instances the filter matched at submission (the dry-run's count). */
-  matchedCount: number;
-  expiresAt: string;
-  decidedBy: PrincipalRef | null;
-  decidedAt: string | null;
-  comment: string | null;
-  /**
-   * Why the plan was held when its jobs were made, though it needed no approval at submission (the policy
-   * holds a change at both: section 10); absent for a plan held at submission.
-   */
-  heldBecause?: string;
-}
 
 export interface ApprovalPolicy {
   approval: 'never' | 'always' | 'above';
@@ -229,24 +215,9 @@ export async function fourEyesRefusal(
   return undefined;
 }
 
-interface GovernedRow {
-  status: PlanStatus;
-  approval: Approval | null;
-  submitted_by: PrincipalRef | null;
-}
-
-async function governedRow(db: Queryable, tenantKey: string, planId: string, lock = false): Promise<GovernedRow> {
-  const { rows } = await db.query<GovernedRow>(
-    `SELECT status, approval, submitted_by FROM alteration_plans WHERE id = $1 AND tenant_id = $2${lock ? ' FOR UPDATE' : ''}`,
-    [planId, tenantKey],
-  );
-  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
-  return rows[0];
-}
-
 /**
  * Decides a plan awaiting approval. Approved: the plan goes on as if just submitted (Pending; its rollout and
- * schedule apply from here). Rejected: Cancelled, no job. The submitter's own principal (or a key of its) is
+ * schedule apply from here). Rejected: Cancelled, its jobs Cancelled. The submitter's own principal (or a key of its) is
  * refused (403), and anything but a plan AwaitingApproval is a 409. Answers the plan's status now.
  */
 export async function decidePlan(
@@ -258,14 +229,14 @@ export async function decidePlan(
   comment: string | null,
   now = new Date(),
 ): Promise<PlanStatus> {
-  const current = await governedRow(pool, tenantKey, planId);
+  const current = await readGoverned(pool, tenantKey, planId);
   checkDecidable(planId, current, now);
   const submitter = current.approval.requestedBy ?? current.submitted_by;
   const refusal = submitter ? await fourEyesRefusal(pool, submitter, by) : undefined;
   if (refusal)
     throw new ForbiddenError(decision === 'Rejected' && refusal === SELF_APPROVAL ? SELF_REJECTION : refusal);
   return withTransaction(pool, async (client) => {
-    const row = await governedRow(client, tenantKey, planId, true);
+    const row = await readGoverned(client, tenantKey, planId, true);
     checkDecidable(planId, row, now);
     const approval: Approval = {
       ...row.approval,
@@ -274,16 +245,7 @@ export async function decidePlan(
       decidedAt: now.toISOString(),
       comment,
     };
-    const status = decision === 'Approved' ? PLAN_STATUS.Pending : PLAN_STATUS.Cancelled;
-    await client.query(
-      `UPDATE alteration_plans SET status = $2::smallint, approval = $3::jsonb, steering = steering + 1,
-              completed_at = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN $4::timestamptz ELSE completed_at END,
-              job_total = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN coalesce(job_total, 0) ELSE job_total END,
-              cancelled_count = CASE WHEN $2::smallint = ${PLAN_STATUS.Cancelled} THEN coalesce(job_total, 0) ELSE cancelled_count END
-        WHERE id = $1`,
-      [planId, status, JSON.stringify(approval), now],
-    );
-    return status;
+    return recordDecision(client, planId, decision, approval, now);
   });
 }
 
@@ -308,17 +270,8 @@ function checkDecidable(
  * An undecided plan past its `expiresAt` becomes Cancelled with approval state Expired (the plan workflow's
  * durable timer calls this). Answers whether it expired; a decided plan, or one not yet due, is left alone.
  */
-export async function expireApproval(db: Queryable, planId: string, now = new Date()): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE alteration_plans
-        SET status = ${PLAN_STATUS.Cancelled}, completed_at = $2, job_total = coalesce(job_total, 0),
-            cancelled_count = coalesce(job_total, 0), steering = steering + 1,
-            approval = approval || jsonb_build_object('state', 'Expired', 'decidedAt', to_jsonb($3::text))
-      WHERE id = $1 AND status = ${PLAN_STATUS.AwaitingApproval}
-        AND (approval ->> 'expiresAt')::timestamptz <= $2`,
-    [planId, now, now.toISOString()],
-  );
-  return (rowCount ?? 0) > 0;
+export function expireApproval(db: Queryable, planId: string, now = new Date()): Promise<boolean> {
+  return expireApprovalRow(db, planId, now);
 }
 
 /** What the plan workflow's schedule check answers: may batches start now, and when that changes. */
@@ -340,14 +293,7 @@ export interface ScheduleGate {
  */
 export async function checkSchedule(pool: pg.Pool, planId: string, now = new Date()): Promise<ScheduleGate> {
   return withTransaction(pool, async (client) => {
-    const { rows } = await client.query<{
-      status: PlanStatus;
-      pause_reason: string | null;
-      schedule: Schedule | null;
-      job_total: number | null;
-    }>('SELECT status, pause_reason, schedule, job_total FROM alteration_plans WHERE id = $1 FOR UPDATE', [planId]);
-    const row = rows[0];
-    if (!row) throw new NotFoundError(`Plan ${planId} not found`);
+    const row = await lockScheduled(client, planId);
     const finished =
       row.status === PLAN_STATUS.Completed || row.status === PLAN_STATUS.Failed || row.status === PLAN_STATUS.Cancelled;
     const state = scheduleState(row.schedule, now);
@@ -359,21 +305,9 @@ export async function checkSchedule(pool: pg.Pool, planId: string, now = new Dat
     };
     if (finished || row.status === PLAN_STATUS.AwaitingApproval) return gate;
     const pausedBySchedule = row.status === PLAN_STATUS.Paused && row.pause_reason === 'schedule';
-    if (!state.open && row.status !== PLAN_STATUS.Paused) {
-      await client.query(
-        `UPDATE alteration_plans SET status = ${PLAN_STATUS.Paused}, pause_reason = 'schedule', resumes_at = $2,
-                steering = steering + 1 WHERE id = $1`,
-        [planId, state.resumesAt],
-      );
-    } else if (!state.open && pausedBySchedule) {
-      await client.query('UPDATE alteration_plans SET resumes_at = $2 WHERE id = $1', [planId, state.resumesAt]);
-    } else if (state.open && pausedBySchedule) {
-      await client.query(
-        `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN ${PLAN_STATUS.Pending} ELSE ${PLAN_STATUS.Running} END,
-                pause_reason = NULL, resumes_at = NULL, steering = steering + 1 WHERE id = $1`,
-        [planId],
-      );
-    }
+    if (!state.open && row.status !== PLAN_STATUS.Paused) await pauseBySchedule(client, planId, state.resumesAt, true);
+    else if (!state.open && pausedBySchedule) await pauseBySchedule(client, planId, state.resumesAt, false);
+    else if (state.open && pausedBySchedule) await resumeBySchedule(client, planId);
     return gate;
   });
 }

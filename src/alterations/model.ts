@@ -2,55 +2,23 @@ import { z } from '@hono/zod-openapi';
 import { Int32, Timestamp } from '../vocabulary/input.js';
 import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../engine/instance-state.js';
 
-/** Plan status: integers on the wire, names accepted in requests. */
-export const PLAN_STATUS = {
-  Pending: 0,
-  Generating: 1,
-  Dispatching: 2,
-  Running: 3,
-  Completed: 4,
-  Failed: 5,
-  Cancelled: 6,
-  /** Contract section 7: batches in flight finished, none starts until resumed. Not finished. */
-  Paused: 7,
-  /** Section 10: stored and waiting for a second principal's approval; nothing runs. Not finished. */
-  AwaitingApproval: 8,
-} as const;
-export type PlanStatusName = keyof typeof PLAN_STATUS;
-export type PlanStatus = (typeof PLAN_STATUS)[PlanStatusName];
-
-/** Completed, Failed or Cancelled: nothing more happens to the plan. (Paused, 7, is not finished.) */
-export const isFinished = (status: number): boolean =>
-  status === PLAN_STATUS.Completed || status === PLAN_STATUS.Failed || status === PLAN_STATUS.Cancelled;
-/** The statuses of a plan still to be processed, for SQL: `status = ANY(UNFINISHED_STATUSES)`. */
-export const UNFINISHED_STATUSES = [
-  PLAN_STATUS.Pending,
-  PLAN_STATUS.Generating,
-  PLAN_STATUS.Dispatching,
-  PLAN_STATUS.Running,
-  PLAN_STATUS.Paused,
-  PLAN_STATUS.AwaitingApproval,
-];
-
-/** Why a Paused plan is paused: an operator, the canary, too many failures, or its schedule (no window open). */
-export const PAUSE_REASONS = ['manual', 'canary', 'failures', 'schedule'] as const;
-export type PauseReason = (typeof PAUSE_REASONS)[number];
-
-/**
- * How the jobs of a Completed plan ended. The contract keeps a plan whose jobs failed Completed (its status
- * enum is fixed), so the plan view says it here: `allFailed` when every job failed. The plan workflow's
- * result and progress query carry the same value (workflows/alteration-plan.ts `planOutcome`).
- */
-export const PLAN_OUTCOMES = ['allSucceeded', 'someFailed', 'allFailed', 'noJobs'] as const;
-export type PlanOutcome = (typeof PLAN_OUTCOMES)[number];
-
-/** The outcome of a Completed plan from its job counts (null for a plan in any other status). */
-export function planOutcome(status: number, counts: { total: number; failed: number }): PlanOutcome | null {
-  if (status !== PLAN_STATUS.Completed) return null;
-  if (counts.total === 0) return 'noJobs';
-  if (counts.failed === 0) return 'allSucceeded';
-  return counts.failed >= counts.total ? 'allFailed' : 'someFailed';
-}
+export {
+  isFinished,
+  JOB_STATUS,
+  type JobStatus,
+  type JobStatusName,
+  PAUSE_REASONS,
+  type PauseReason,
+  PLAN_OUTCOMES,
+  type PlanOutcome,
+  planOutcome,
+  PLAN_STATUS,
+  type PlanStatus,
+  type PlanStatusName,
+  planStatusName,
+  UNFINISHED_STATUSES,
+} from '../vocabulary/plan.js';
+import { JOB_STATUS, PLAN_STATUS } from '../vocabulary/plan.js';
 
 const rolloutControls = {
   rate: z
@@ -80,10 +48,6 @@ export const RolloutSchema = z
   })
   .openapi('Rollout');
 export type Rollout = z.infer<typeof RolloutSchema>;
-
-export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4 } as const;
-export type JobStatusName = keyof typeof JOB_STATUS;
-export type JobStatus = (typeof JOB_STATUS)[JobStatusName];
 
 export const LOG_LEVEL = { Trace: 0, Debug: 1, Information: 2, Warning: 3, Error: 4, Critical: 5 } as const;
 export type LogLevel = (typeof LOG_LEVEL)[keyof typeof LOG_LEVEL];

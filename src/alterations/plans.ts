@@ -3,13 +3,26 @@ import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/pool.js';
 import { INT32_MAX } from '../vocabulary/input.js';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { JobCounts, JobView, PlanSummaryView, PlanView } from './views.js';
 import { mapInSlices } from '../vocabulary/time-slice.js';
 import type { Approval, PrincipalRef } from './governance.js';
 import { type Schedule, scheduleState } from './schedule.js';
-import { REVERT_COUNTS } from './reverts.js';
+import {
+  cancelPlanRow,
+  changeRolloutRow,
+  insertPlan,
+  lockRevertOriginal,
+  pausePlanRow,
+  planIdentity,
+  type PlanRow,
+  type PlanStateRow,
+  readPlan,
+  readPlanSummaries,
+  resumePlanRow,
+  unfinishedPlanCount,
+} from './plan-store/index.js';
 import {
   type Alteration,
   type Filter,
@@ -18,12 +31,11 @@ import {
   LOG_LEVEL,
   type LogEntry,
   isFinished,
-  type PauseReason,
   planOutcome,
   PLAN_STATUS,
   type PlanStatus,
   type Rollout,
-  UNFINISHED_STATUSES,
+  planStatusName,
 } from './model.js';
 
 export interface SubmitRequest {
@@ -44,32 +56,7 @@ export interface Submission {
 }
 
 export type { JobCounts, JobView, PlanView } from './views.js';
-
-export interface PlanRow {
-  id: string;
-  tenant_id: string;
-  alterations: Alteration[];
-  filter: Filter;
-  request_hash: string;
-  status: PlanStatus;
-  job_total: number | null;
-  cancelled_count: number;
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
-  failure: string | null;
-  rollout: Rollout | null;
-  pause_reason: PauseReason | null;
-  revert_of: string | null;
-  steering: number;
-  submitted_by: PrincipalRef | null;
-  approval: Approval | null;
-  schedule: Schedule | null;
-  resumes_at: Date | null;
-}
-
-/** A plan row without its body (alterations and filter): what a summary reads. */
-type PlanStateRow = Omit<PlanRow, 'alterations' | 'filter'>;
+export { PLAN_COLUMNS, type PlanRow, pendingPlanIds, plansInFullFlight } from './plan-store/index.js';
 
 interface JobRow {
   plan_id: string;
@@ -83,8 +70,6 @@ interface JobRow {
   completed_at: Date | null;
 }
 
-export const PLAN_COLUMNS =
-  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, steering, submitted_by, approval, schedule, resumes_at';
 const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 
 /** How many instance ids a row of alteration_job_sets holds (src/db/migrations/008_job_sets.sql). */
@@ -124,7 +109,6 @@ export const NO_JOB_WRITTEN = (from: string, to: string) =>
 
 /** A job without a result row: Pending (a row written before job sets may say so too). */
 export const JOB_UNWRITTEN = `(j.status IS NULL OR j.status = ${JOB_STATUS.Pending})`;
-const STATUS_NAMES = Object.fromEntries(Object.entries(PLAN_STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 
 /** JSON with object keys sorted: equal for equal bodies whatever the key order. */
 function canonicalJson(value: unknown): string {
@@ -201,31 +185,20 @@ export async function submitPlan(
   const hash = requestHash(req.alterations, req.filter, req.rollout, { approval: req.approval, schedule });
   const rollout = normalRollout(req.rollout);
   const approval = submission.approval ?? null;
-  const inserted = await db.query(
-    `INSERT INTO alteration_plans
-       (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule)
-     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb)
-     ON CONFLICT (id) DO NOTHING`,
-    [
-      id,
-      tenantKey,
-      JSON.stringify(req.alterations),
-      JSON.stringify(req.filter),
-      hash,
-      approval ? PLAN_STATUS.AwaitingApproval : PLAN_STATUS.Pending,
-      now,
-      rollout && JSON.stringify(rollout),
-      submission.submittedBy ? JSON.stringify(submission.submittedBy) : null,
-      approval && JSON.stringify(approval),
-      schedule && JSON.stringify(schedule),
-    ],
-  );
-  if (inserted.rowCount === 1) return { planId: id, created: true };
-  const { rows } = await db.query<{ tenant_id: string; request_hash: string }>(
-    'SELECT tenant_id, request_hash FROM alteration_plans WHERE id = $1',
-    [id],
-  );
-  const existing = rows[0];
+  const inserted = await insertPlan(db, {
+    id,
+    tenantKey,
+    alterations: req.alterations,
+    filter: req.filter,
+    requestHash: hash,
+    createdAt: now,
+    rollout,
+    submittedBy: submission.submittedBy ?? null,
+    approval,
+    schedule,
+  });
+  if (inserted) return { planId: id, created: true };
+  const existing = await planIdentity(db, id);
   if (!existing || existing.tenant_id !== tenantKey || existing.request_hash !== hash) {
     throw new ConflictError(`Plan id ${id} is already used by a different plan`);
   }
@@ -283,7 +256,7 @@ function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterati
     rollout: r.rollout ?? { rate: null, canary: null, stopOnFailureRatio: null },
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
-    outcome: planOutcome(r.status, counts),
+    outcome: r.status === PLAN_STATUS.Completed ? planOutcome(counts.total, counts.failed) : null,
     approval: r.approval ?? null,
     schedule: r.schedule ?? null,
     resumesAt:
@@ -333,14 +306,7 @@ function jobView(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): J
   };
 }
 
-async function planRow(db: Queryable, tenantKey: string, planId: string): Promise<PlanRow> {
-  const { rows } = await db.query<PlanRow>(
-    `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2`,
-    [planId, tenantKey],
-  );
-  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
-  return rows[0];
-}
+const planRow = readPlan;
 
 /** Cursors are opaque to clients: base64url of the position they continue after (signed by the API). */
 const encodeCursor = (parts: (string | number)[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -459,20 +425,6 @@ export async function getPlanView(db: Queryable, tenantKey: string, planId: stri
 }
 
 /**
- * The columns of a plan summary: neither the alterations nor the filter, which may be large, but what
- * Postgres stored beside them when the plan was written (src/db/migrations/015_plan_summaries.sql).
- * Computing the types from `alterations` here instead would decompress every body of the page.
- */
-const PLAN_SUMMARY_COLUMNS = `${PLAN_COLUMNS.split(', ')
-  .filter((c) => c !== 'alterations' && c !== 'filter')
-  .join(', ')}, alteration_types, alteration_count`;
-
-interface PlanSummaryRow extends PlanStateRow {
-  alteration_types: string[];
-  alteration_count: number;
-}
-
-/**
  * The tenant's plans, newest first, as summaries: each plan without its filter and with its alterations
  * replaced by their distinct types (in order of first use) and their count, so that a page stays small
  * (a page of 100 is a few tens of kilobytes) whatever the plans hold.
@@ -482,14 +434,8 @@ export async function listPlans(
   tenantKey: string,
   opts: { status?: PlanStatus | undefined; after?: string | undefined; limit: number },
 ): Promise<Page<PlanSummaryView>> {
-  const after = opts.after ? decodeCursor(opts.after, ['timestamp', 'id']) : undefined;
-  const { rows } = await db.query<PlanSummaryRow>(
-    `SELECT ${PLAN_SUMMARY_COLUMNS} FROM alteration_plans
-      WHERE tenant_id = $1 AND ($2::smallint IS NULL OR status = $2)
-        AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
-      ORDER BY created_at DESC, id DESC LIMIT $5`,
-    [tenantKey, opts.status ?? null, after?.[0] ?? null, after?.[1] ?? null, opts.limit + 1],
-  );
+  const after = opts.after ? (decodeCursor(opts.after, ['timestamp', 'id']) as [string, string]) : undefined;
+  const rows = await readPlanSummaries(db, tenantKey, { status: opts.status, after, limit: opts.limit });
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
   const counts = await countJobs(db, page);
@@ -515,35 +461,7 @@ export async function cancelPlan(
   now = new Date(),
   withdrawnBy?: PrincipalRef,
 ): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    // NO KEY UPDATE, not UPDATE: a batch in flight inserts its counts and jobs (foreign keys to this row,
-    // which take KEY SHARE); FOR UPDATE would also wait on those.
-    const { rows } = await client.query<{ status: PlanStatus }>(
-      'SELECT status FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE',
-      [planId, tenantKey],
-    );
-    const status = rows[0]?.status;
-    if (status === undefined) throw new NotFoundError(`Plan ${planId} not found`);
-    if (isFinished(status)) throw new ConflictError(`Plan ${planId} is already ${STATUS_NAMES[status]}`);
-    // The lock above waited for the batches in flight (each holds a share lock on the plan row) and none
-    // starts after; every job without a result is Cancelled from now on (read from the set, no row written).
-    const { rows: left } = await client.query<{ n: number }>(
-      `SELECT coalesce(p.job_total - (SELECT sum(completed + failed) FROM alteration_batch_counts c WHERE c.plan_id = p.id), p.job_total, 0)::int AS n
-         FROM alteration_plans p WHERE p.id = $1`,
-      [planId],
-    );
-    // A plan awaiting approval that is cancelled is withdrawn (section 10): its approval says so, and by whom.
-    await client.query(
-      `UPDATE alteration_plans SET status = $2, completed_at = $3, cancelled_count = cancelled_count + $4,
-              pause_reason = NULL, resumes_at = NULL, steering = steering + 1,
-              approval = CASE WHEN status = ${PLAN_STATUS.AwaitingApproval}
-                              THEN approval || jsonb_build_object('state', 'Withdrawn', 'decidedAt', to_jsonb($5::text),
-                                                                  'decidedBy', $6::jsonb)
-                              ELSE approval END
-        WHERE id = $1`,
-      [planId, PLAN_STATUS.Cancelled, now, left[0]!.n, now.toISOString(), JSON.stringify(withdrawnBy ?? null)],
-    );
-  });
+  await withTransaction(pool, (client) => cancelPlanRow(client, tenantKey, planId, now, withdrawnBy));
 }
 
 /**
@@ -551,69 +469,22 @@ export async function cancelPlan(
  * Executing). A suspended or faulted instance waits on nothing Temporal holds.
  */
 export async function workInFlight(db: Queryable): Promise<number> {
+  const plans = await unfinishedPlanCount(db);
   const { rows } = await db.query<{ n: number }>(
-    `SELECT (SELECT count(*) FROM alteration_plans WHERE status <> ALL($1::smallint[]))
-          + (SELECT count(*) FROM (SELECT 1 FROM workflow_instances
-                                    WHERE status = 'Running' AND sub_status IN ('Pending', 'Executing') LIMIT 1000) x) AS n`,
-    [[PLAN_STATUS.Completed, PLAN_STATUS.Failed, PLAN_STATUS.Cancelled]],
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM workflow_instances
+                                     WHERE status = 'Running' AND sub_status IN ('Pending', 'Executing') LIMIT 1000) x`,
   );
-  return rows[0]!.n;
+  return plans + rows[0]!.n;
 }
 
-/**
- * Whether a plan is starting, making its jobs or running its batches as fast as it can (Pending for a moment,
- * Generating, Dispatching or Running, with no rate): while one is, the outbox relay yields Temporal and the cores to it (src/temporal/outbox-relay.ts),
- * so that a plan's effect does not queue behind instances still being told to Temporal. One index read.
- */
-export async function plansInFullFlight(db: Queryable): Promise<boolean> {
-  // A plan just submitted (Pending, for its first half minute) counts too: its workflow's start and first tasks
-  // are round trips to Temporal as well.
-  const { rows } = await db.query<{ busy: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM alteration_plans
-                     WHERE (status = ANY($1::smallint[]) OR (status = $2 AND created_at > now() - interval '30 seconds'))
-                       AND (rollout IS NULL OR rollout ->> 'rate' IS NULL)) AS busy`,
-    [[PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running], PLAN_STATUS.Pending],
-  );
-  return rows[0]!.busy;
-}
-
-/**
- * Plans stored but not yet started (e.g. the API stopped between storing and starting one), also when
- * paused before they started.
- */
-export async function pendingPlanIds(db: Queryable): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    'SELECT id FROM alteration_plans WHERE status IN ($1, $3) OR (status = $2 AND started_at IS NULL) ORDER BY created_at',
-    [PLAN_STATUS.Pending, PLAN_STATUS.Paused, PLAN_STATUS.AwaitingApproval],
-  );
-  return rows.map((r) => r.id);
-}
-
-const statusName = (status: number) => STATUS_NAMES[status] ?? String(status);
+const statusName = planStatusName;
 
 /**
  * Pauses a plan still to be processed: batches in flight finish (this waits for them: each holds a share
  * lock on the plan row), none starts after. Pausing a Paused plan changes nothing. A finished plan is a 409.
  */
 export async function pausePlan(db: Queryable, tenantKey: string, planId: string): Promise<void> {
-  const { rows } = await db.query<{ status: PlanStatus }>(
-    `UPDATE alteration_plans SET status = $3, pause_reason = 'manual', steering = steering + 1
-      WHERE id = $1 AND tenant_id = $2 AND status = ANY($4::smallint[]) RETURNING status`,
-    [
-      planId,
-      tenantKey,
-      PLAN_STATUS.Paused,
-      UNFINISHED_STATUSES.filter((s) => s !== PLAN_STATUS.Paused && s !== PLAN_STATUS.AwaitingApproval),
-    ],
-  );
-  if (rows[0]) return;
-  // A plan paused by its schedule paused by hand holds across windows (section 10): the reason is manual now.
-  const { rowCount } = await db.query(
-    `UPDATE alteration_plans SET pause_reason = 'manual', resumes_at = NULL, steering = steering + 1
-      WHERE id = $1 AND tenant_id = $2 AND status = $3 AND pause_reason = 'schedule'`,
-    [planId, tenantKey, PLAN_STATUS.Paused],
-  );
-  if (rowCount) return;
+  if (await pausePlanRow(db, tenantKey, planId)) return;
   const { status } = await planRow(db, tenantKey, planId);
   if (status !== PLAN_STATUS.Paused) throw new ConflictError(`Plan ${planId} is already ${statusName(status)}`);
 }
@@ -637,12 +508,9 @@ export async function resumePlan(
   now = new Date(),
 ): Promise<PlanStatus> {
   // Outside every window a resume is refused, naming the next window's start, unless it drops the schedule.
-  const { rows: found } = await db.query<{ status: PlanStatus; schedule: Schedule | null }>(
-    'SELECT status, schedule FROM alteration_plans WHERE id = $1 AND tenant_id = $2',
-    [planId, tenantKey],
-  );
-  if (found[0]?.status === PLAN_STATUS.Paused && found[0].schedule && !opts.ignoreSchedule) {
-    const state = scheduleState(found[0].schedule, now);
+  const found = await planRow(db, tenantKey, planId);
+  if (found.status === PLAN_STATUS.Paused && found.schedule && !opts.ignoreSchedule) {
+    const state = scheduleState(found.schedule, now);
     if (!state.open) {
       throw new ConflictError(
         `Plan ${planId} is outside its maintenance windows: ${
@@ -651,13 +519,8 @@ export async function resumePlan(
       );
     }
   }
-  const { rows } = await db.query<{ status: PlanStatus }>(
-    `UPDATE alteration_plans SET status = CASE WHEN job_total IS NULL THEN $4::smallint ELSE $5::smallint END, pause_reason = NULL,
-            resumes_at = NULL, schedule = CASE WHEN $6 THEN NULL ELSE schedule END, steering = steering + 1
-      WHERE id = $1 AND tenant_id = $2 AND status = $3 RETURNING status`,
-    [planId, tenantKey, PLAN_STATUS.Paused, PLAN_STATUS.Pending, PLAN_STATUS.Running, opts.ignoreSchedule === true],
-  );
-  if (rows[0]) return rows[0].status;
+  const resumed = await resumePlanRow(db, tenantKey, planId, opts.ignoreSchedule === true);
+  if (resumed !== undefined) return resumed;
   const { status } = await planRow(db, tenantKey, planId);
   throw new ConflictError(`Plan ${planId} is not Paused (it is ${statusName(status)})`);
 }
@@ -670,16 +533,9 @@ export async function changeRollout(
   patch: Pick<Rollout, 'rate' | 'stopOnFailureRatio'>,
 ): Promise<PlanView> {
   const changes = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-  const { rows } = await db.query<PlanRow>(
-    `UPDATE alteration_plans
-        SET rollout = jsonb_build_object('rate', null, 'canary', null, 'stopOnFailureRatio', null)
-                      || coalesce(rollout, '{}'::jsonb) || $4::jsonb,
-            steering = steering + 1
-      WHERE id = $1 AND tenant_id = $2 AND status = ANY($3::smallint[]) RETURNING ${PLAN_COLUMNS}`,
-    [planId, tenantKey, UNFINISHED_STATUSES, JSON.stringify(changes)],
-  );
-  const row = rows[0] ?? (await planRow(db, tenantKey, planId));
-  if (!rows[0]) throw new ConflictError(`Plan ${planId} is already ${statusName(row.status)}`);
+  const changed = await changeRolloutRow(db, tenantKey, planId, changes);
+  const row = changed ?? (await planRow(db, tenantKey, planId));
+  if (!changed) throw new ConflictError(`Plan ${planId} is already ${statusName(row.status)}`);
   const counts = await countJobs(db, [row]);
   return planView(row, counts.get(planId)!);
 }
@@ -699,20 +555,11 @@ export async function submitRevert(
   submission: Submission = {},
 ): Promise<{ planId: string; original: PlanRow }> {
   return withTransaction(pool, async (client) => {
-    const { rows } = await client.query<PlanRow>(
-      `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE`,
-      [planId, tenantKey],
-    );
-    const original = rows[0];
-    if (!original) throw new NotFoundError(`Plan ${planId} not found`);
+    const { original, reverts } = await lockRevertOriginal(client, tenantKey, planId);
     // Its reverts: the same id again is the same revert, whatever became of it; one that counts (not rejected,
     // withdrawn or expired while held for approval) is the plan's one revert.
-    const existing = await client.query<{ id: string; counts: boolean }>(
-      `SELECT id, ${REVERT_COUNTS} AS counts FROM alteration_plans WHERE revert_of = $1`,
-      [planId],
-    );
-    if (id !== undefined && existing.rows.some((r) => r.id === id)) return { planId: id, original };
-    const revert = existing.rows.find((r) => r.counts);
+    if (id !== undefined && reverts.some((r) => r.id === id)) return { planId: id, original };
+    const revert = reverts.find((r) => r.counts);
     if (revert) throw new ConflictError(`Plan ${planId} was already reverted by plan ${revert.id}`);
     if (!isFinished(original.status))
       throw new ConflictError(
@@ -721,24 +568,20 @@ export async function submitRevert(
     const newPlanId = id ?? newId();
     // A revert is a bulk change like any plan: its reverter recorded, and held for approval where the
     // tenant's policy holds it (src/api/plan-commands.ts `revertPlanCommand`).
-    const approval = submission.approval ?? null;
-    const inserted = await client.query(
-      `INSERT INTO alteration_plans
-         (id, tenant_id, alterations, filter, request_hash, status, created_at, revert_of, submitted_by, approval)
-       VALUES ($1, $2, '[]'::jsonb, $3::jsonb, $4, $5, $6, $7, $8::jsonb, $9::jsonb) ON CONFLICT (id) DO NOTHING`,
-      [
-        newPlanId,
-        tenantKey,
-        JSON.stringify(original.filter),
-        createHash('sha256').update(`revert:${planId}`).digest('hex'),
-        approval ? PLAN_STATUS.AwaitingApproval : PLAN_STATUS.Pending,
-        now,
-        planId,
-        submission.submittedBy ? JSON.stringify(submission.submittedBy) : null,
-        approval && JSON.stringify(approval),
-      ],
-    );
-    if (inserted.rowCount !== 1) throw new ConflictError(`Plan id ${newPlanId} is already used by a different plan`);
+    const inserted = await insertPlan(client, {
+      id: newPlanId,
+      tenantKey,
+      alterations: [],
+      filter: original.filter,
+      requestHash: createHash('sha256').update(`revert:${planId}`).digest('hex'),
+      createdAt: now,
+      rollout: null,
+      submittedBy: submission.submittedBy ?? null,
+      approval: submission.approval ?? null,
+      schedule: null,
+      revertOf: planId,
+    });
+    if (!inserted) throw new ConflictError(`Plan id ${newPlanId} is already used by a different plan`);
     return { planId: newPlanId, original };
   });
 }

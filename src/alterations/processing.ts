@@ -2,12 +2,21 @@ import type pg from 'pg';
 import { isUniqueViolation, SQLSTATE, sqlState } from '../db/errors.js';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
-import { NotFoundError } from '../errors.js';
 import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import type { PlanControl } from '../vocabulary/plan.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
 import { scheduleState } from './schedule.js';
-import { type Approval, holdsUnapproved, pendingApproval } from './governance.js';
+import {
+  completePlanRow,
+  controlOf,
+  failPlanRow,
+  markRunning,
+  pauseFor,
+  type PlanRow,
+  readControl,
+  readForBatch,
+} from './plan-store/index.js';
 import {
   type ApplyOutcome,
   applyResolved,
@@ -18,30 +27,16 @@ import {
   saveInstances,
   StaleReadError,
 } from './apply.js';
-import { compileFilter } from './filter.js';
 import {
   type Alteration,
   AlterationSchema,
-  FilterSchema,
   isFinished,
   JOB_STATUS,
   LOG_LEVEL,
   PLAN_STATUS,
   type PauseReason,
-  type PlanStatus,
-  type Rollout,
-  UNFINISHED_STATUSES,
 } from './model.js';
-import {
-  JOB_SET_SIZE,
-  JOB_UNWRITTEN,
-  jobsInRange,
-  NO_JOB_WRITTEN,
-  PLAN_COLUMNS,
-  type PlanRow,
-  revertFailureMessage,
-  setOrdsInRange,
-} from './plans.js';
+import { JOB_UNWRITTEN, jobsInRange, NO_JOB_WRITTEN, revertFailureMessage, setOrdsInRange } from './plans.js';
 import type { AlterableState } from '../engine/instance-state.js';
 import { restore, undoImage, type UndoImage } from './undo.js';
 import {
@@ -81,166 +76,7 @@ export interface PlanMetrics {
   batchStarted(): () => void;
 }
 
-/**
- * What the workflow steers by, as the plan row says now (the row is the truth; signals only wake the
- * workflow). `steering` grows with every pause, resume and rollout change: a reading with a lower number
- * is older than one the workflow already has.
- */
-export interface PlanControl {
-  status: PlanStatus;
-  pauseReason: PauseReason | null;
-  rollout: Rollout | null;
-  steering: number;
-}
-
-const CONTROL_COLUMNS = 'status, pause_reason, rollout, steering';
-type ControlRow = Pick<PlanRow, 'status' | 'pause_reason' | 'rollout' | 'steering'>;
-const controlOf = (r: ControlRow): PlanControl => ({
-  status: r.status,
-  pauseReason: r.pause_reason,
-  rollout: r.rollout,
-  steering: r.steering,
-});
-
-export interface GenerateResult {
-  /** Jobs generated (0..n-1 by ord). */
-  total: number;
-  /** The plan is no longer to be processed (cancelled, failed or completed meanwhile). */
-  stop: boolean;
-  control: PlanControl;
-  /**
-   * The policy held the plan when its jobs were made (section 10): it awaits approval now, with its jobs, until
-   * `expiresAt` (ms since the epoch). Absent otherwise.
-   */
-  held?: { expiresAt: number; requestedBy: { kind: string; name: string } };
-}
-
-/** How the plan workflow asks for its jobs. */
-export interface GenerateOptions {
-  /**
-   * The tenant's approval policy holds the plan when its jobs are made, where they are a change it did not
-   * approve (a plan that matched few at submission and many now; a change split into small plans). Workflows
-   * that wait for such a hold ask for it; older ones do not (they would run on).
-   */
-  hold?: boolean;
-}
-
-/**
- * Selects the matching instances and freezes them as the plan's jobs (ords 0..n-1, stored as sets of ids:
- * a job's row is written when a batch runs it), in one set-based statement. Marks the plan Generating (startedAt)
- * first, then Dispatching with the job total. A plan paused before its jobs exist gets them all the same and stays
- * Paused. A revert plan's jobs are the original plan's jobs that changed their instance, in the same order.
- *
- * A plan awaiting approval gets its jobs too and goes on waiting: the set the approver reads is the set that runs
- * (`approval.matchedCount` becomes the job total). A plan that needed no approval may be held now (`hold`): the
- * policy counts its jobs as a change it did not approve (`holdsUnapproved`), and a plan it holds awaits approval
- * with its jobs. Called again once they exist (after an approval), it moves the plan on to Dispatching.
- */
-export async function generateJobs(
-  deps: ProcessingDeps,
-  planId: string,
-  opts: GenerateOptions = {},
-): Promise<GenerateResult> {
-  const now = nowBy(deps.clock);
-  await deps.pool.query(
-    'UPDATE alteration_plans SET status = $2, started_at = coalesce(started_at, $3) WHERE id = $1 AND status = $4',
-    [planId, PLAN_STATUS.Generating, now, PLAN_STATUS.Pending],
-  );
-  return withTransaction(deps.pool, async (client) => {
-    const { rows } = await client.query<PlanRow>(
-      `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 FOR NO KEY UPDATE`,
-      [planId],
-    );
-    const plan = rows[0];
-    if (!plan) throw new NotFoundError(`Plan ${planId} not found`);
-    if (isFinished(plan.status) || plan.job_total !== null) {
-      // Made while the plan awaited approval, and approved since: it goes on to Dispatching.
-      if (plan.status === PLAN_STATUS.Generating) {
-        const moved = await client.query<ControlRow>(
-          `UPDATE alteration_plans SET status = $2 WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
-          [planId, PLAN_STATUS.Dispatching],
-        );
-        return { total: plan.job_total ?? 0, stop: false, control: controlOf(moved.rows[0]!) };
-      }
-      return { total: plan.job_total ?? 0, stop: isFinished(plan.status), control: controlOf(plan) };
-    }
-    // The matched set, frozen: ords 0..n-1 in chunks of JOB_SET_SIZE ids (no job row until a batch runs it).
-    // A revert's set also keeps the ord of each reverted job (`source`), by which its batches find it.
-    const freeze = (select: string, planParam: string, nowParam: string, source = 'NULL::int') =>
-      `WITH sets AS (
-         INSERT INTO alteration_job_sets (plan_id, first_ord, instance_ids, created_at, source_ords)
-         SELECT ${planParam}, (m.n - 1) / ${JOB_SET_SIZE} * ${JOB_SET_SIZE}, array_agg(m.instance_id ORDER BY m.n), ${nowParam}::timestamptz,
-                CASE WHEN count(${source}) > 0 THEN array_agg(${source} ORDER BY m.n) END
-           FROM (${select}) m GROUP BY (m.n - 1) / ${JOB_SET_SIZE}
-         RETURNING cardinality(instance_ids) AS size)
-       SELECT coalesce(sum(size), 0)::int AS total FROM sets`;
-    let total = 0;
-    if (plan.revert_of !== null) {
-      const frozen = await client.query<{ total: number }>(
-        freeze(
-          `SELECT instance_id, ord, row_number() OVER (ORDER BY ord) AS n
-                  FROM alteration_jobs WHERE plan_id = $3 AND status = $4 AND revision IS NOT NULL`,
-          '$1',
-          '$2',
-          'm.ord',
-        ),
-        [planId, now, plan.revert_of, JOB_STATUS.Completed],
-      );
-      total = frozen.rows[0]!.total;
-    } else {
-      const compiled = compileFilter(FilterSchema.parse(plan.filter), plan.tenant_id);
-      if (compiled.selects) {
-        const p = compiled.params.length;
-        const frozen = await client.query<{ total: number }>(
-          freeze(
-            `SELECT i.id AS instance_id, row_number() OVER (ORDER BY i.created_at, i.id) AS n
-               FROM workflow_instances i WHERE ${compiled.where}`,
-            `$${p + 1}`,
-            `$${p + 2}`,
-          ),
-          [...compiled.params, planId, now],
-        );
-        total = frozen.rows[0]!.total;
-      }
-    }
-    if (plan.status === PLAN_STATUS.AwaitingApproval && plan.approval) {
-      // The set the approver reads and approves: made now, kept Pending while the plan waits.
-      const waiting = await client.query<ControlRow>(
-        `UPDATE alteration_plans SET job_total = $2, approval = approval || jsonb_build_object('matchedCount', $2::int)
-          WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
-        [planId, total],
-      );
-      return { total, stop: false, control: controlOf(waiting.rows[0]!) };
-    }
-    const held =
-      opts.hold && plan.approval === null ? await holdsUnapproved(client, plan.tenant_id, total, now, planId) : null;
-    if (held) {
-      const requestedBy = plan.submitted_by ?? { kind: 'apiKey' as const, id: 'unknown', name: 'unknown' };
-      const approval: Approval = {
-        ...pendingApproval(held.policy, requestedBy, total, now),
-        heldBecause: held.reason,
-      };
-      const holding = await client.query<ControlRow>(
-        `UPDATE alteration_plans SET status = $2, job_total = $3, approval = $4::jsonb, started_at = NULL, steering = steering + 1
-          WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
-        [planId, PLAN_STATUS.AwaitingApproval, total, JSON.stringify(approval)],
-      );
-      return {
-        total,
-        stop: false,
-        control: controlOf(holding.rows[0]!),
-        held: { expiresAt: Date.parse(approval.expiresAt), requestedBy },
-      };
-    }
-    const updated = await client.query<ControlRow>(
-      `UPDATE alteration_plans
-          SET status = CASE WHEN status = $4::smallint THEN status ELSE $2::smallint END, job_total = $3, started_at = coalesce(started_at, $5)
-        WHERE id = $1 RETURNING ${CONTROL_COLUMNS}`,
-      [planId, PLAN_STATUS.Dispatching, total, PLAN_STATUS.Paused, now],
-    );
-    return { total, stop: false, control: controlOf(updated.rows[0]!) };
-  });
-}
+export type { PlanControl } from '../vocabulary/plan.js';
 
 export interface BatchResult {
   /** Jobs this attempt processed, and how many of them failed. */
@@ -351,13 +187,7 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   const started = clock();
   // With the plan read, the transaction says what it is (migration 019's `wfa.cause`): the outbox rows of the
   // instances it writes name the plan (their workflows say "cancelled by plan …"). One round trip, not two.
-  const { rows } = await client.query<PlanRow>(
-    `SELECT ${PLAN_COLUMNS} FROM alteration_plans CROSS JOIN (SELECT set_config('wfa.cause', $2, true)) AS cause(v)
-      WHERE id = $1 FOR SHARE OF alteration_plans`,
-    [args.planId, `plan ${args.planId}`],
-  );
-  const plan = rows[0];
-  if (!plan) throw new NotFoundError(`Plan ${args.planId} not found`);
+  const plan = await readForBatch(client, args.planId);
   const control = controlOf(plan);
   const nothing = { toDispatch: 0, processed: 0, failed: 0, control };
   // A plan awaiting approval (held when its jobs were made) runs no batch, as a paused one does not.
@@ -635,13 +465,7 @@ async function reportBatch(deps: ProcessingDeps, args: BatchArgs, outcome: Batch
   if (isFinished(control.status)) return { ...NOTHING_DONE, stop: true, paused: false, control };
   if (control.status === PLAN_STATUS.Paused || control.status === PLAN_STATUS.AwaitingApproval)
     return { ...NOTHING_DONE, stop: false, paused: true, control };
-  if (control.status === PLAN_STATUS.Dispatching) {
-    await deps.pool.query('UPDATE alteration_plans SET status = $2 WHERE id = $1 AND status = $3', [
-      args.planId,
-      PLAN_STATUS.Running,
-      PLAN_STATUS.Dispatching,
-    ]);
-  }
+  if (control.status === PLAN_STATUS.Dispatching) await markRunning(deps.pool, args.planId);
   // A first attempt's counts are the batch's; a retry reads what an earlier attempt may have committed. So
   // does a batch that found its whole range written: a range run again after a resume whose earlier run
   // committed, then failed and was retried into the pause, which reported nothing done. Its jobs are
@@ -715,22 +539,13 @@ export function revertOne(
  * Pauses a plan that is still to be processed (the workflow does, for its canary or too many failures);
  * answers the plan's steering afterwards, whatever it was.
  */
-export async function pausePlan(deps: ProcessingDeps, planId: string, reason: PauseReason): Promise<PlanControl> {
-  const { rows } = await deps.pool.query<ControlRow>(
-    `UPDATE alteration_plans SET status = $2, pause_reason = $3, steering = steering + 1
-      WHERE id = $1 AND status = ANY($4::smallint[]) RETURNING ${CONTROL_COLUMNS}`,
-    [planId, PLAN_STATUS.Paused, reason, [PLAN_STATUS.Generating, PLAN_STATUS.Dispatching, PLAN_STATUS.Running]],
-  );
-  return rows[0] ? controlOf(rows[0]) : readPlanControl(deps, planId);
+export function pausePlanFor(deps: ProcessingDeps, planId: string, reason: PauseReason): Promise<PlanControl> {
+  return pauseFor(deps.pool, planId, reason);
 }
 
 /** The plan's steering as its row says now. */
-export async function readPlanControl(deps: ProcessingDeps, planId: string): Promise<PlanControl> {
-  const { rows } = await deps.pool.query<ControlRow>(`SELECT ${CONTROL_COLUMNS} FROM alteration_plans WHERE id = $1`, [
-    planId,
-  ]);
-  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
-  return controlOf(rows[0]);
+export function readPlanControl(deps: ProcessingDeps, planId: string): Promise<PlanControl> {
+  return readControl(deps.pool, planId);
 }
 
 /**
@@ -740,19 +555,7 @@ export async function readPlanControl(deps: ProcessingDeps, planId: string): Pro
  * took the plan over mid-way): that is an error to see, never a Completed plan with jobs that did not run.
  */
 export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
-  const now = nowBy(deps.clock);
-  const { rows } = await deps.pool.query<{ status: PlanStatus; job_total: number | null; done: number }>(
-    `WITH counted AS (SELECT coalesce(sum(completed + failed), 0)::int AS done FROM alteration_batch_counts WHERE plan_id = $1),
-          updated AS (
-            UPDATE alteration_plans SET status = $2, completed_at = $3, pause_reason = NULL
-             WHERE id = $1 AND status = ANY($4::smallint[]) AND coalesce(job_total, 0) <= (SELECT done FROM counted)
-            RETURNING id)
-     SELECT CASE WHEN EXISTS (SELECT 1 FROM updated) THEN $2::smallint ELSE p.status END AS status, p.job_total,
-            (SELECT done FROM counted) AS done
-       FROM alteration_plans p WHERE p.id = $1`,
-    [planId, PLAN_STATUS.Completed, now, UNFINISHED_STATUSES],
-  );
-  const plan = rows[0];
+  const plan = await completePlanRow(deps.pool, planId, nowBy(deps.clock));
   if (plan && !isFinished(plan.status) && (plan.job_total ?? 0) > plan.done) {
     throw new Error(
       `${(plan.job_total ?? 0) - plan.done} of ${plan.job_total} jobs have no result, so the plan cannot be completed`,
@@ -762,10 +565,5 @@ export async function completePlan(deps: ProcessingDeps, planId: string): Promis
 
 /** Marks a plan that could not be processed Failed, with the reason. */
 export async function failPlan(deps: ProcessingDeps, planId: string, reason: string): Promise<void> {
-  const now = nowBy(deps.clock);
-  await deps.pool.query(
-    `UPDATE alteration_plans SET status = $2, completed_at = $3, failure = $4, pause_reason = NULL
-      WHERE id = $1 AND status = ANY($5::smallint[])`,
-    [planId, PLAN_STATUS.Failed, now, reason, UNFINISHED_STATUSES],
-  );
+  await failPlanRow(deps.pool, planId, reason, nowBy(deps.clock));
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
-import { PLAN_STATUS } from './model.js';
+import { othersStarting } from './plan-store/index.js';
 
 /**
  * A plan's batch steps aside for another tenant's plan that is starting. Batches are not preempted: a tenant's
@@ -24,28 +24,12 @@ export const WAIT_MS = 1_000;
 /** How often it looks again meanwhile. */
 const POLL_MS = 25;
 
-type Starting = 'generating' | 'dispatching' | null;
+type Starting = Awaited<ReturnType<typeof othersStarting>>;
 
 /**
- * Another tenant's plan starting since `planId` started: generating its jobs, or with its jobs and no batch done
- * yet (or none). Two plans that start together do not step aside for each other: only for the later one.
- */
-async function othersStarting(pool: pg.Pool, planId: string): Promise<Starting> {
-  const { rows } = await pool.query<{ generating: boolean | null; dispatching: boolean | null }>(
-    `SELECT bool_or(p.status = $3) AS generating, bool_or(p.status = $4) AS dispatching
-       FROM alteration_plans p, (SELECT tenant_id, started_at FROM alteration_plans WHERE id = $1) AS mine
-      WHERE p.status IN ($3, $4) AND p.tenant_id <> mine.tenant_id
-        AND p.started_at > greatest(now() - $2 * interval '1 millisecond', coalesce(mine.started_at, '-infinity'))
-        AND p.started_at <= now()`,
-    [planId, STARTING_MS, PLAN_STATUS.Generating, PLAN_STATUS.Dispatching],
-  );
-  const r = rows[0];
-  return r?.generating ? 'generating' : r?.dispatching ? 'dispatching' : null;
-}
-
-/**
- * Whether the plan's batch gives its slot back to another tenant's plan that is starting; waits (at most
- * WAIT_MS) while one is generating its jobs.
+ * Whether the plan's batch gives its slot back to another tenant's plan that is starting (another tenant's plan
+ * generating its jobs, or with its jobs and no batch done yet, started since this one); waits (at most WAIT_MS)
+ * while one is generating its jobs. Two plans that start together do not step aside for each other.
  */
 export async function stepsAside(
   deps: { pool: pg.Pool; logger?: Logger },
@@ -56,7 +40,7 @@ export async function stepsAside(
   for (;;) {
     let starting: Starting;
     try {
-      starting = await othersStarting(deps.pool, planId);
+      starting = await othersStarting(deps.pool, planId, STARTING_MS);
     } catch (err) {
       // The batch goes on as if nothing were starting: giving way is a courtesy, never a reason to fail.
       deps.logger?.warn({ err, planId }, 'plan batch: could not look for starting plans of other tenants');

@@ -101,7 +101,7 @@ export const jobStatusName = nameOf(JOB_STATUS);
  * A plan's status with what its jobs came to when that is not plain success: a Completed plan whose jobs
  * failed is still Completed (contract section 4), which alone would read as success.
  */
-export function planOutcome(status: number, counts: JobCounts): string {
+export function planStatusText(status: number, counts: JobCounts): string {
   const name = planStatusName(status);
   if (status !== PLAN_STATUS.Completed || counts.failed === 0) return name;
   if (counts.failed < counts.total) return `${name} — ${n(counts.failed)} of ${n(counts.total)} jobs failed`;

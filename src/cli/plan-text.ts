@@ -1,6 +1,7 @@
 import type { Client, PlanSummaryView, PlanView } from '../client/index.js';
 import { EMPTY_FILTER_SELECTS_NOTHING } from './filters.js';
-import { n, planOutcome, safeCell, stackedBar } from './format.js';
+import { ALTERATION_TYPES } from '../alterations/types/index.js';
+import { n, planStatusText, safeCell, stackedBar } from './format.js';
 
 /** How `wfa` shows plans, their dry-runs and previews to people (--json prints the API's answer instead). */
 
@@ -46,7 +47,7 @@ export function planRow(p: PlanSummaryView) {
   const c = p.jobCounts;
   return {
     id: p.id,
-    status: planOutcome(p.status, c),
+    status: planStatusText(p.status, c),
     // The summary names its alterations' types, not the alterations (`plans show` reads the plan).
     alterations: p.revertOf ? `reverts ${p.revertOf}` : `${n(p.alterationCount)}: ${p.alterationTypes.join(', ')}`,
     done: n(c.completed),
@@ -69,8 +70,8 @@ export function showPlan(p: PlanView): string {
   );
   const rollout = rolloutWords(p.rollout);
   return [
-    `${safeCell(p.id)}  ${planOutcome(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
-    `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(a.type)).join(', ')}`,
+    `${safeCell(p.id)}  ${planStatusText(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
+    `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(alterationText(a))).join(', ')}`,
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
     ...approvalLines(p),
     ...(p.resumesAt ? [`  paused by its schedule; goes on by itself at ${p.resumesAt}`] : []),
@@ -99,4 +100,10 @@ function rolloutWords(r: PlanView['rollout']): string[] {
     r.canary != null ? `canary ${n(r.canary)}` : '',
     r.stopOnFailureRatio != null ? `stop on failures above ${r.stopOnFailureRatio}` : '',
   ].filter(Boolean);
+}
+
+/** An alteration in its type's own words (the spec's `summary`), or its type where this CLI does not know it. */
+export function alterationText(a: { type: string }): string {
+  const spec = (ALTERATION_TYPES as Record<string, { summary(a: unknown): string } | undefined>)[a.type];
+  return spec ? spec.summary(a) : a.type;
 }

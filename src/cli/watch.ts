@@ -3,7 +3,7 @@ import { PLAN_STATUS } from '../alterations/model.js';
 import { type Client, type PlanEvent, type PlanView, ProblemError } from '../client/index.js';
 import { StreamLimitError } from '../client/sse.js';
 import { Interrupted } from './failure.js';
-import { duration, n, planOutcome, planStatusName, safeCell, stackedBar } from './format.js';
+import { duration, n, planStatusName, planStatusText, safeCell, stackedBar } from './format.js';
 
 interface WatchIo {
   json: boolean;
@@ -195,7 +195,7 @@ function printFinal(final: PlanView, planId: string, io: WatchIo): void {
   const c = final.jobCounts;
   if (io.json) return io.out(JSON.stringify({ event: 'done', ...final }));
   io.out(
-    `${planOutcome(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
+    `${planStatusText(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
       (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
       (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : ''),
   );

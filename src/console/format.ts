@@ -33,7 +33,7 @@ export const ACTION_STATUSES = {
   rollout: UNFINISHED_STATUSES,
   revert: [PLAN_STATUS.Completed, PLAN_STATUS.Failed, PLAN_STATUS.Cancelled],
   decide: [PLAN_STATUS.AwaitingApproval],
-} satisfies Record<string, number[]>;
+} satisfies Record<string, readonly number[]>;
 
 /** Pause is offered to a Paused plan too when it paused for this reason (a manual pause holds across windows). */
 export const PAUSE_ALSO_WHEN = 'schedule';

@@ -1,22 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { AlterationType } from '../alterations/model.js';
+import { ALTERATION_TYPES, type FormField } from '../alterations/types/index.js';
 import { MAX_WINDOWS, WEEKDAYS } from '../alterations/schedule.js';
 import { type FieldError, isUnknownProperty } from '../errors.js';
 
 /**
  * New plan's form as plain strings, and its conversions: from the posted fields, from a submit body (Plan
  * JSON, or Instances' "Alter these"), and to a submit body. The body is then validated by the API's own
- * schemas (src/api/routes/alterations.ts), whose errors name JSON pointers; `fieldIdOf` maps a pointer to
+ * schemas (src/alterations/requests.ts), whose errors name JSON pointers; `fieldIdOf` maps a pointer to
  * the form field it concerns, so each error is shown next to its field.
  */
 
-export const ALTERATION_TYPES = [
-  'ModifyVariable',
-  'Migrate',
-  'ScheduleActivity',
-  'CancelActivity',
-  'Cancel',
-] as const satisfies readonly AlterationType[];
+/** The alteration types New plan offers: every registered type, in the registry's order (src/alterations/types). */
+export const FORM_ALTERATION_TYPES = Object.keys(ALTERATION_TYPES) as AlterationType[];
+const isAlterationType = (t: string): t is AlterationType => (FORM_ALTERATION_TYPES as string[]).includes(t);
+/** The fields of a type's row, as its spec declares them. */
+export const formFieldsOf = (type: AlterationType): readonly FormField[] => ALTERATION_TYPES[type].form.fields;
 
 export const LIST_FIELDS = [
   { key: 'definitionIds', label: 'Definition ids' },
@@ -41,15 +40,11 @@ export const MAX_ACTIVITY_FILTERS = 20;
 export const MAX_TIMESTAMP_FILTERS = 10;
 export const MAX_ALTERATIONS = 100;
 
+/** An alteration as its row holds it: each field of its type (by the property it fills) as text. */
 export interface AlterationRow {
   type: AlterationType;
-  variableId: string;
-  value: string;
-  targetVersion: string;
-  activityId: string;
-  /** A Migrate's activityMappings, one `source -> target` a line. */
-  activityMappings: string;
-  /** A Migrate's version to draft the mappings from (the form's only: not in the body). */
+  values: Record<string, string>;
+  /** A row with a mappings field: the version to draft them from (the form's only: not in the body). */
   draftFrom: string;
 }
 
@@ -109,11 +104,7 @@ export const emptyForm = (): PlanForm => ({
 
 export const emptyAlteration = (type: AlterationType): AlterationRow => ({
   type,
-  variableId: '',
-  value: '',
-  targetVersion: '',
-  activityId: '',
-  activityMappings: '',
+  values: Object.fromEntries(formFieldsOf(type).map((f) => [f.key, ''])),
   draftFrom: '',
 });
 
@@ -149,15 +140,11 @@ export function formFromFields(f: URLSearchParams): PlanForm {
     if (row.timestamp.trim() !== '') form.timestampFilters.push(row);
   }
   for (let i = 0; i < MAX_ALTERATIONS; i++) {
-    const type = get(`a-${i}-type`) as AlterationType;
-    if (!(ALTERATION_TYPES as readonly string[]).includes(type)) continue;
+    const type = get(`a-${i}-type`);
+    if (!isAlterationType(type)) continue;
     form.alterations.push({
       type,
-      variableId: get(`a-${i}-variableId`),
-      value: get(`a-${i}-value`),
-      targetVersion: get(`a-${i}-targetVersion`),
-      activityId: get(`a-${i}-activityId`),
-      activityMappings: get(`a-${i}-activityMappings`),
+      values: Object.fromEntries(formFieldsOf(type).map((f) => [f.key, get(`a-${i}-${f.key}`)])),
       draftFrom: get(`a-${i}-draftFrom`),
     });
   }
@@ -221,19 +208,11 @@ export function formFromBody(body: unknown): PlanForm {
   }
   if (Array.isArray(b.alterations)) {
     for (const a of b.alterations.slice(0, MAX_ALTERATIONS) as Record<string, unknown>[]) {
-      const type = a?.type as AlterationType;
-      if (!(ALTERATION_TYPES as readonly string[]).includes(type)) continue;
+      const type = text(a?.type);
+      if (!isAlterationType(type)) continue;
       form.alterations.push({
         type,
-        variableId: text(a.variableId),
-        value: a.value === undefined ? '' : JSON.stringify(a.value),
-        targetVersion: text(a.targetVersion),
-        activityId: text(a.activityId),
-        activityMappings: Array.isArray(a.activityMappings)
-          ? a.activityMappings
-              .map((m: Record<string, unknown>) => `${text(m?.source)} -> ${text(m?.target)}`)
-              .join('\n')
-          : '',
+        values: Object.fromEntries(formFieldsOf(type).map((f) => [f.key, fieldText(f, a[f.key])])),
         draftFrom: '',
       });
     }
@@ -314,23 +293,12 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
   }
   if (form.emptyFilterSelectsAll) filter.emptyFilterSelectsAll = true;
   const alterations = form.alterations.map((a) => {
-    switch (a.type) {
-      case 'ModifyVariable':
-        return { type: a.type, variableId: a.variableId.trim(), value: valueOf(a.value) };
-      case 'Migrate': {
-        const mappings = splitLines(a.activityMappings).map(mappingOf);
-        return {
-          type: a.type,
-          targetVersion: numberOf(a.targetVersion),
-          ...(mappings.length ? { activityMappings: mappings } : {}),
-        };
-      }
-      case 'ScheduleActivity':
-      case 'CancelActivity':
-        return { type: a.type, activityId: a.activityId.trim() };
-      case 'Cancel':
-        return { type: a.type };
+    const alteration: Record<string, unknown> = { type: a.type };
+    for (const f of formFieldsOf(a.type)) {
+      const v = fieldValue(f, a.values[f.key] ?? '');
+      if (v !== undefined || f.kind !== 'mappings') alteration[f.key] = v;
     }
+    return alteration;
   });
   const body: Record<string, unknown> = {};
   if (form.id) body.id = form.id;
@@ -356,6 +324,28 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
   }
   if (form.approvalRequired) body.approval = { required: true };
   return body;
+}
+
+/** A field's text as its row shows the alteration's property. */
+function fieldText(f: FormField, v: unknown): string {
+  if (v === undefined) return '';
+  if (f.kind === 'json') return JSON.stringify(v);
+  if (f.kind === 'mappings')
+    return Array.isArray(v)
+      ? v.map((m: Record<string, unknown>) => `${text(m?.source)} -> ${text(m?.target)}`).join('\n')
+      : '';
+  return text(v);
+}
+
+/** The property a field's text says (absent when empty: the schema then names what is missing). */
+function fieldValue(f: FormField, v: string): unknown {
+  if (f.kind === 'json') return valueOf(v);
+  if (f.kind === 'number') return numberOf(v);
+  if (f.kind === 'mappings') {
+    const mappings = splitLines(v).map(mappingOf);
+    return mappings.length ? mappings : undefined;
+  }
+  return v.trim();
 }
 
 /**

@@ -1,7 +1,7 @@
 import { type Context, Hono } from 'hono';
 import type { AppEnv } from '../api/context.js';
 import { handleError, problem } from '../api/problem.js';
-import { planEventStream } from '../api/routes/plan-events.js';
+import { planEventStream } from '../api/plan-event-stream.js';
 import type { Principal } from '../auth/principal.js';
 import { ALTERATIONS_VIEW } from '../auth/route-permissions.js';
 import type { TenantCounter } from '../shares.js';

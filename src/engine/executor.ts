@@ -1,20 +1,12 @@
 import type pg from 'pg';
-import type { ConfigCipher } from '../connections/cipher.js';
-import {
-  type CallObserver,
-  type HttpOutcome,
-  type OutboundPolicy,
-  sendThroughConnection,
-} from '../connections/http.js';
+import { sendThroughConnection } from '../connections/http.js';
 import { isTransientError } from '../db/errors.js';
 import { type ConnectionJson, connectionByNameSql, connectionFromJson } from '../connections/repository.js';
 import { resolveConnectionInput, selectedConnectionOf } from '../connections/resolve.js';
-import type { HttpConnectionConfiguration } from '../connections/types.js';
-import { OWN_STEP, prepared, type Queryable, withTransaction } from '../db/pool.js';
-import type { Logger } from '../logger.js';
+import { prepared, withTransaction } from '../db/pool.js';
 import { type ActivityType, findActivityType } from './activity-types.js';
 import type { ActivityNode } from './definition-schema.js';
-import type { DefinitionCache, DefinitionVersion } from './definitions.js';
+import type { DefinitionVersion } from './definitions.js';
 import { findActivity } from './flowchart.js';
 import type { CallRequest } from './handlers/index.js';
 import { callRequest } from './handlers/send-http-request.js';
@@ -26,201 +18,34 @@ import {
   type InstanceRow,
   type InstanceState,
   lockInstance,
-  lockInstanceAndRecord,
   saveInstance,
 } from './instance-state.js';
-import {
-  headIsPure,
-  PURE_RUN_BUDGET_MS,
-  PURE_STEPS_PER_CHUNK,
-  type PureWrites,
-  runPureSteps,
-  writePureSteps,
-} from './pure-steps.js';
+import { headIsPure, PURE_RUN_BUDGET_MS, PURE_STEPS_PER_CHUNK, runPureSteps, writePureSteps } from './pure-steps.js';
 import { findResilienceStrategy, retryPolicyOf, type StepRetryPolicy } from './resilience.js';
 import { runHandler, type StartedRecord, startedRecord, takeHead } from './step-core.js';
-import { recordIncident, scheduleSuccessors, settle } from './transitions.js';
-import { convertValue, isVariableType } from './values.js';
-import { type Clock, now as nowBy } from '../vocabulary/clock.js';
+import { recordIncident, settle } from './transitions.js';
+import { now as nowBy } from '../vocabulary/clock.js';
 import { TimeSlice } from '../vocabulary/time-slice.js';
-import { tenantOut } from '../auth/principal.js';
 
-export interface EngineDeps {
-  pool: pg.Pool;
-  definitions: DefinitionCache;
-  logger: Logger;
-  /** Decrypts connection configurations when an activity's connection input is resolved. */
-  cipher: ConfigCipher;
-  /** Where HTTP activities may connect (OUTBOUND_HTTP_ALLOW_NETWORKS); default: public addresses only. */
-  outbound?: OutboundPolicy;
-  /** Counts and times outbound calls for the operator's metrics (src/metrics/service-metrics.ts). */
-  callMetrics?: CallObserver | undefined;
-  clock?: Clock;
-  /**
-   * Where an instance stands, as the relay would tell its workflow (src/temporal/instance-tidings.ts, given by
-   * the worker): for `StepResult.told`. Without it a step tells nothing of its own.
-   */
-  tidings?: (db: Queryable, instanceId: string) => Promise<StepTidings | undefined>;
-  /**
-   * With `callsApart`: a call whose connection's timeoutMs is at most this is marked `inline` for the workflow
-   * (WORKER_INLINE_CALL_MAX_MS; 0 or absent: none).
-   */
-  inlineCallMaxMs?: number;
-}
+import {
+  ALSO_EXECUTED_NAMED,
+  type EngineDeps,
+  type InstanceStanding,
+  markOf,
+  nextRetryPolicy,
+  type PendingCall,
+  RetryableActivityFault,
+  retryUnderStrategy,
+  standingOf,
+  type StepOptions,
+  type StepResult,
+  stepResult,
+  toldIfEnded,
+} from './step-result.js';
+import { finishCall, readyCall } from './call-steps.js';
 
-/**
- * The word an instance's workflow is told (workflows/instance-execution.ts `InstanceTidings`, whose `story` the
- * workflow's layer types), as the relay sends it and a step's answer carries it.
- */
-export interface StepTidings {
-  revision: number;
-  status: string;
-  subStatus: string;
-  version: number;
-  /** The instance has work that needs its workflow: an outbound call, or a step a resilience strategy retries. */
-  hasWork: boolean;
-  /** Events it waits on, as `eventName (activityId)` (with `story`, the first few: `story.bookmarks` counts them). */
-  waitingOn?: string[];
-  story?: unknown;
-}
-
-/** Where an instance stands after a step: what its execution workflow shows in the Temporal UI. */
-export interface InstanceStanding {
-  definitionId: string;
-  version: number;
-  /** The API's tenant id (null: the default tenant). */
-  tenantId: string | null;
-  status: string;
-  subStatus: string;
-  /** Events it waits on, as `eventName (activityId)`. */
-  waitingOn: string[];
-}
-
-export function standingOf(s: InstanceState): InstanceStanding {
-  return {
-    definitionId: s.definitionId,
-    version: s.version,
-    tenantId: tenantOut(s.tenantKey),
-    status: s.status,
-    subStatus: s.subStatus,
-    waitingOn: s.bookmarks.map((b) => `${b.eventName} (${b.activityId})`),
-  };
-}
-
-export interface StepResult {
-  /** The instance after this step. */
-  instance?: InstanceStanding;
-  /** true while the instance has scheduled work it can run now, or an outbound call out that a step makes again. */
-  hasMoreWork: boolean;
-  /** The activity that ran in this step, if any (the last one, when the step ran a run of pure steps). */
-  executedActivityId?: string;
-  /**
-   * A run of pure steps after the step (`continuePureSteps`): how many activities ran before
-   * `executedActivityId` in this call, and the last few of them in order (bounded: a run may be thousands).
-   */
-  alsoExecuted?: { count: number; last: string[] };
-  /** The retry policy of the next step's activity, when it names a resilience strategy. */
-  nextRetry?: StepRetryPolicy;
-  /**
-   * With `callsApart`: the step started an outbound call (its record is Running) that the workflow makes
-   * next, as an activity of the calls task queue, then hands to `finishOutboundCall`. Names only, no secret.
-   */
-  call?: {
-    recordId: string;
-    activityId: string;
-    tenantKey: string;
-    /** The connection it resolved: the calls activity reads it with the record (`prepareCall`). */
-    connectionName?: string;
-    retry?: StepRetryPolicy;
-    /**
-     * The connection's timeoutMs is at most the worker's WORKER_INLINE_CALL_MAX_MS: the workflow may make the call
-     * as a local activity inside its task (runs from patch level 3 do) rather than on the calls task queue.
-     */
-    inline?: true;
-  };
-  /**
-   * To the instance's own workflow (`ownWorkflow`), when the step found the instance already Finished/Finished:
-   * where it stands and its story, as the relay would tell it. An earlier attempt of this workflow's own step
-   * ended it and its answer was lost (a failed workflow task runs its local activities again), and no word
-   * follows an own step's end (migration 020), so without this the workflow's result would miss what ran.
-   */
-  told?: StepTidings;
-}
-
-export interface StepOptions {
-  /** Temporal's attempt number of this step (1 for the first). */
-  attempt?: number;
-  /** Record a fault as an incident now, whatever attempts the activity's strategy allows. */
-  finalAttempt?: boolean;
-  /**
-   * Leave an outbound call to the workflow (`StepResult.call`) instead of making it here: the call then
-   * runs in the calls task queue's own slots, never in a slot a plan batch or another step needs.
-   */
-  callsApart?: boolean;
-  /**
-   * Run by the instance's own workflow, which shows where the step left the instance from its result: the
-   * step's transactions queue no word to that workflow (migration 020 names the changes that still do).
-   */
-  ownWorkflow?: boolean;
-  /**
-   * Run the head of the schedule only if no resilience strategy names it; a head under a strategy is left
-   * for the caller to run under the strategy's policy (`StepResult.nextRetry`, nothing ran). The workflow's
-   * first step asks so, instead of reading the policy in a step of its own first.
-   */
-  plainOnly?: boolean;
-  /**
-   * Given the call the step started, ready to make as `prepareCall` would read it back (in this process only: the
-   * step's answer, which goes into the workflow's history, never carries the connection's configuration).
-   */
-  onCallReady?: (call: ReadyCall) => void;
-}
-
-/** `StepResult.told`, when the step found the instance ended as no word will tell its own workflow. */
-async function toldIfEnded(
-  deps: EngineDeps,
-  db: Queryable,
-  s: InstanceState,
-  options: StepOptions,
-): Promise<Pick<StepResult, 'told'>> {
-  if (!deps.tidings || !options.ownWorkflow || s.status !== 'Finished' || s.subStatus !== 'Finished') return {};
-  // In the step's transaction: a read that fails rolls back to here only. Without the savepoint its failed
-  // statement would fail the transaction, and the step's COMMIT with it (src/db/pool.ts withTransaction).
-  await db.query('SAVEPOINT told_if_ended');
-  try {
-    const told = await deps.tidings(db, s.id);
-    await db.query('RELEASE SAVEPOINT told_if_ended');
-    return told ? { told } : {};
-  } catch (err) {
-    // Only what it names is missed: the workflow still completes on the standing the answer carries.
-    if (isTransientError(err)) throw err;
-    await db.query('ROLLBACK TO SAVEPOINT told_if_ended');
-    return {};
-  }
-}
-
-/** The mark of a step's transactions (`StepOptions.ownWorkflow`). */
-const markOf = (options: { ownWorkflow?: boolean }) => (options.ownWorkflow ? OWN_STEP : undefined);
-
-/**
- * Thrown when an activity with a resilience strategy faults and has attempts left: the step's
- * transaction rolls back (the attempt leaves no trace) and Temporal retries it with the strategy's policy.
- */
-export class RetryableActivityFault extends Error {
-  override name = 'RetryableActivityFault';
-}
-
-/** The retry policy for running the activity at the head of the schedule, if it names a strategy. */
-export async function nextRetryPolicy(
-  deps: Pick<EngineDeps, 'definitions'>,
-  db: Queryable,
-  s: InstanceState,
-): Promise<StepRetryPolicy | undefined> {
-  const head = s.scheduled[0];
-  if (head === undefined || s.status !== 'Running' || s.subStatus === 'Faulted') return undefined;
-  const def = await deps.definitions.byVersionId(db, s.definitionVersionId);
-  const strategy = def ? findResilienceStrategy(findActivity(def.root, head)?.resilienceStrategyId) : undefined;
-  return strategy ? retryPolicyOf(strategy) : undefined;
-}
+export * from './step-result.js';
+export { finishOutboundCall, prepareCall } from './call-steps.js';
 
 /** What the workflow needs before its first step: the retry policy of the activity to run first. */
 export async function peekStep(
@@ -235,19 +60,6 @@ export async function peekStep(
   const s = instanceFromRow(rows[0]);
   const nextRetry = await nextRetryPolicy(deps, deps.pool, s);
   return { instance: standingOf(s), ...(nextRetry ? { nextRetry } : {}) };
-}
-
-/** An outbound call prepared by the first part of a step: recorded as started, not yet made. */
-interface PendingCall extends CallRequest {
-  instanceId: string;
-  tenantKey: string;
-  recordId: string;
-  activityId: string;
-  activityType: string;
-  /** Where the instance stands with the call started. */
-  standing?: InstanceStanding;
-  /** The retry policy of the calling activity's resilience strategy, if it names one. */
-  retry?: StepRetryPolicy;
 }
 
 /**
@@ -360,9 +172,6 @@ export async function continuePureSteps(
   return count > 1 ? { ...result, alsoExecuted: { count: count - 1, last: ran.slice(0, -1) } } : result;
 }
 
-/** How many of a run's earlier activities a step result names (the rest are counted). */
-const ALSO_EXECUTED_NAMED = 20;
-
 /** `runStep`, faulting the instance on an error no retry can fix (`orFault`). */
 export async function runStepOrFault(
   deps: EngineDeps,
@@ -416,148 +225,6 @@ export async function orFault(
 }
 
 type StepStart = { kind: 'done'; result: StepResult } | PendingCall;
-
-/** What the last part of an outbound step needs to know of its call: names and ids, never a secret. */
-export interface CallDetails {
-  instanceId: string;
-  recordId: string;
-  activityId: string;
-  activityType: string;
-  connectionName: string;
-  resultVariable?: string | undefined;
-}
-
-/** A started call ready to make: what `prepareCall` reads back, or what the step that started it had. */
-export type ReadyCall = Extract<PreparedCall, { kind: 'call' }>;
-
-/** The call a step just started, as `prepareCall` would read it back after the step's commit. */
-function readyCall(c: PendingCall): ReadyCall {
-  return {
-    kind: 'call',
-    tenantKey: c.tenantKey,
-    details: {
-      instanceId: c.instanceId,
-      recordId: c.recordId,
-      activityId: c.activityId,
-      activityType: c.activityType,
-      connectionName: c.connectionName,
-      ...(c.resultVariable ? { resultVariable: c.resultVariable } : {}),
-    },
-    connection: c.configuration as HttpConnectionConfiguration,
-    request: { method: c.method, path: c.path, body: c.body, idempotencyKey: `${c.instanceId}:${c.recordId}` },
-  };
-}
-
-/**
- * A started call as `prepareCall` reads it back (no transaction or lock), or, ready to make (`ReadyCall`), as the
- * step that started it had it.
- */
-export type PreparedCall =
-  /** Make it. */
-  | {
-      kind: 'call';
-      tenantKey: string;
-      details: CallDetails;
-      connection: HttpConnectionConfiguration;
-      request: { method: string; path: string; body?: unknown; idempotencyKey: string };
-    }
-  /** Nothing to call: the instance moved on (finished, cancelled, faulted, the record closed) or cannot call any more. */
-  | { kind: 'skip'; details: CallDetails; why?: string };
-
-/**
- * Part two of an outbound step made apart (`callsApart`): the started call read back from Postgres, as the
- * first part recorded it (inputs evaluated again from the instance's variables, the connection resolved by
- * name in the tenant), with nothing held: no transaction, no row lock.
- */
-export async function prepareCall(
-  deps: EngineDeps,
-  instanceId: string,
-  recordId: string,
-  /** The connection the first part resolved (`StepResult.call.connectionName`): read in the same round trip. */
-  connectionName?: string,
-): Promise<PreparedCall> {
-  // The record, its instance and the connection the call named in one round trip (nothing is locked: part three
-  // re-checks both under the lock). Inputs are evaluated again below; a connection they no longer name is read apart.
-  const hinted = connectionName !== undefined;
-  const { rows } = await deps.pool.query<
-    InstanceRow & {
-      record: { activity_id: string; activity_type: string; status: string } | null;
-      connection?: ConnectionJson | null;
-    }
-  >(
-    prepared(
-      `SELECT ${INSTANCE_COLUMNS},
-              (SELECT json_build_object('activity_id', r.activity_id, 'activity_type', r.activity_type, 'status', r.status)
-                 FROM activity_records r WHERE r.id = $2 AND r.instance_id = $1) AS record
-              ${hinted ? `, ${connectionByNameSql('workflow_instances.tenant_id', '$3')} AS connection` : ''}
-         FROM workflow_instances WHERE id = $1`,
-      hinted ? [instanceId, recordId, connectionName] : [instanceId, recordId],
-    ),
-  );
-  const record = rows[0]?.record ?? undefined;
-  const details: CallDetails = {
-    instanceId,
-    recordId,
-    activityId: record?.activity_id ?? 'unknown',
-    activityType: record?.activity_type ?? OUTBOUND_ACTIVITY_TYPE,
-    connectionName: '',
-  };
-  const s = rows[0] ? instanceFromRow(rows[0]) : undefined;
-  if (!s || !record || record.status !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted')
-    return { kind: 'skip', details };
-  const def = await deps.definitions.byVersionId(deps.pool, s.definitionVersionId);
-  const activity = def ? findActivity(def.root, record.activity_id) : undefined;
-  const type = activity ? findActivityType(activity.type) : undefined;
-  if (!def || !activity || !type) return { kind: 'skip', details, why: 'its activity no longer exists' };
-  const inputs = evaluateInputs(type, activity, def, s.variables);
-  const connection = await resolveConnectionInput(
-    deps.pool,
-    deps.cipher,
-    deps.logger,
-    s.tenantKey,
-    type,
-    inputs,
-    { instanceId, activityId: activity.id },
-    hinted
-      ? { name: connectionName, connection: () => connectionFromJson(rows[0]!.connection ?? null, deps.cipher) }
-      : undefined,
-  );
-  details.connectionName = connection?.name ?? '';
-  if (typeof inputs.resultVariable === 'string' && inputs.resultVariable)
-    details.resultVariable = inputs.resultVariable;
-  if (!connection?.configuration || typeof inputs.method !== 'string' || typeof inputs.path !== 'string')
-    return { kind: 'skip', details, why: 'its connection or inputs no longer resolve' };
-  return {
-    kind: 'call',
-    tenantKey: s.tenantKey,
-    details,
-    connection: connection.configuration as HttpConnectionConfiguration,
-    request: {
-      method: inputs.method,
-      path: inputs.path,
-      body: inputs.body,
-      idempotencyKey: `${instanceId}:${recordId}`,
-    },
-  };
-}
-
-/**
- * Part three of an outbound step made apart: the outcome recorded as `runStep` would (the instance locked
- * and re-checked). A strategy's retries were the workflow's, so a fault here is final.
- */
-export async function finishOutboundCall(
-  deps: EngineDeps,
-  details: CallDetails,
-  outcome: HttpOutcome,
-  /** `claim`: the delivery's claim on the call, given back with the outcome (`lockInstanceAndRecord`). */
-  options: Pick<StepOptions, 'ownWorkflow'> & { claim?: string } = {},
-): Promise<StepResult> {
-  return withTransaction(
-    deps.pool,
-    (client) => finishCall(deps, client, details, outcome, { ...options, finalAttempt: true }),
-    markOf(options),
-  );
-}
 
 /**
  * Part one of a step, in a transaction holding the instance's row lock: a call an earlier attempt started is
@@ -746,145 +413,4 @@ async function insertStartedRecord(
         ),
   );
   return rows[0]!;
-}
-
-/** A fault with attempts left under the activity's resilience strategy: the step is retried, not faulted. */
-function retryUnderStrategy(strategyId: string | undefined, options: StepOptions, message: string): void {
-  const strategy = findResilienceStrategy(strategyId);
-  if (strategy && !options.finalAttempt && (options.attempt ?? 1) < strategy.maxAttempts) {
-    throw new RetryableActivityFault(
-      `${message} (attempt ${options.attempt ?? 1} of ${strategy.maxAttempts} under ${strategy.id})`,
-    );
-  }
-}
-
-async function stepResult(deps: EngineDeps, db: Queryable, s: InstanceState, activityId: string): Promise<StepResult> {
-  // A call still out counts: the next step makes it again (`resumeStartedCall`), and migration 021 queues no
-  // word after an own step that leaves one out, so the workflow must go on by itself.
-  const hasMoreWork =
-    s.status === 'Running' &&
-    (s.subStatus as string) === 'Executing' &&
-    (s.scheduled.length > 0 || (s.callsInFlight?.length ?? 0) > 0);
-  const nextRetry = hasMoreWork ? await nextRetryPolicy(deps, db, s) : undefined;
-  return { hasMoreWork, executedActivityId: activityId, instance: standingOf(s), ...(nextRetry ? { nextRetry } : {}) };
-}
-
-/**
- * Part three of an outbound step: the instance is locked again and re-checked. When it changed meanwhile
- * so that this call no longer belongs to its execution (finished, cancelled, faulted, or the record was
- * closed by an alteration), only the activity record notes the outcome; otherwise the outcome is applied
- * as the one-transaction step would have.
- */
-async function finishCall(
-  deps: EngineDeps,
-  client: pg.PoolClient,
-  call: CallDetails,
-  outcome: HttpOutcome,
-  options: StepOptions & { claim?: string },
-): Promise<StepResult> {
-  const now = nowBy(deps.clock);
-  const { s, recordStatus } = await lockInstanceAndRecord(client, call.instanceId, call.recordId, options.claim);
-  const finishRecord = (status: 'Completed' | 'Faulted') =>
-    client.query(
-      prepared(`UPDATE activity_records SET status = $2, completed_at = $3 WHERE id = $1 AND status = 'Running'`, [
-        call.recordId,
-        status,
-        now,
-      ]),
-    );
-  const succeeded = outcome.ok && outcome.status >= 200 && outcome.status <= 299;
-  if (!s || recordStatus !== 'Running' || s.status === 'Finished' || s.subStatus === 'Faulted') {
-    if (recordStatus === 'Running') await finishRecord(succeeded ? 'Completed' : 'Faulted');
-    deps.logger.info(
-      { instanceId: call.instanceId, activityId: call.activityId },
-      'outbound call finished after its instance moved on; outcome recorded on the activity record only',
-    );
-    // Where the instance stands now: a retried last part whose first attempt committed finds the record
-    // closed and the instance moved on, with the work its outcome scheduled still to run.
-    return s
-      ? { ...(await stepResult(deps, client, s, call.activityId)), ...(await toldIfEnded(deps, client, s, options)) }
-      : { hasMoreWork: false, executedActivityId: call.activityId };
-  }
-  s.updatedAt = now;
-  // This call's outcome is recorded below (a retry keeps it out): the others still out keep the instance running.
-  const othersOut = s.callsInFlight?.filter((id) => id !== call.activityId);
-  const def = await deps.definitions.byVersionId(client, s.definitionVersionId);
-  if (!def) throw new Error(`Definition version ${s.definitionVersionId} of instance ${s.id} is missing`);
-  const strategyId = findActivity(def.root, call.activityId)?.resilienceStrategyId;
-  const fault = async (message: string) => {
-    // With attempts left, the record stays Running: the retry calls again with the same Idempotency-Key.
-    retryUnderStrategy(strategyId, options, message);
-    recordIncident(s, call.activityId, call.activityType, message, now);
-    await finishRecord('Faulted');
-  };
-  if (!outcome.ok) {
-    await fault(`HTTP request through connection "${call.connectionName}" failed: ${outcome.error}`);
-  } else {
-    let stored = true;
-    if (call.resultVariable) {
-      const variable = def.variables.find((v) => v.id === call.resultVariable);
-      const converted =
-        variable && isVariableType(variable.typeName) ? convertValue(variable.typeName, outcome.status) : undefined;
-      if (!variable || !converted?.ok) {
-        stored = false;
-        await fault(`Variable with ID ${call.resultVariable} cannot hold the status code`);
-      } else {
-        s.variables[call.resultVariable] = converted.value;
-      }
-    }
-    if (stored && !succeeded)
-      await fault(`HTTP request through connection "${call.connectionName}" returned status ${outcome.status}`);
-    else if (stored) {
-      await finishRecord('Completed');
-      scheduleSuccessors(s, def, call.activityId, 'Done');
-    }
-  }
-  s.callsInFlight = othersOut;
-  settle(s, now);
-  const after = othersOut?.length ? undefined : await pureStepsAfterCall(deps, client, s, def, now, call.activityId);
-  const state = after?.state ?? s;
-  await saveInstance(client, state);
-  if ((state.subStatus as string) === 'Faulted')
-    deps.logger.warn({ instanceId: s.id, activityId: call.activityId }, 'workflow instance faulted');
-  if (!after) return stepResult(deps, client, s, call.activityId);
-  const ran = [call.activityId, ...after.ran];
-  const last = ran[ran.length - 1]!;
-  return {
-    ...(await stepResult(deps, client, state, last)),
-    alsoExecuted: { count: ran.length - 1, last: ran.slice(-ALSO_EXECUTED_NAMED - 1, -1) },
-  };
-}
-
-/**
- * The pure steps the call's outcome scheduled (one chunk, PURE_STEPS_PER_CHUNK), run in the last part's own
- * transaction as `continuePureSteps` would run them in transactions of their own: one step activity and one
- * transaction fewer for a call followed by pure steps. They run on a copy of the state: one failing with an error
- * no retry fixes leaves them to the next step, which faults the instance naming that step, and the call's
- * outcome stays recorded.
- */
-async function pureStepsAfterCall(
-  deps: EngineDeps,
-  client: pg.PoolClient,
-  s: InstanceState,
-  def: DefinitionVersion,
-  now: Date,
-  activityId: string,
-): Promise<{ state: InstanceState; ran: string[] } | undefined> {
-  if (!headIsPure(s, def)) return undefined;
-  const state = structuredClone(s);
-  let writes: PureWrites;
-  try {
-    // In memory (the definitions aside): nothing is written until every step of the chunk has run.
-    writes = await runPureSteps(client, deps.definitions, [state], now, undefined, undefined, PURE_STEPS_PER_CHUNK);
-  } catch (err) {
-    if (isTransientError(err)) throw err;
-    deps.logger.warn(
-      { err, instanceId: s.id, activityId },
-      'the steps after an outbound call could not run with its outcome; they run as the next step',
-    );
-    return undefined;
-  }
-  if (writes.records.length === 0) return undefined;
-  await writePureSteps(client, writes);
-  return { state, ran: writes.records.map((r) => r.activity_id) };
 }

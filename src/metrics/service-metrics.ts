@@ -1,3 +1,4 @@
+import { governedPlanCounts } from '../alterations/plan-store/index.js';
 import type pg from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PlanMetrics } from '../alterations/processing.js';
@@ -165,13 +166,9 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
   const readGovernance = async () => {
     if (!governancePool) return;
     try {
-      const { rows } = await governancePool.query<{ awaiting: number; scheduled: number }>(
-        `SELECT count(*) FILTER (WHERE status = 8)::float8 AS awaiting,
-                count(*) FILTER (WHERE status = 7 AND pause_reason = 'schedule')::float8 AS scheduled
-           FROM alteration_plans WHERE status >= 7`,
-      );
-      awaitingApproval.set(rows[0]?.awaiting ?? 0);
-      pausedBySchedule.set(rows[0]?.scheduled ?? 0);
+      const counts = await governedPlanCounts(governancePool);
+      awaitingApproval.set(counts.awaiting);
+      pausedBySchedule.set(counts.scheduled);
     } catch {
       awaitingApproval.reset();
       pausedBySchedule.reset();

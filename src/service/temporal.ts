@@ -11,7 +11,7 @@ import { cachedCliPath } from '../temporal/cli-binary.js';
 import { connectTemporal } from '../temporal/connect.js';
 import { devServerFairness, startDevServer } from '../temporal/devserver.js';
 import { ensureSearchAttributes } from '../temporal/search-attributes.js';
-import type { StopRegistry } from './types.js';
+import type { StopRegistry } from '../lifecycle.js';
 import type { Tracing } from '../tracing.js';
 
 /** Temporal as the service uses it, once it is up. */

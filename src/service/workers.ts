@@ -15,7 +15,7 @@ import { callPlaceFreed } from '../../workflows/index.js';
 import { createBatchWorker, createCallsWorker, createWorker } from '../temporal/worker.js';
 import { type Tracing, withTracing } from '../tracing.js';
 import type { TemporalParts } from './temporal.js';
-import type { StopRegistry } from './types.js';
+import type { StopRegistry } from '../lifecycle.js';
 
 /**
  * How the worker pool's connections (after the batches' slots) are split between the main worker's regular

@@ -13,7 +13,7 @@ import type { Logger } from '../logger.js';
 import { tenantOut } from '../auth/principal.js';
 import { tenantPriority } from './fairness.js';
 import { Poller } from '../vocabulary/poller.js';
-import { plansInFullFlight } from '../alterations/plans.js';
+import { plansInFullFlight } from '../alterations/plan-store/index.js';
 import { instanceWorkflowId } from './names.js';
 
 /** How long a relay holds the rows it claimed; a relay that died is replaced after this. */

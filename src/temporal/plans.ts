@@ -6,8 +6,8 @@ import {
 } from '@temporalio/client';
 import type pg from 'pg';
 import type { Alteration, Filter } from '../alterations/model.js';
-import { pendingPlanIds } from '../alterations/plans.js';
-import { specOf } from '../alterations/types/index.js';
+import { pendingPlanIds, readPlanStart } from '../alterations/plan-store/index.js';
+import { planSummary } from '../alterations/summary.js';
 import { tenantOut } from '../auth/principal.js';
 import type { Logger } from '../logger.js';
 import { alterationPlan, planChangedSignal } from '../../workflows/index.js';
@@ -145,27 +145,6 @@ export async function signalPlanChanged(client: Client | undefined, planId: stri
   }
 }
 
-/**
- * One line: what the plan does, to which instances ("ModifyVariable amount on instances of order-approval"):
- * each alteration in its type's own words (`AlterationTypeSpec.summary`).
- */
-export function planSummary(plan: Pick<PlanMetadata, 'alterations' | 'filter' | 'revertOf' | 'approval'>): string {
-  if (plan.revertOf) return `Revert plan ${plan.revertOf}: restore the instances it changed`;
-  const what = plan.alterations.map((a) => specOf(a).summary(a)).join(', ');
-  const gated = plan.approval
-    ? ` · needs approval by someone other than ${plan.approval.requestedBy.name} (alterations:approve)`
-    : '';
-  const f = plan.filter;
-  const list = (values: readonly string[], max = 3) =>
-    values.slice(0, max).join(', ') + (values.length > max ? ` and ${values.length - max} more` : '');
-  const on = f.workflowInstanceIds?.length
-    ? `${f.workflowInstanceIds.length} listed instance${f.workflowInstanceIds.length === 1 ? '' : 's'}`
-    : f.definitionIds?.length
-      ? `instances of ${list(f.definitionIds)}`
-      : 'the instances the filter matches';
-  return `${what} on ${on}${gated}`;
-}
-
 /** Markdown shown under the summary: the plan id, tenant, alterations and filter as submitted. */
 function planDetails(planId: string, plan: PlanMetadata): string {
   const filter = Object.fromEntries(
@@ -210,27 +189,14 @@ export async function startPendingPlans(
 
 /** The metadata the API gives a plan it starts, read back from the stored plan, so a swept plan looks the same. */
 async function storedPlanMetadata(pool: pg.Pool, planId: string): Promise<PlanMetadata | undefined> {
-  const { rows } = await pool.query<{
-    tenant_id: string;
-    alterations: Alteration[];
-    filter: Filter;
-    revert_of: string | null;
-    status: number;
-    approval: PlanMetadata['approval'] & { state: string };
-    scheduled: boolean;
-  }>(
-    `SELECT tenant_id, alterations, filter, revert_of, status, approval, schedule IS NOT NULL AS scheduled
-       FROM alteration_plans WHERE id = $1`,
-    [planId],
-  );
-  const row = rows[0];
+  const row = await readPlanStart(pool, planId);
   return row
     ? {
         tenantId: tenantOut(row.tenant_id),
         alterations: row.alterations,
         filter: row.filter,
         revertOf: row.revert_of,
-        approval: row.status === 8 && row.approval?.state === 'Pending' ? row.approval : null,
+        approval: row.awaiting,
         scheduled: row.scheduled,
       }
     : undefined;

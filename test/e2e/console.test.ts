@@ -769,7 +769,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await approval.getByText('Pending', { exact: true }).waitFor();
     await approval.getByText(`op-${run} (user)`).waitFor();
     await approval.getByRole('cell', { name: '"approved value"' }).first().waitFor();
-    await approval.getByText('You submitted this plan').waitFor();
+    await approval.getByText('A plan cannot be approved by the principal that submitted it: another user').waitFor();
     await expectAccessible(page, 'a plan awaiting approval');
     await screenshot(page, 'plan-awaiting-approval');
     await expectNoSidewaysScroll(page, 'a plan awaiting approval');
@@ -787,7 +787,8 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     const stored = (await call('GET', `/alterations/${planId}`)).body.plan;
     expect(stored.status).toBe(8);
     expect(stored.approval).toMatchObject({ state: 'Pending', requestedBy: { kind: 'user', name: `op-${run}` } });
-    expect(stored.jobCounts.total).toBe(0);
+    // Its jobs are made (the set approved is the set that runs), and none has run.
+    expect(stored.jobCounts).toMatchObject({ total: 1, pending: 1, completed: 0 });
 
     // The second user: Approvals lists it with its preview, and approves it with a comment.
     const second = await signedIn(approver);
@@ -796,7 +797,9 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await entry.getByRole('link', { name: planId, exact: true }).waitFor();
     await entry.getByText(`op-${run} (user)`).waitFor();
     await entry.getByRole('cell', { name: '"approved value"' }).first().waitFor();
-    expect(await entry.getByText('You submitted this plan').count()).toBe(0);
+    expect(
+      await entry.getByText('A plan cannot be approved by the principal that submitted it: another user').count(),
+    ).toBe(0);
     await expectAccessible(second.page, 'Approvals with a plan');
     await screenshot(second.page, 'approvals');
     await expectNoSidewaysScroll(second.page, 'Approvals with a plan');
@@ -870,7 +873,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Approve' }).isVisible()).toBe(false);
     const plan = (await call('GET', `/alterations/${rejected}`)).body.plan;
     expect(plan).toMatchObject({ status: 6, approval: { state: 'Rejected', comment: 'Not in this quarter' } });
-    expect(plan.jobCounts.total).toBe(0);
+    expect(plan.jobCounts).toMatchObject({ total: 1, cancelled: 1, completed: 0, failed: 0 });
 
     await context.close();
 
@@ -1156,13 +1159,20 @@ describe.skipIf(!available)('the console, in Chromium', () => {
 
   it('lists users and API keys with who created each, accessibly', async () => {
     await createUser(`idadmin-${run}`, ['identity/users:view', 'identity/api-keys:view', 'alterations:view']);
+    expect(
+      (await call('POST', '/identity/api-keys', { name: `ci ${run}`, permissions: ['alterations:view'] })).status,
+    ).toBe(201);
     const { context, page } = await signedIn(`idadmin-${run}`);
     await page.getByRole('link', { name: 'Users', exact: true }).click();
     await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
     const users = page.getByRole('region', { name: 'Users and who created them' });
     const row = users.getByRole('row').filter({ has: page.getByRole('rowheader', { name: `op-${run}`, exact: true }) });
     await expect(row.getByRole('cell').nth(1).textContent()).resolves.toBe('ADMIN_API_KEY (API key)');
-    await page.getByRole('region', { name: 'API keys and who created them' }).waitFor();
+    const keys = page.getByRole('region', { name: 'API keys and who created them' });
+    const keyRow = keys
+      .getByRole('row')
+      .filter({ has: page.getByRole('rowheader', { name: `ci ${run}`, exact: true }) });
+    await expect(keyRow.getByRole('cell').nth(1).textContent()).resolves.toBe('ADMIN_API_KEY (API key)');
     await expectAccessible(page, 'Users');
     await context.close();
     // A user who may read neither is told so, with the permission named.

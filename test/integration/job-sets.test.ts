@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BatchResult, generateJobs, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
+import { generateJobs } from '../../src/alterations/generation.js';
+import { type BatchResult, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { seedInstances, withoutWorkflows } from '../support/seed.js';
 import { approvalWithNote } from '../support/workflows.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revertingPlanId } from '../../src/alterations/reverts.js';
+import { revertingPlanId } from '../../src/alterations/plan-store/index.js';
 import { planWorkflowId } from '../../src/temporal/names.js';
 import { progressQuery } from '../../workflows/alteration-plan.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completePlan, generateJobs, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
+import { generateJobs } from '../../src/alterations/generation.js';
+import { completePlan, type ProcessingDeps, runJobBatch } from '../../src/alterations/processing.js';
 import { AlterationSchema } from '../../src/alterations/model.js';
 import { rememberVersions, versionOutcomes } from '../../src/alterations/set-based.js';
 import { TimeSlice } from '../../src/vocabulary/time-slice.js';

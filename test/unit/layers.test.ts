@@ -61,4 +61,36 @@ describe('the layers', () => {
     expect([...unplaced]).toEqual([]);
     expect(upward).toEqual([]);
   });
+
+  it('form no circle: no module imports, through others, a module that imports it (type-only imports count)', () => {
+    const files = ['src', 'workflows', 'activities'].flatMap((top) => [...sources(path.join(ROOT, top))]);
+    const known = new Set(files);
+    const edges = new Map<string, string[]>();
+    for (const file of files) {
+      const to: string[] = [];
+      for (const m of readFileSync(file, 'utf8').matchAll(/from '(\.[^']+)'/g)) {
+        const target = path.resolve(path.dirname(file), m[1]!).replace(/\.js$/, '');
+        const found = [`${target}.ts`, `${target}.tsx`].find((t) => known.has(t));
+        if (found) to.push(found);
+      }
+      edges.set(file, to);
+    }
+    // Depth-first, each circle reported once by its modules in order.
+    const circles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (file: string) => {
+      state.set(file, 'open');
+      stack.push(file);
+      for (const next of edges.get(file) ?? []) {
+        if (state.get(next) === 'open')
+          circles.push([...stack.slice(stack.indexOf(next)), next].map((f) => path.relative(ROOT, f)).join(' → '));
+        else if (!state.has(next)) visit(next);
+      }
+      stack.pop();
+      state.set(file, 'done');
+    };
+    for (const file of files) if (!state.has(file)) visit(file);
+    expect(circles).toEqual([]);
+  });
 });

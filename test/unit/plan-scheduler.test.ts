@@ -9,13 +9,14 @@ import {
   type SchedulerOptions,
   STEP_ASIDE_QUIET_MS,
 } from '../../workflows/plan-scheduler.js';
+import { PLAN_STATUS } from '../../src/vocabulary/plan.js';
 
 // The plan workflow's batch scheduling on its own (workflows/plan-scheduler.ts): which range runs next and
 // when, with the workflow's side (activities, timers, the clock) played by the test.
 
-const RUNNING = 3;
-const PAUSED = 7;
-const CANCELLED = 6;
+const RUNNING = PLAN_STATUS.Running;
+const PAUSED = PLAN_STATUS.Paused;
+const CANCELLED = PLAN_STATUS.Cancelled;
 
 const control = (o: Partial<PlanControl> = {}): PlanControl => ({
   status: RUNNING,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ALTERATION_TYPES, type Alteration, type AlterationType } from '../../src/alterations/types/index.js';
-import { planSummary } from '../../src/temporal/plans.js';
+import { planSummary } from '../../src/alterations/summary.js';
 
 // The one line the Temporal UI shows of a plan (its static summary): what each alteration does, in that
 // type's own words, then to which instances. One example per type; a type added without one fails here.

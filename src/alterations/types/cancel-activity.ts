@@ -27,4 +27,6 @@ export const cancelActivity = defineAlterationType({
   },
   closesRecords: (a) => ({ of: 'activity', activityId: a.activityId }),
   summary: (a) => `CancelActivity ${a.activityId}`,
+  form: { fields: [{ key: 'activityId', label: 'Activity id', kind: 'text' }] },
+  example: { type: 'CancelActivity', activityId: 'wait' },
 });

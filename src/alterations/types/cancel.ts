@@ -16,4 +16,6 @@ export const cancel = defineAlterationType({
   },
   closesRecords: () => ({ of: 'instance' }),
   summary: () => 'Cancel',
+  form: { fields: [], note: 'Cancels the instance: its bookmarks and scheduled work are removed.' },
+  example: { type: 'Cancel' },
 });

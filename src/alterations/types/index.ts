@@ -6,7 +6,7 @@ import { modifyVariable } from './modify-variable.js';
 import { scheduleActivity } from './schedule-activity.js';
 import type { AlterationTypeSpec } from './spec.js';
 
-export type { AlterationTypeSpec, ResolvedDefinitions } from './spec.js';
+export type { AlterationTypeSpec, FormField, ResolvedDefinitions } from './spec.js';
 
 /** Keys each spec by its own name: an entry whose key is not its spec's `type` does not compile. */
 const byName = <R extends { [K in keyof R]: AlterationTypeSpec & { readonly type: K } }>(types: R): R => types;

@@ -122,6 +122,19 @@ export const migrate = defineAlterationType({
   },
   summary: (a) =>
     `Migrate to version ${a.targetVersion}${a.activityMappings?.length ? ` (${a.activityMappings.length} activities mapped)` : ''}`,
+  form: {
+    fields: [
+      { key: 'targetVersion', label: 'Target version', kind: 'number' },
+      {
+        key: 'activityMappings',
+        label: 'Activity mappings',
+        kind: 'mappings',
+        draftTo: 'targetVersion',
+        hint: 'One mapping a line, source -> target; an activity not named keeps its id.',
+      },
+    ],
+  },
+  example: { type: 'Migrate', targetVersion: 2, activityMappings: [{ source: 'wait', target: 'await-approval' }] },
 });
 
 /**

@@ -27,4 +27,16 @@ export const modifyVariable = defineAlterationType({
     return undefined;
   },
   summary: (a) => `ModifyVariable ${a.variableId}`,
+  form: {
+    fields: [
+      { key: 'variableId', label: 'Variable id', kind: 'text' },
+      {
+        key: 'value',
+        label: 'New value',
+        kind: 'json',
+        hint: 'JSON (42, true, "text", null); other text is taken as a string.',
+      },
+    ],
+  },
+  example: { type: 'ModifyVariable', variableId: 'approved', value: true },
 });

@@ -16,4 +16,6 @@ export const scheduleActivity = defineAlterationType({
     return undefined;
   },
   summary: (a) => `ScheduleActivity ${a.activityId}`,
+  form: { fields: [{ key: 'activityId', label: 'Activity id', kind: 'text' }] },
+  example: { type: 'ScheduleActivity', activityId: 'set' },
 });

@@ -67,9 +67,26 @@ export interface AlterationTypeSpec<S extends TypeSchema = TypeSchema> {
    * `writeRecordChanges`): every Running record of the instance, or the records of one activity.
    */
   closesRecords?(alteration: z.output<S>): { of: 'instance' } | { of: 'activity'; activityId: string };
-  /** What it does, in the one line the Temporal UI shows of a plan: `Migrate to version 3`. */
+  /** What it does, in one line: the Temporal UI's summary of a plan and `wfa plans show` say it (`Migrate to version 3`). */
   summary(alteration: z.output<S>): string;
+  /**
+   * Its row in the console's New plan (src/console): the fields, in order, that fill its properties (none for a
+   * type without any), and what the row says of it.
+   */
+  readonly form: { fields: readonly FormField[]; note?: string };
+  /** An alteration of this type as a user writes one: the tests try every registered type with it. */
+  readonly example: z.output<S>;
 }
+
+/**
+ * One field of an alteration type's row in the console's New plan, filling the property `key` of the alteration:
+ * `text` (trimmed), `number`, `json` (a value as JSON; text that is not JSON is taken as a string) or `mappings`
+ * (`source -> target` a line, drafted from the migration draft of the version in the row's "Draft from version" to
+ * the one its `draftTo` field names).
+ */
+export type FormField =
+  | { key: string; label: string; kind: 'text' | 'number' | 'json'; hint?: string }
+  | { key: string; label: string; kind: 'mappings'; draftTo: string; hint?: string };
 
 /** Declares an alteration type (the schema's own types flow into `apply` and the rest). */
 export const defineAlterationType = <S extends TypeSchema>(spec: AlterationTypeSpec<S>): AlterationTypeSpec<S> => spec;

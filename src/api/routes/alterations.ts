@@ -3,14 +3,7 @@ import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { stream } from 'hono/streaming';
 import { countInstances, instanceIdPages } from '../../alterations/filter.js';
 import { previewPlan, previewShown } from '../../alterations/preview.js';
-import {
-  AlterationSchema,
-  FilterSchema,
-  JobStatusInput,
-  PlanStatusInput,
-  RolloutPatchSchema,
-  RolloutSchema,
-} from '../../alterations/model.js';
+import { FilterSchema, JobStatusInput, PlanStatusInput, RolloutPatchSchema } from '../../alterations/model.js';
 import { getPlan, listJobs, listPlans } from '../../alterations/plans.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import {
@@ -20,7 +13,7 @@ import {
   PreviewItemSchema,
   RunResultSchema,
 } from '../../alterations/views.js';
-import { ScheduleSchema } from '../../alterations/schedule.js';
+import { Alterations, PlanId, PreviewSchema, SubmitSchema } from '../../alterations/requests.js';
 import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import {
@@ -33,7 +26,7 @@ import {
   submitPlanCommand,
 } from '../plan-commands.js';
 import { openCursor, sealCursor } from '../cursor.js';
-import { Int32, QueryInt32 } from '../../vocabulary/input.js';
+import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
@@ -44,43 +37,7 @@ const TAGS = ['Alterations'];
 
 const RunResponseSchema = z.object({ results: z.array(RunResultSchema) }).openapi('AlterationRunResponse');
 
-export const Alterations = z.array(AlterationSchema).min(1).max(100);
 const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
-/** Words that are routes under /alterations: a plan named so could not be reached by its id. */
-const ROUTE_WORDS = ['submit', 'dry-run', 'run', 'preview', 'workflows', 'policy'];
-export const PlanId = z
-  .string()
-  .regex(/^[\w.:-]{1,100}$/, 'A plan id is 1 to 100 letters, digits, "_", "-", "." or ":"')
-  .refine((id) => !ROUTE_WORDS.includes(id), `A plan id may not be ${ROUTE_WORDS.join(', ')} (routes of their own)`)
-  // A path segment of "." or ".." is resolved away by every client and by the router: no route could reach it.
-  .refine(
-    (id) => id !== '.' && id !== '..',
-    'A plan id may not be "." or ".." (a path segment that cannot be addressed)',
-  );
-
-/** The body of `POST /alterations/submit`; the console's New plan validates with it too. */
-export const SubmitSchema = z
-  .strictObject({
-    id: PlanId.optional().openapi({
-      description: 'Client-chosen plan id: resubmitting the same id and body is idempotent',
-    }),
-    alterations: Alterations,
-    filter: FilterSchema,
-    rollout: RolloutSchema.optional().openapi({
-      description: 'Optional rollout controls (contract section 7): rate, canary, stopOnFailureRatio',
-    }),
-    approval: z
-      .strictObject({ required: z.literal(true) })
-      .nullish()
-      .openapi({
-        description:
-          "Ask for a second principal's approval whatever the tenant's policy says (a submitter cannot opt out of the policy)",
-      }),
-    schedule: ScheduleSchema.nullish().openapi({
-      description: 'When the plan may run: not before a moment, and only inside weekly windows in a time zone',
-    }),
-  })
-  .openapi('SubmitAlterationPlanRequest');
 
 /** A query parameter given once or repeated (`?x=a&x=b`). */
 const repeated = (item: z.ZodString) => z.union([item, z.array(item)]).transform((v) => (Array.isArray(v) ? v : [v]));
@@ -105,15 +62,6 @@ const submit = secureRoute(EXECUTE, {
     ...problems(409),
   },
 });
-
-/** The body of `POST /alterations/preview` (and the console's Preview). */
-export const PreviewSchema = z
-  .strictObject({
-    alterations: Alterations,
-    filter: FilterSchema,
-    limit: Int32.min(1).max(100).default(10).openapi({ description: 'Instances to preview (1 to 100)' }),
-  })
-  .openapi('PreviewAlterationsRequest');
 
 const dryRun = secureRoute(EXECUTE, {
   method: 'post',

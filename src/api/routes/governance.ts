@@ -1,5 +1,6 @@
 import { mayReadInstances } from '../authorize.js';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { DecisionSchema } from '../../alterations/requests.js';
 import { getPolicy, principalRef, putPolicy } from '../../alterations/governance.js';
 import { getPlanView } from '../../alterations/plans.js';
 import { previewShown, previewStoredPlan } from '../../alterations/preview.js';
@@ -39,10 +40,6 @@ const PolicySchema = z
   .openapi('ApprovalPolicy');
 
 const PlanParams = { params: z.object({ planId: z.string() }) };
-/** The body of approve and reject (the console's decision form validates with it too). */
-export const DecisionSchema = z
-  .strictObject({ comment: z.string().max(2000).nullish().openapi({ description: 'Why, for the record' }) })
-  .openapi('PlanDecisionRequest');
 const StatusAnswer = z.object({ planId: z.string(), status: z.number().int() });
 
 const readPolicy = secureRoute(VIEW, {

@@ -1,11 +1,10 @@
 import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
-import type { Child } from 'hono/jsx';
-import { isFinished, JOB_STATUS, type JobStatus, PLAN_STATUS, RolloutPatchSchema } from '../../alterations/model.js';
+import { isFinished, PLAN_STATUS, RolloutPatchSchema } from '../../alterations/model.js';
 import { getPlanView, listJobs } from '../../alterations/plans.js';
 import { previewShown, previewStoredPlan } from '../../alterations/preview.js';
-import { revertingPlanId } from '../../alterations/reverts.js';
-import type { JobView, PlanView, PreviewItem } from '../../alterations/views.js';
+import { revertingPlanId } from '../../alterations/plan-store/index.js';
+import type { JobView, PlanView } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { openCursor, sealCursor } from '../../api/cursor.js';
 import {
@@ -17,309 +16,25 @@ import {
 } from '../../api/plan-commands.js';
 import { ALTERATIONS_APPROVE, ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError, zodFieldErrors } from '../../errors.js';
-import { planSummary } from '../../temporal/plans.js';
-import { NotAllowed, Notice, Scroll, Time } from '../components.js';
+import { planSummary } from '../../alterations/summary.js';
+import { NotAllowed, Notice, Time } from '../components.js';
 import { field, readForm } from '../form.js';
-import {
-  ACTION_STATUSES,
-  count,
-  JOB_STATUS_LABELS,
-  LOG_LEVEL_LABELS,
-  PAUSE_ALSO_WHEN,
-  PLAN_STATUS_LABELS,
-  planStatusLabel,
-  plural,
-} from '../format.js';
-import {
-  ApprovalFacts,
-  DecisionForm,
-  fourEyesNote,
-  PreviewResult,
-  ScheduleFacts,
-  SubmitterNote,
-} from '../governance.js';
+import { count, PLAN_STATUS_LABELS, planStatusLabel, plural } from '../format.js';
+import { fourEyesNote, ScheduleFacts } from '../governance.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
-import { DECISION_NOTICES } from './approvals.js';
 import { may, permissionName, requirePermission, type ShellOf } from '../shell.js';
-
-const JOBS_PAGE = 50;
-
-/** The job views a plan page offers: all jobs, or those of one status (the failed ones on their own). */
-const JOB_FILTERS: Record<string, { label: string; status?: JobStatus }> = {
-  all: { label: 'All jobs' },
-  failed: { label: 'Failed', status: JOB_STATUS.Failed },
-  completed: { label: 'Completed', status: JOB_STATUS.Completed },
-  pending: { label: 'Pending', status: JOB_STATUS.Pending },
-  cancelled: { label: 'Cancelled', status: JOB_STATUS.Cancelled },
-};
-
-/** What an action did, said on the plan's page afterwards (`?notice=`). */
-const NOTICES: Record<string, string> = {
-  paused: 'Paused: the batches in flight have finished; none starts until the plan is resumed.',
-  resumed: 'Resumed: the plan carries on where it stopped.',
-  'resumed-now': 'Resumed now, its schedule dropped: the plan runs to its end, outside its windows too.',
-  cancelled: 'Cancelled: its pending jobs are cancelled.',
-  withdrawn: 'Withdrawn: the plan awaited approval and is cancelled now; no job ran.',
-  ...DECISION_NOTICES,
-  rollout: 'Rollout changed: it applies from the next batch.',
-  reverted: 'This plan reverts the plan it names: each instance that plan changed, unless something changed it since.',
-  submitted: 'Submitted: the plan runs in the background; this page follows it live.',
-  'submitted-awaiting':
-    'Submitted: the plan awaits approval by someone else (Approvals); nothing runs until it is approved.',
-};
-
-/** The Temporal UI's page of the plan's workflow, when there is a UI to link to. */
-function temporalLink(c: Context<AppEnv>, planId: string): string | undefined {
-  const { temporal } = c.get('deps').config;
-  const base =
-    temporal.uiUrl ?? (!temporal.address && temporal.uiPort > 0 ? `http://localhost:${temporal.uiPort}` : undefined);
-  if (!base) return undefined;
-  return `${base}/namespaces/${encodeURIComponent(temporal.namespace)}/workflows/${encodeURIComponent(`alteration-plan-${planId}`)}`;
-}
-
-const planPath = (id: string) => `/console/plans/${encodeURIComponent(id)}`;
-const done = (p: PlanView) => p.jobCounts.completed + p.jobCounts.failed + p.jobCounts.cancelled;
-
-function StatusForm(props: {
-  plan: PlanView;
-  action: 'pause' | 'resume' | 'cancel' | 'revert';
-  label: string;
-  /** Shown for a Paused plan too when it paused for this reason (Pause of a plan paused by its schedule). */
-  pausedFor?: string;
-  children?: Child;
-}) {
-  const { plan } = props;
-  const statuses = ACTION_STATUSES[props.action] as readonly number[];
-  const shown =
-    statuses.includes(plan.status) ||
-    (props.pausedFor !== undefined && plan.status === PLAN_STATUS.Paused && plan.pauseReason === props.pausedFor);
-  return (
-    <form
-      method="post"
-      action={`${planPath(plan.id)}/${props.action}`}
-      data-enhance="plan-action"
-      data-statuses={statuses.join(' ')}
-      data-paused-for={props.pausedFor}
-      hidden={!shown}
-    >
-      {props.children}
-      <button type="submit" class={props.action === 'cancel' ? 'secondary' : undefined}>
-        {props.label}
-      </button>
-    </form>
-  );
-}
-
-function Actions(props: { plan: PlanView; revertedBy: string | null }) {
-  const { plan } = props;
-  const rate = plan.rollout.rate;
-  const ratio = plan.rollout.stopOnFailureRatio;
-  return (
-    <>
-      <div class="actions">
-        <StatusForm plan={plan} action="pause" label="Pause" pausedFor={PAUSE_ALSO_WHEN} />
-        <StatusForm plan={plan} action="resume" label="Resume">
-          {plan.schedule ? (
-            <label>
-              <input type="checkbox" name="ignoreSchedule" value="true" aria-describedby="ignore-schedule-hint" />{' '}
-              Resume ignoring the schedule
-            </label>
-          ) : null}
-          {plan.schedule ? (
-            <small id="ignore-schedule-hint">
-              Runs now, outside the maintenance windows too, to its end: the schedule is dropped. Without it, a resume
-              outside every window is refused, naming the next one.
-            </small>
-          ) : null}
-        </StatusForm>
-        <StatusForm plan={plan} action="cancel" label="Cancel plan" />
-        {props.revertedBy ? null : <StatusForm plan={plan} action="revert" label="Revert" />}
-      </div>
-      <form
-        method="post"
-        action={`${planPath(plan.id)}/rollout`}
-        data-enhance="plan-action"
-        data-statuses={ACTION_STATUSES.rollout.join(' ')}
-        hidden={!(ACTION_STATUSES.rollout as readonly number[]).includes(plan.status)}
-      >
-        <fieldset>
-          <legend>Rollout</legend>
-          <div class="inline-fields">
-            <div>
-              <label for="rate">Rate (instances per second)</label>
-              <input
-                id="rate"
-                name="rate"
-                type="number"
-                min="1"
-                max="1000000"
-                step="any"
-                value={rate === null || rate === undefined ? '' : String(rate)}
-                aria-describedby="rate-hint"
-              />
-              <small id="rate-hint">Empty: no limit.</small>
-            </div>
-            <div>
-              <label for="stop-ratio">Stop on failure ratio</label>
-              <input
-                id="stop-ratio"
-                name="stopOnFailureRatio"
-                type="number"
-                min="0"
-                max="1"
-                step="any"
-                value={ratio === null || ratio === undefined ? '' : String(ratio)}
-                aria-describedby="stop-ratio-hint"
-              />
-              <small id="stop-ratio-hint">0 to 1: pause once failed ÷ finished exceeds it. Empty: never.</small>
-            </div>
-          </div>
-          <button type="submit">Change rollout</button>
-        </fieldset>
-      </form>
-      {props.revertedBy ? <p class="muted">This plan has been reverted; a plan is reverted once.</p> : null}
-    </>
-  );
-}
-
-function JobLog(props: { job: JobView }) {
-  const { log } = props.job;
-  if (log.length === 0) return <span class="muted">No entries</span>;
-  return (
-    <details>
-      <summary>{plural(log.length, 'entry', 'entries')}</summary>
-      <ul>
-        {log.map((e) => (
-          <li class="wrap">
-            <strong>{LOG_LEVEL_LABELS[e.logLevel] ?? String(e.logLevel)}</strong> {e.message}{' '}
-            <small class="muted">
-              <Time iso={e.timestamp} />
-              {e.eventName ? ` · ${e.eventName}` : ''}
-            </small>
-          </li>
-        ))}
-      </ul>
-    </details>
-  );
-}
-
-function Jobs(props: {
-  plan: PlanView;
-  view: string;
-  after: string | undefined;
-  jobs: JobView[];
-  nextCursor: string | null;
-}) {
-  const { plan, view } = props;
-  const counts: Record<string, number> = {
-    all: plan.jobCounts.total,
-    failed: plan.jobCounts.failed,
-    completed: plan.jobCounts.completed,
-    pending: plan.jobCounts.pending,
-    cancelled: plan.jobCounts.cancelled,
-  };
-  const link = (v: string, after?: string) =>
-    `${planPath(plan.id)}?jobs=${v}${after ? `&after=${encodeURIComponent(after)}` : ''}#jobs`;
-  return (
-    <section aria-labelledby="jobs">
-      <h2 id="jobs" tabindex={-1}>
-        Jobs
-      </h2>
-      <nav aria-label="Jobs by status">
-        <ul class="pager">
-          {Object.entries(JOB_FILTERS).map(([v, f]) => (
-            <li>
-              <a href={link(v)} aria-current={v === view ? 'page' : undefined}>
-                {`${f.label} (${count(counts[v] ?? 0)})`}
-              </a>
-            </li>
-          ))}
-        </ul>
-      </nav>
-      {props.jobs.length === 0 ? (
-        <p>
-          {plan.jobCounts.total === 0 && !isFinished(plan.status)
-            ? 'No jobs yet: they are made when the plan starts.'
-            : view === 'all'
-              ? 'This plan has no jobs: its filter matched no instance.'
-              : `No ${JOB_FILTERS[view]!.label.toLowerCase()} jobs${props.after ? ' on this page' : ''}.`}
-        </p>
-      ) : (
-        <Scroll
-          label={`${JOB_FILTERS[view]!.label === 'All jobs' ? 'Jobs' : `${JOB_FILTERS[view]!.label} jobs`} of the plan`}
-        >
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Instance</th>
-                <th scope="col">Status</th>
-                <th scope="col">Log</th>
-                <th scope="col">Finished</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.jobs.map((j) => (
-                <tr>
-                  <th scope="row">
-                    <a href={`/console/instances/${encodeURIComponent(j.workflowInstanceId)}`}>
-                      {j.workflowInstanceId}
-                    </a>
-                  </th>
-                  <td>{JOB_STATUS_LABELS[j.status] ?? String(j.status)}</td>
-                  <td>
-                    <JobLog job={j} />
-                  </td>
-                  <td>
-                    <Time iso={j.completedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
-      <nav class="pager" aria-label="Pages of jobs">
-        {props.after ? <a href={link(view)}>First jobs</a> : null}
-        {props.nextCursor ? <a href={link(view, props.nextCursor)}>Next jobs</a> : null}
-      </nav>
-    </section>
-  );
-}
-
-/** What the plan's Approval section needs besides the plan: the preview, and what the user may do. */
-interface ApprovalView {
-  mayDecide: boolean;
-  approvePermission: string;
-  /** Why four eyes refuse the signed-in user the decision (null: they may decide). */
-  submitter: string | null;
-  /** What the plan would do now (only while it awaits approval). */
-  preview: { matchedCount: number; items: PreviewItem[] } | undefined;
-}
-
-/** The plan's approval (section 10): its state and who, when and why; while it waits, the decision. */
-function ApprovalSection(props: { plan: PlanView; view: ApprovalView }) {
-  const { plan, view } = props;
-  const waiting = plan.status === PLAN_STATUS.AwaitingApproval;
-  return (
-    <section aria-labelledby="approval-heading">
-      <h2 id="approval-heading">Approval</h2>
-      <dl class="facts">
-        <ApprovalFacts approval={plan.approval!} />
-      </dl>
-      {waiting && view.preview ? (
-        <PreviewResult preview={view.preview} id="approval-preview" heading="What it would do now" level={3} />
-      ) : null}
-      {!waiting ? null : !view.mayDecide ? (
-        <NotAllowed what="approve or reject plans" permission={view.approvePermission} />
-      ) : (
-        <>
-          {view.submitter ? <SubmitterNote refusal={view.submitter} /> : null}
-          <DecisionForm planId={plan.id} status={plan.status} slot="plan" back="plan" />
-        </>
-      )}
-    </section>
-  );
-}
+import {
+  Actions,
+  ApprovalSection,
+  type ApprovalView,
+  done,
+  JOB_FILTERS,
+  JOBS_PAGE,
+  Jobs,
+  NOTICES,
+  planPath,
+  temporalLink,
+} from './plan-parts.js';
 
 function PlanPage(props: {
   shell: Shell;
