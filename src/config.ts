@@ -88,6 +88,7 @@ const ConfigSchema = z.object({
   OTEL_SERVICE_NAME: optional,
   OTEL_SDK_DISABLED: optional,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
   METRICS_PUBLIC: optional.pipe(z.enum(['true', 'false']).optional()),
   METRICS_PORT: optional.pipe(z.coerce.number<string | undefined>().int().min(1).max(65535).optional()),
 });
@@ -172,6 +173,13 @@ export interface Config {
    */
   tracing: TracingSettings;
   logLevel: string;
+  /** LOG_FORMAT: `pretty` lines for a person, `json` for a machine, `auto` pretty on a terminal and JSON elsewhere. */
+  logFormat: 'auto' | 'pretty' | 'json';
+  /**
+   * The level of the one line each API request logs: `info` for machines (JSON), `debug` in pretty logs, where a
+   * line per request would drown what a person reads (set by the start from the log format; `info` by default).
+   */
+  requestLogLevel: 'info' | 'debug';
   /** V8's old-space growth past the live heap before a full GC, in percent (src/memory.ts); 0: V8's own. */
   heapGrowingPercent: number;
   /** Where built tools are cached across data folders and clones (the Temporal CLI): $XDG_CACHE_HOME/wf-alter. */
@@ -299,6 +307,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       serviceName: e.OTEL_SERVICE_NAME,
     },
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    requestLogLevel: 'info',
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     cacheDir: path.join(e.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'wf-alter'),
     metrics: { public: e.METRICS_PUBLIC === 'true', port: e.METRICS_PORT },

@@ -1,13 +1,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestPool } from '../db/pool.js';
 import { tenantKey } from '../auth/principal.js';
-import { newId } from '../ids.js';
+import { throttledClient } from '../auth/throttle.js';
 import { EventLoopLoad, RequestScheduler, TenantCounter, TenantGate } from '../shares.js';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { NodeBusyError } from '../errors.js';
 import { AbandonedError } from '../vocabulary/time-slice.js';
 import { identify } from './authorize.js';
-import type { AppDeps, AppEnv } from './context.js';
+import { type AppDeps, type AppEnv, clientAddress } from './context.js';
 import { CachedProbes } from './health-checks.js';
 import { methodNotAllowed } from './methods.js';
 import { documentProblems } from './openapi-problems.js';
@@ -25,7 +25,7 @@ import { identityRoutes } from './routes/identity.js';
 import { instanceRoutes } from './routes/instances.js';
 import { probeRoutes } from './routes/probes.js';
 import { serviceRoutes } from './routes/service.js';
-import { routeLabel } from './route-label.js';
+import { isProbePath, requestLog } from './request-log.js';
 
 /**
  * A request without a principal holds its place at least this long (src/shares.ts): with the default 4
@@ -34,8 +34,13 @@ import { routeLabel } from './route-label.js';
  * nothing else bounds their rate; probes and sign-ins need far fewer.
  */
 const ANONYMOUS_MIN_HOLD_MS = 40;
-/** The health probes and the metrics scrape: outside every share of the node's time (contract section 8). */
-const PROBE_PATHS = new Set(['/health', '/health/live', '/health/ready', '/metrics']);
+/**
+ * The probes' share is per client (an address, an IPv6 /64): 2 places, each held at least 20 ms, so at most
+ * 100 probes a second from one client, whose flood waits behind itself while an orchestrator's probe from
+ * elsewhere answers at once, and a tenant's requests keep their time.
+ */
+const PROBE_PLACES_PER_CLIENT = 2;
+const PROBE_MIN_HOLD_MS = 20;
 /** API connections no tenant's requests take: credential checks and `/health` always find one. */
 const RESERVED_CONNECTIONS = 2;
 
@@ -60,33 +65,7 @@ export function createApp(given: AppDeps) {
 
   // First, so that everything after it, the request's log line included, runs inside the request's span.
   if (deps.tracer) app.use('*', traceRequests(deps.tracer));
-  app.use('*', async (c, next) => {
-    const incoming = c.req.header('x-request-id');
-    const requestId = incoming && /^[\w.:-]{1,100}$/.test(incoming) ? incoming : newId();
-    const logger = deps.logger.child({ requestId });
-    c.set('deps', deps);
-    c.set('requestId', requestId);
-    c.set('logger', logger);
-    const started = performance.now();
-    await next();
-    c.header('x-request-id', requestId);
-    const principal = c.get('principal');
-    const ms = performance.now() - started;
-    // A health probe or a scrape every few seconds (a load balancer, Kubernetes, Prometheus) is noise at
-    // info; a failing one is not, and says so at warn.
-    const probe = c.req.path === '/health' || c.req.path.startsWith('/health/') || c.req.path === '/metrics';
-    logger[probe ? (c.res.status < 400 ? 'debug' : 'warn') : 'info'](
-      {
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round(ms),
-        principal: principal ? principal.id : undefined,
-      },
-      'request',
-    );
-    deps.metrics?.requestFinished(routeLabel(c), c.req.method, c.res.status, ms / 1000);
-  });
+  app.use('*', requestLog(deps, { level: deps.config.requestLogLevel, trustRequestId: true }));
 
   // Each request's statements run through a view of the pool that cancels them when the client goes away,
   // and whose connections count against its tenant's share (TENANT_API_CONNECTIONS): a tenant whose
@@ -142,8 +121,9 @@ export function createApp(given: AppDeps) {
   // once (`identify`; `authorize` reads the result), so that the request is counted as its tenant's.
   //
   // No client holds a share by being slow: the body is read first (src/api/body-arrival.ts), within
-  // REQUEST_BODY_TIMEOUT_MS, and only then does the request wait for its place. The probes sit outside every
-  // share: an orchestrator's liveness check must answer whatever anonymous clients do, and each costs little.
+  // REQUEST_BODY_TIMEOUT_MS, and only then does the request wait for its place. The probes sit outside the
+  // anonymous share, in one of their own per client: an orchestrator's liveness check must answer whatever
+  // anonymous clients do, and a flood of probes is bounded like any other anonymous flood.
   const inFlight = new RequestScheduler(deps.config.shares.apiRequestsPerTenant, new EventLoopLoad());
   const anonymous = new TenantGate(deps.config.shares.anonymousApiRequests, ANONYMOUS_MIN_HOLD_MS);
   const readAhead = {
@@ -152,14 +132,28 @@ export function createApp(given: AppDeps) {
     timeoutMs: deps.config.requestBodyTimeoutMs,
     budget: bufferedBytesMax(deps.config.maxBodyBytes),
   };
+  const probes = new TenantGate(PROBE_PLACES_PER_CLIENT, PROBE_MIN_HOLD_MS);
   app.use('*', async (c, next) => {
-    if (PROBE_PATHS.has(c.req.path)) return next();
+    const waitMs = deps.apiAcquireTimeoutMs ?? 5_000;
+    if (isProbePath(c.req.path)) {
+      let release: () => void;
+      try {
+        release = await probes.acquire(`probe:${throttledClient(clientAddress(c))}`, waitMs, c.req.raw.signal);
+      } catch {
+        if (c.req.raw.signal.aborted) throw new AbandonedError('the client went away while its probe waited its turn');
+        throw new NodeBusyError(`This client's probes found no turn within ${waitMs} ms; retry later`, 1);
+      }
+      try {
+        return await next();
+      } finally {
+        release();
+      }
+    }
     const identity = await identify(c);
     c.set('identity', identity);
     const principal = 'principal' in identity ? identity.principal : undefined;
     const gate = principal ? inFlight : anonymous;
     const key = principal ? `tenant:${tenantKey(principal.tenantId)}` : 'anonymous';
-    const waitMs = deps.apiAcquireTimeoutMs ?? 5_000;
     let releaseBody: () => void;
     try {
       releaseBody = await awaitBody(c, readAhead);

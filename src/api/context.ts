@@ -23,6 +23,7 @@ export interface AppDeps {
     | 'permissionModel'
     | 'maxBodyBytes'
     | 'requestBodyTimeoutMs'
+    | 'requestLogLevel'
     | 'temporal'
     | 'alterations'
     | 'trustedProxies'

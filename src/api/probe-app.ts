@@ -1,10 +1,9 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { newId } from '../ids.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { CachedProbes } from './health-checks.js';
 import { methodNotAllowed } from './methods.js';
 import { handleError, problem } from './problem.js';
-import { routeLabel } from './route-label.js';
+import { requestLog } from './request-log.js';
 import { probeRoutes } from './routes/probes.js';
 
 /**
@@ -16,20 +15,8 @@ import { probeRoutes } from './routes/probes.js';
 export function createProbeApp(given: AppDeps) {
   const deps: AppDeps = { ...given, probes: given.probes ?? new CachedProbes(given) };
   const app = new OpenAPIHono<AppEnv>();
-  app.use('*', async (c, next) => {
-    const requestId = newId();
-    const logger = deps.logger.child({ requestId });
-    c.set('deps', deps);
-    c.set('requestId', requestId);
-    c.set('logger', logger);
-    const started = performance.now();
-    await next();
-    c.header('x-request-id', requestId);
-    const seconds = (performance.now() - started) / 1000;
-    const fields = { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000) };
-    logger[c.res.status < 400 ? 'debug' : 'warn'](fields, 'request');
-    deps.metrics?.requestFinished(routeLabel(c), c.req.method, c.res.status, seconds);
-  });
+  // Every answer logged at debug (a failing one, on any path, at warn) and counted, as the API's probes are.
+  app.use('*', requestLog(deps, { level: 'debug', trustRequestId: false, probe: () => true }));
   app.route('/', probeRoutes(deps.config.metrics.public));
   const allowed = methodNotAllowed(app.routes);
   app.notFound((c) => {

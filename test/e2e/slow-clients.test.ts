@@ -18,7 +18,11 @@ let port: number;
 let base: string;
 
 beforeAll(async () => {
-  h = await createHarness({ worker: false, config: { requestBodyTimeoutMs: TIMEOUT_MS } });
+  // Behind a trusted proxy (this test), X-Forwarded-For names the client: two clients from one machine.
+  h = await createHarness({
+    worker: false,
+    config: { requestBodyTimeoutMs: TIMEOUT_MS, trustedProxies: ['127.0.0.1/32'] },
+  });
   server = serveApi(h.app, { port: 0, hostname: '127.0.0.1', requestBodyTimeoutMs: TIMEOUT_MS });
   await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
   port = (server.address() as AddressInfo).port;
@@ -103,6 +107,36 @@ describe('slow clients', () => {
     } finally {
       for (const t of tricklers) t.end();
     }
+  });
+
+  it("a client's flood of probes waits behind itself: another client's /health/live answers within a second", async () => {
+    const FLOOD_MS = 3_000;
+    const flooder = { 'x-forwarded-for': '203.0.113.7' };
+    const answers: Record<number, number> = {};
+    const until = Date.now() + FLOOD_MS;
+    const started = performance.now();
+    const flood = Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (Date.now() < until) {
+          const res = await fetch(`${base}/health/live`, { headers: flooder });
+          await res.arrayBuffer();
+          answers[res.status] = (answers[res.status] ?? 0) + 1;
+        }
+      }),
+    );
+    const probes: { status: number; ms: number }[] = [];
+    await new Promise((r) => setTimeout(r, 300));
+    while (Date.now() < until - 200) {
+      probes.push(await timed(`${base}/health/live`, { headers: { 'x-forwarded-for': '198.51.100.9' } }));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await flood;
+    const floodSeconds = (performance.now() - started) / 1000;
+    expect(probes.length).toBeGreaterThan(5);
+    expect(probes.filter((p) => p.status !== 200 || p.ms >= 1_000)).toEqual([]);
+    // The flood itself is answered (its share is 2 places held 20 ms each: at most 100 a second), never faster.
+    expect(answers[200] ?? 0).toBeGreaterThan(0);
+    expect(answers[200] ?? 0).toBeLessThanOrEqual(100 * floodSeconds + 64);
   });
 
   it('a body slower than REQUEST_BODY_TIMEOUT_MS ends with a 408 problem and the connection closed', async () => {
