@@ -28,8 +28,10 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   tuneHeapGrowth(config.heapGrowingPercent);
-  // A person at a terminal reads lines; anything else (a supervisor, a pipe) gets JSON.
-  const logger = createLogger(config.logLevel, process.stdout.isTTY ? terminalStream() : undefined);
+  // A person at a terminal reads lines, without one per request; anything else (a supervisor, a pipe) gets JSON.
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
+  if (pretty) config = { ...config, requestLogLevel: 'debug' };
+  const logger = createLogger(config.logLevel, pretty ? terminalStream() : undefined);
   const life = new Lifecycle(logger);
   process.on('SIGINT', () => life.request('SIGINT', 0));
   process.on('SIGTERM', () => life.request('SIGTERM', 0));
@@ -68,7 +70,7 @@ async function main(): Promise<void> {
       logger.warn('METRICS_PORT is for worker-only processes (--worker); this process serves /metrics on PORT');
     process.stdout.write(banner(service));
     life.started();
-    if (service.embedded.temporalBuilding) {
+    if (service.embedded.temporalBuilding || service.embedded.temporalStarting) {
       service.engineReady.then(
         () => process.stdout.write(engineBanner(service)),
         // The service stops (exit 1); the reason is said as a failure at startup is, in one sentence.
@@ -79,7 +81,10 @@ async function main(): Promise<void> {
       );
     }
   } catch (err) {
+    // A stop asked for during the start (a dependency lost, here before the banner) says why as a failed start
+    // does; a signal's stop (exit 0) says nothing.
     if (!(err instanceof StopRequested)) process.stderr.write(`Startup failed: ${describe(err)}\n`);
+    else if (life.requestedExitCode !== 0) process.stderr.write(`Startup failed: ${err.message}\n`);
     await life.stop();
   }
 }
@@ -92,13 +97,18 @@ function banner(service: Service): string {
     lines.push(
       `  API:          ${base}`,
       `  API docs:     ${base}/docs  (OpenAPI: ${base}/openapi.json)`,
-      `  Console:      ${base}/console  (sign in as a user: ADMIN_PASSWORD gives "admin")`,
+      `  Console:      ${base}/console  (sign in as a user${service.generatedPassword ? ': below' : ': ADMIN_PASSWORD gives "admin"'})`,
     );
   if (embedded.temporalBuilding) {
     lines.push(
       '  Temporal:     building its dev server with Go, once per machine (about 4 minutes on 2 cores, longer on',
       '                a busy machine; the build prints a line every 30 s). The API, its docs and your stored data',
       '                answer now; plans and instances wait until Temporal is up (GET /health/ready says when).',
+    );
+  } else if (embedded.temporalStarting) {
+    lines.push(
+      '  Temporal:     its dev server is starting (seconds). The API, its docs and your stored data answer now;',
+      '                plans and instances wait until it is up, which a line below says.',
     );
   } else lines.push(...temporalLines(service));
   if (embedded.postgresDataDir) lines.push(`  Postgres:     embedded, data in ${embedded.postgresDataDir}`);
@@ -118,6 +128,14 @@ function banner(service: Service): string {
       `      Authorization: ApiKey ${service.generatedKey}`,
     );
   }
+  if (service.generatedPassword) {
+    lines.push(
+      '',
+      '  The console user "admin" was made, with a generated password shown this once (only its hash is stored;',
+      '  ADMIN_PASSWORD sets another):',
+      `      Username: admin    Password: ${service.generatedPassword}`,
+    );
+  }
   lines.push('', '  Ctrl-C stops everything.', '');
   return lines.join('\n') + '\n';
 }
@@ -134,7 +152,7 @@ function temporalLines(service: Service): string[] {
   return lines;
 }
 
-/** What a start that built Temporal in the background says once it is up. */
+/** What a start that built or started Temporal in the background says once it is up. */
 function engineBanner(service: Service): string {
   return (
     ['', '  Temporal is up: plans and instances run from here on.', ...temporalLines(service), ''].join('\n') + '\n'

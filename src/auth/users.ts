@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
@@ -274,6 +275,29 @@ export async function verifyCredentials(
   }
   if (!(await verifySecret(r.password_hash, password))) return undefined;
   return loadUser(db, r.id);
+}
+
+/**
+ * A first start without ADMIN_PASSWORD, on a database with no user at all, makes the console's first user:
+ * `admin` (default tenant, grant `*`) with a generated password, which is returned so the start shows it once;
+ * only its hash is stored. Later starts (any user exists) return undefined, and so does the second of two
+ * processes starting at once (user names are unique).
+ */
+export async function ensureFirstUser(pool: pg.Pool): Promise<string | undefined> {
+  const { rowCount } = await pool.query('SELECT 1 FROM users LIMIT 1');
+  if (rowCount) return undefined;
+  const password = randomBytes(15).toString('base64url');
+  try {
+    const { rowCount: made } = await pool.query(
+      `INSERT INTO users (id, tenant_id, name, password_hash, permissions)
+       SELECT $1, '', 'admin', $2, '{*}' WHERE NOT EXISTS (SELECT 1 FROM users)`,
+      [newId(), await hashSecret(password)],
+    );
+    return made ? password : undefined;
+  } catch (err) {
+    if (isUniqueViolation(err)) return undefined;
+    throw err;
+  }
 }
 
 /**

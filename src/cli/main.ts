@@ -6,6 +6,7 @@ import { registerIdentity } from './commands/identity.js';
 import { registerInstances } from './commands/instances.js';
 import { registerPolicy } from './commands/governance.js';
 import { registerPlans } from './commands/plans.js';
+import { registerPrincipals } from './commands/principals.js';
 import { registerRuns } from './commands/runs.js';
 import { Cli, type Io } from './context.js';
 import { type CliEnvironment, cliEnvironment } from './credentials.js';
@@ -25,6 +26,7 @@ const COMMAND_GROUPS = [
   registerPolicy,
   registerRuns,
   registerConnections,
+  registerPrincipals,
 ];
 
 export async function runCli(

@@ -355,12 +355,47 @@ export function createClient(options: ClientOptions) {
           { body },
         ),
       listApiKeys: () =>
-        call<{ items: { id: string; name: string; permissions: string[] }[]; totalCount: number }>(
-          'GET',
-          '/identity/api-keys',
-          shapes.apiKeyList,
-        ),
+        call<{
+          items: {
+            id: string;
+            name: string;
+            permissions: string[];
+            tenantId: string | null;
+            createdAt: string;
+            lastUsedAt: string | null;
+            expiresAt: string | null;
+            createdBy: { kind: 'user' | 'apiKey'; id: string; name: string | null } | null;
+          }[];
+          totalCount: number;
+        }>('GET', '/identity/api-keys', shapes.apiKeyList),
       revokeApiKey: (id: string) => call<void>('DELETE', `/identity/api-keys/${seg(id)}`, null),
+      createUser: (body: {
+        name: string;
+        password: string;
+        permissions?: string[];
+        roles?: string[];
+        tenantId?: string | null;
+      }) =>
+        call<{ id: string; name: string; roles: string[]; permissions: string[]; tenantId: string | null }>(
+          'POST',
+          '/identity/users',
+          shapes.user,
+          { body },
+        ),
+      listUsers: () =>
+        call<{
+          items: {
+            id: string;
+            name: string;
+            roles: string[];
+            permissions: string[];
+            tenantId: string | null;
+            createdAt: string;
+            createdBy: { kind: 'user' | 'apiKey'; id: string; name: string | null } | null;
+          }[];
+          totalCount: number;
+        }>('GET', '/identity/users', shapes.userList),
+      deleteUser: (id: string) => call<void>('DELETE', `/identity/users/${seg(id)}`, null),
       permissions: () =>
         call<{ model: string; permissions: string[]; wildcards: string[] }>(
           'GET',

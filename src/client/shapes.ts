@@ -131,6 +131,8 @@ export const connectionList = list(connection);
 export const tokens = obj({ accessToken: z.string(), refreshToken: z.string(), expiresIn: z.number() });
 export const apiKey = obj({ id: z.string(), key: z.string() });
 export const apiKeyList = list(obj({ id: z.string(), name: z.string() }));
+export const user = obj({ id: z.string(), name: z.string(), permissions: z.array(z.string()) });
+export const userList = list(obj({ id: z.string(), name: z.string() }));
 export const health = obj({ status: z.string() });
 
 /** An event of a plan's stream: `progress` (the status is shown as sent, whatever it is) or `done`. */

@@ -72,20 +72,23 @@ async function build(
   // The search attributes are known once Temporal is up; the plans submitted before then start with it.
   const planProcessing: PlanProcessing = { taskQueue: config.temporal.taskQueue, ...config.alterations };
 
-  // Temporal, and the worker on it. Before the API answers, unless its dev server must first be built and
-  // the caller lets that happen in the background (`npm start` on a new machine).
-  const background = o.temporalInBackground === true && devServerNeedsBuild(config);
-  const link = new TemporalLink({ why: background ? BUILDING : 'it is starting' });
+  // Temporal, and the worker on it. Before the API answers, unless the caller lets its embedded dev server start
+  // in the background (`npm start`): the API answers as soon as Postgres does, whether the dev server's binary
+  // must first be built with Go (minutes, on a new machine) or is cached (seconds, more on a loaded machine).
+  const background = o.temporalInBackground === true && !config.temporal.address;
+  const building = background && devServerNeedsBuild(config);
+  const link = new TemporalLink({ why: building ? BUILDING : 'it is starting' });
   const embedded: Service['embedded'] = {
     ...(db.embeddedDataDir ? { postgresDataDir: db.embeddedDataDir } : {}),
-    ...(background ? { temporalBuilding: true } : {}),
+    ...(building ? { temporalBuilding: true } : {}),
+    ...(background && !building ? { temporalStarting: true } : {}),
   };
   let parts: TemporalParts | undefined;
   let workers: WorkerRole | undefined;
-  const building = new AbortController();
+  const abortBuild = new AbortController();
   const engine = (async () => {
     parts = await startTemporal(config, logger, stops, lost, db.pool, tracing, {
-      signal: building.signal,
+      signal: abortBuild.signal,
       // In the background the progress is plain lines: a ticker rewriting its line would mangle the logs.
       ...(background ? { progress: plainLines } : {}),
     });
@@ -121,13 +124,14 @@ async function build(
     link.connected(parts.client);
   })();
   if (background) {
-    stops.add('Temporal build', async () => building.abort());
+    stops.add('Temporal build', async () => abortBuild.abort());
     engine.then(
       () => logger.info({ temporal: parts?.address }, 'Temporal is up: plans and instances run from here on'),
       (err: unknown) => {
-        if (building.signal.aborted) return;
+        if (abortBuild.signal.aborted) return;
         logger.error({ err }, 'Temporal did not start');
-        lost(`Temporal did not start: ${err instanceof Error ? err.message : String(err)}`);
+        // The reason is the error's own sentence ("The Temporal dev server did not start (…); set …"), said once.
+        lost(err instanceof Error ? err.message : `Temporal did not start: ${String(err)}`);
       },
     );
   } else await engine;
@@ -178,6 +182,7 @@ async function build(
     metricsServer,
     embedded,
     generatedKey: secrets.generatedKey,
+    generatedPassword: secrets.generatedPassword,
     get worker() {
       return workers?.main;
     },

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rmdir, stat } from 'node:fs/promises';
+import { mkdir, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -128,6 +128,9 @@ export async function goInstall(
   failed: (command: string, output: string) => Error,
 ): Promise<void> {
   const env = { ...(opts.env ?? process.env) };
+  // Go's work folders go under the cache, one folder a build, and go with the build whatever ends it; a build
+  // killed with its process leaves its folder, which the next build removes, saying the last one was cut short.
+  const work = await buildWorkFolder(opts);
   const started = Date.now();
   const tty = Boolean(opts.progress?.isTTY ?? process.stderr.isTTY);
   const ticker = setInterval(
@@ -138,7 +141,7 @@ export async function goInstall(
     const result = await run(
       go,
       ['install', ...modules],
-      { ...env, GOBIN: gobin, GOTOOLCHAIN: 'auto', GOFLAGS: '-buildvcs=false' },
+      { ...env, GOBIN: gobin, GOTOOLCHAIN: 'auto', GOFLAGS: '-buildvcs=false', GOTMPDIR: work },
       undefined,
       opts.signal,
     );
@@ -150,6 +153,47 @@ export async function goInstall(
   } finally {
     clearInterval(ticker);
     if (tty) say(opts, '\r\x1b[2K');
+    await rm(work, { recursive: true, force: true }).catch(() => undefined);
+    // Stopped (Ctrl-C, a stop of the service): the next start is told, and builds from the beginning.
+    if (opts.signal?.aborted)
+      await writeFile(path.join(path.dirname(work), INTERRUPTED), new Date().toISOString()).catch(() => undefined);
+  }
+}
+
+/** Where the builds' work folders are (`{cacheDir}/go-work/{pid}-{n}`), and the mark of a build that was stopped. */
+const WORK_ROOT = 'go-work';
+const INTERRUPTED = 'interrupted';
+/** Builds this process started (two at once each have a folder of their own). */
+let builds = 0;
+
+/**
+ * A work folder of this build's own, after removing what earlier builds left: the folder of a build whose process
+ * is gone (killed mid-way) and the mark of one that was stopped. Either is said in one line.
+ */
+async function buildWorkFolder(opts: GoBuildOptions): Promise<string> {
+  const root = path.join(opts.cacheDir, WORK_ROOT);
+  await mkdir(root, { recursive: true });
+  let cutShort = false;
+  for (const name of await readdir(root)) {
+    if (name === INTERRUPTED) cutShort = true;
+    else if (/^\d+-\d+$/.test(name) && !alive(Number(name.split('-')[0]))) cutShort = true;
+    else continue;
+    await rm(path.join(root, name), { recursive: true, force: true });
+  }
+  if (cutShort)
+    say(opts, '  An earlier build was interrupted before it ended: its work is gone, and this build starts over.\n');
+  const work = path.join(root, `${process.pid}-${++builds}`);
+  await mkdir(work, { recursive: true });
+  return work;
+}
+
+/** Whether a process of this id runs (one that is not ours to signal runs too). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

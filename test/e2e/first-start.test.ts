@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,8 +17,9 @@ import { orderApproval } from '../support/workflows.js';
 /**
  * The first start on a new machine, as a newcomer runs it: `npm start` with no Temporal CLI in the cache
  * (an empty XDG_CACHE_HOME, so Go builds the dev server's binary, which takes minutes). The API, its docs
- * and the stored data answer within 30 s meanwhile; what needs Temporal says it waits for the build; a
- * Ctrl-C in the middle of the build stops everything, the build's processes included.
+ * and the stored data answer within 30 s meanwhile; the banner's generated password signs the user `admin` in
+ * to the console; what needs Temporal says it waits for the build; a Ctrl-C in the middle of the build stops
+ * everything, the build's processes included, and the next start says the build was interrupted.
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const folders: string[] = [];
@@ -50,6 +51,29 @@ describe('the first npm start on a new machine', () => {
       // It says where the minutes go.
       await waitUntil('the banner', async () => (service.out().includes('Ctrl-C stops everything') ? true : undefined));
       expect(service.out()).toContain('building its dev server with Go');
+      // It let the newcomer into the console: the user admin, with a password shown once in the banner.
+      const password = /Username: admin {4}Password: (\S+)/.exec(service.out())?.[1];
+      expect(password, service.tail()).toBeTruthy();
+      const signIn = await fetch(`${base}/console/sign-in`, {
+        method: 'POST',
+        headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ username: 'admin', password: password! }),
+        redirect: 'manual',
+      });
+      expect(signIn.status).toBe(303);
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const plans = await fetch(`${base}/console/plans`, { headers: { cookie } });
+      expect(plans.status).toBe(200);
+      expect(await plans.text()).toContain('<h1>Plans</h1>');
+      const signedInAfter = Date.now() - started - liveAfter;
+      expect(signedInAfter, `signed in ${signedInAfter} ms after /health/live answered`).toBeLessThan(60_000);
+      // Only its hash is stored: the password is in no file of the data folder, and no log line.
+      expect(
+        service
+          .out()
+          .split('\n')
+          .filter((l) => l.startsWith('{') && l.includes(password!)),
+      ).toEqual([]);
       const ready = await fetch(`${base}/health/ready`);
       expect(ready.status).toBe(503);
       expect(await ready.json()).toMatchObject({
@@ -91,8 +115,27 @@ describe('the first npm start on a new machine', () => {
       expect(exit, service.tail()).toEqual({ code: 0, signal: null });
       expect(service.out()).toContain('"msg":"stopped"');
       expect(await noneLeft(tree, dir)).toEqual([]);
+      // The stopped build left no work folder, only the mark that it was stopped.
+      expect(await readdir(path.join(cache, 'wf-alter', 'go-work'))).toEqual(['interrupted']);
     } finally {
       if (!service.done()) process.kill(-service.child.pid!, 'SIGKILL');
     }
-  }, 120_000);
+    // The next start says so, and builds from the beginning (stopped again as soon as it has said it).
+    const again = spawnKept('npm', ['start'], { cwd: ROOT, env, detached: true });
+    try {
+      await waitUntil(
+        'the interrupted build to be named',
+        async () => (again.err().includes('An earlier build was interrupted before it ended') ? true : undefined),
+        60_000,
+        again,
+      );
+      // The password was shown once: a later start makes no user and shows none.
+      await waitUntil('the banner', async () => (again.out().includes('Ctrl-C stops everything') ? true : undefined));
+      expect(again.out()).not.toContain('Password:');
+      process.kill(-again.child.pid!, 'SIGINT');
+      expect(await exitWithin(again, 30_000), again.tail()).toEqual({ code: 0, signal: null });
+    } finally {
+      if (!again.done()) process.kill(-again.child.pid!, 'SIGKILL');
+    }
+  }, 180_000);
 });

@@ -38,12 +38,13 @@ function run(
   });
 }
 
-function walkthroughBlocks(readme: string): string[] {
-  const start = readme.indexOf('<!-- walkthrough:start -->');
-  const end = readme.indexOf('<!-- walkthrough:end -->');
-  if (start < 0 || end < start) throw new Error('README.md has no walkthrough markers');
+function markedBlocks(readme: string, marker: string): string[] {
+  const start = readme.indexOf(`<!-- ${marker}:start -->`);
+  const end = readme.indexOf(`<!-- ${marker}:end -->`);
+  if (start < 0 || end < start) throw new Error(`README.md has no ${marker} markers`);
   return [...readme.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
+const walkthroughBlocks = (readme: string) => markedBlocks(readme, 'walkthrough');
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'wfa-readme-'));
@@ -91,6 +92,8 @@ describe('the README walk-through', () => {
         // Nothing in the walk-through may reach for npx (outside a clone it asks the public registry).
         'npx() { echo "npx was called: npx $*" >&2; return 127; }',
         ...blocks,
+        // Then Change management, as written, in the same folder.
+        ...markedBlocks(readme, 'change-management'),
       ].join('\n'),
     );
     const result = await run('bash', [script], work, {
@@ -113,11 +116,16 @@ describe('the README walk-through', () => {
       /11 instances match; the first 2:\n {2}\S+ {2}ok\n {4}\/variables\/approved: false → true\n {2}\S+ {2}ok\n/,
     );
     expect(out).toContain('Completed: 11 completed, 0 failed, 0 cancelled of 11');
-    expect(out).toMatch(/approve-1 {2}Completed\n {2}ModifyVariable\n {2}█{40} {2}11\/11/);
+    expect(out).toMatch(/approve-1 {2}Completed\n {2}ModifyVariable approved\n {2}█{40} {2}11\/11/);
     const json = out.slice(out.lastIndexOf('{\n  "items"'), out.indexOf('Published order-approval version 2'));
     expect((JSON.parse(json) as { items: { status: number; log: unknown[] }[] }).items).toHaveLength(2);
     // Every kind of change.
     expect(out).toMatch(/Published order-approval version 2 \(/);
+    // The draft maps the renamed waiting step by its type and name.
+    expect(out).toContain(
+      'order-approval version 1 → 2: 2 activities keep their id, 1 mapped by type and name, 0 unmapped',
+    );
+    expect(out).toMatch(/wait +await-approval +sameTypeAndName/);
     expect(out).toMatch(/Submitted plan migrate-1\n(.*\n)*Completed: 11 completed, 0 failed, 0 cancelled of 11/);
     expect(out).toMatch(/yes +dispatched +ScheduleActivity succeeded/);
     expect(out).toMatch(/Submitted plan cancel-1\n(.*\n)*Completed: 1 completed, 0 failed, 0 cancelled of 1/);
@@ -129,7 +137,17 @@ describe('the README walk-through', () => {
     );
     expect(out).toMatch(/card-check v1 +Running\/Faulted/);
     expect(out).toMatch(/charge +Elsa\.Fault +card declined/);
-    expect(out.trim().split('\n').at(-1)).toBe('2');
+    expect(out).toMatch(/\n2\n/);
+    // Change management.
+    expect(out).toMatch(/Created user carol \(/);
+    expect(out).toMatch(/carol +alterations:view,alterations:approve +ADMIN_API_KEY \(key\)/);
+    expect(out).toMatch(/raise-limits {2}AwaitingApproval/);
+    expect(out).toMatch(/approval Pending: asked by alice \(API key\) for 10 instances/);
+    expect(out).toContain('A plan cannot be approved by the principal that submitted it');
+    expect(out).toContain('/variables/approved: false → true');
+    expect(out).toMatch(/Approved plan raise-limits: /);
+    expect(out).toMatch(/nightly {2}Paused \(schedule\)/);
+    expect(out.trim().split('\n').at(-1)).toMatch(/^Completed: 10 completed, 0 failed, 0 cancelled of 10/);
     // The walkthrough's files go to the scratch folder it makes, never into the folder it was started in
     // (a user's clone, where they would be the user's files among the project's).
     expect(blocks[0]).toMatch(/^mkdir -p ~\/wfa-try && cd ~\/wfa-try {3}#/);
@@ -138,8 +156,10 @@ describe('the README walk-through', () => {
       'cancel-order-2.json',
       'card-check.json',
       'migrate.json',
+      'nightly.json',
       'order-approval-v2.json',
       'order-approval.json',
+      'raise-limits.json',
       'schedule-set.json',
       'unapprove.json',
     ]);
