@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { escapeLike } from '../db/sql.js';
 import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
@@ -153,12 +154,13 @@ function activityCondition(
 export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey: string): Promise<string[]> {
   const compiled = compileFilter(filter, tenantKey);
   if (!compiled.selects) return [];
-  const { rows } = await db.query<{ id: string }>({
+  const query: pg.QueryArrayConfig = {
     text: `SELECT i.id FROM workflow_instances i WHERE ${compiled.where} ORDER BY i.created_at, i.id`,
     values: compiled.params,
     rowMode: 'array',
-  } as never);
-  return (rows as unknown as [string][]).map((r) => r[0]);
+  };
+  const { rows } = await db.query<[string]>(query);
+  return rows.map((r) => r[0]);
 }
 
 /**

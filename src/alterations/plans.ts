@@ -56,7 +56,7 @@ export interface Submission {
 }
 
 export type { JobCounts, JobView, PlanView } from './views.js';
-export { PLAN_COLUMNS, type PlanRow, pendingPlanIds, plansInFullFlight } from './plan-store/index.js';
+export type { PlanRow } from './plan-store/index.js';
 
 interface JobRow {
   plan_id: string;

@@ -38,12 +38,6 @@ export const ACTION_STATUSES = {
 /** Pause is offered to a Paused plan too when it paused for this reason (a manual pause holds across windows). */
 export const PAUSE_ALSO_WHEN = 'schedule';
 
-/** `2026-11-22T04:30:00.000Z` as `2026-11-22 04:30:00 UTC`. */
-export function shortTime(iso: string | null | undefined): string {
-  if (!iso) return '—';
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
-}
-
 export const plural = (n: number, one: string, many = `${one}s`) =>
   `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 

@@ -63,6 +63,3 @@ export function guardChild(child: ChildProcess, guard: Guard): void {
     if (w.stdin?.writable) w.stdin.write(`forget ${pid}\n`);
   });
 }
-
-/** The watch's own pid, for tests. */
-export const guardianPid = (): number | undefined => watcher?.pid;

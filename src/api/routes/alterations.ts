@@ -30,6 +30,7 @@ import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
+import { asWrittenJson, writtenJson } from '../written-json.js';
 
 const EXECUTE = ALTERATIONS_EXECUTE;
 const VIEW = ALTERATIONS_VIEW;
@@ -331,7 +332,7 @@ export function alterationRoutes() {
     const first = await pages.next();
     c.header('Content-Type', 'application/json');
     c.set('streamed', true);
-    return stream(c, async (out) => {
+    const answer = stream(c, async (out) => {
       let aborted = false;
       out.onAbort(() => {
         aborted = true;
@@ -353,7 +354,8 @@ export function alterationRoutes() {
       } finally {
         await pages.return(undefined);
       }
-    }) as never;
+    });
+    return asWrittenJson(answer);
   });
 
   app.openapi(preview, async (c) => {
@@ -363,9 +365,7 @@ export function alterationRoutes() {
       mayReadInstances(c),
     );
     // Each item's changes may carry thousands of bookmarks before and after: written in time slices.
-    return c.body(await jsonInSlices(preview, 'items', preview.items), 200, {
-      'content-type': 'application/json',
-    }) as never;
+    return writtenJson(c, await jsonInSlices(preview, 'items', preview.items));
   });
 
   app.openapi(readPlan, async (c) => {
@@ -379,9 +379,7 @@ export function alterationRoutes() {
       );
     }
     // Written in time slices (src/vocabulary/time-slice.ts): up to 1,000 jobs, each with its log.
-    return c.body(await jsonInSlices({ plan: result.plan, jobs: [] }, 'jobs', result.jobs), 200, {
-      'content-type': 'application/json',
-    }) as never;
+    return writtenJson(c, await jsonInSlices({ plan: result.plan, jobs: [] }, 'jobs', result.jobs));
   });
 
   app.openapi(readJobs, async (c) => {
@@ -389,11 +387,10 @@ export function alterationRoutes() {
     const query = c.req.valid('query');
     const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
     const page = await listJobs(pool, callerTenant(c), c.req.valid('param').planId, { ...query, after });
-    return c.body(
+    return writtenJson(
+      c,
       await jsonInSlices({ items: [], nextCursor: sealCursor(tokens.key, page.nextCursor) }, 'items', page.items),
-      200,
-      { 'content-type': 'application/json' },
-    ) as never;
+    );
   });
 
   app.openapi(listAll, async (c) => {

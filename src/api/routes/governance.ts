@@ -12,6 +12,7 @@ import { type AppEnv, callerTenant } from '../context.js';
 import { decidePlanCommand } from '../plan-commands.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
+import { writtenJson } from '../written-json.js';
 
 /** Section 10: who may decide plans and set the policy (the console checks the same specs). */
 const APPROVE = ALTERATIONS_APPROVE;
@@ -123,9 +124,7 @@ export function governanceRoutes() {
       await previewStoredPlan({ pool, definitions }, tenant, plan, limit, c.req.raw.signal),
       mayReadInstances(c),
     );
-    return c.body(await jsonInSlices(preview, 'items', preview.items), 200, {
-      'content-type': 'application/json',
-    }) as never;
+    return writtenJson(c, await jsonInSlices(preview, 'items', preview.items));
   });
   return app;
 }

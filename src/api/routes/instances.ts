@@ -14,6 +14,7 @@ import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
+import { writtenJson } from '../written-json.js';
 
 const EXECUTE = INSTANCES_EXECUTE;
 const VIEW = INSTANCES_VIEW;
@@ -140,11 +141,10 @@ export function instanceRoutes() {
     const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
     const page = await listInstancesJson(pool, callerTenant(c), { ...query, after });
     // The items as Postgres wrote them (src/engine/instance-list.ts): joined, not parsed and serialized again.
-    return c.body(
+    return writtenJson(
+      c,
       `{"items":${page.itemsJson},"nextCursor":${JSON.stringify(sealCursor(tokens.key, page.nextCursor))}}\n`,
-      200,
-      { 'content-type': 'application/json' },
-    ) as never;
+    );
   });
   app.openapi(read, async (c) => {
     const { pool, definitions } = c.get('deps');

@@ -42,20 +42,18 @@ export function planEventRoutes(streams: TenantCounter, shutdown?: AbortSignal) 
   const app = new OpenAPIHono<AppEnv>();
   // Section 10: each progress event also says where the plan's approval stands and when a plan paused by its
   // schedule goes on, so a client sees status 8 and the decision as they happen.
-  app.openapi(
-    events,
-    (c) =>
-      planEventStream(c, c.req.valid('param').planId, streams, shutdown, (plan) => ({
-        resumesAt: plan.resumesAt,
-        approval: plan.approval
-          ? {
-              state: plan.approval.state,
-              decidedBy: plan.approval.decidedBy,
-              decidedAt: plan.approval.decidedAt,
-              comment: plan.approval.comment,
-            }
-          : null,
-      })) as never,
+  app.openapi(events, (c) =>
+    planEventStream(c, c.req.valid('param').planId, streams, shutdown, (plan) => ({
+      resumesAt: plan.resumesAt,
+      approval: plan.approval
+        ? {
+            state: plan.approval.state,
+            decidedBy: plan.approval.decidedBy,
+            decidedAt: plan.approval.decidedAt,
+            comment: plan.approval.comment,
+          }
+        : null,
+    })),
   );
   return app;
 }
