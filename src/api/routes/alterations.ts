@@ -28,6 +28,7 @@ import {
 import { openCursor, sealCursor } from '../cursor.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { PlanParams, PlanStatusAnswer, planCommandRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
 import { asWrittenJson, writtenJson } from '../written-json.js';
@@ -105,7 +106,7 @@ const readPlan = secureRoute(VIEW, {
   path: '/alterations/{planId}',
   tags: TAGS,
   summary: 'A plan with its job counts and jobs (the first 1000; a Link header points to the rest)',
-  request: { params: z.object({ planId: z.string() }) },
+  request: PlanParams,
   responses: {
     200: jsonContent(z.object({ plan: PlanSchema, jobs: z.array(JobSchema) }), 'The plan'),
     ...problems(401, 403, 404),
@@ -118,7 +119,7 @@ const readJobs = secureRoute(VIEW, {
   tags: TAGS,
   summary: "A page of a plan's jobs, in creation order",
   request: {
-    params: z.object({ planId: z.string() }),
+    ...PlanParams,
     query: z.strictObject({ status: JobStatusInput.optional(), ...Paging }),
   },
   responses: {
@@ -149,92 +150,50 @@ const listAll = secureRoute(VIEW, {
   },
 });
 
-const cancel = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/{planId}/cancel',
+const cancel = planCommandRoute(EXECUTE, 'cancel', {
   tags: TAGS,
   summary: 'Cancel a plan: pending jobs are cancelled, running ones finish, the plan ends Cancelled',
-  request: { params: z.object({ planId: z.string() }) },
-  responses: {
-    202: jsonContent(z.object({ planId: z.string(), status: z.number().int() }), 'Cancelled'),
-    ...problems(401, 403, 404, 409),
-  },
+  answer: { 202: jsonContent(PlanStatusAnswer, 'Cancelled') },
 });
 
-const PlanParams = { params: z.object({ planId: z.string() }) };
-const StatusAnswer = z.object({ planId: z.string(), status: z.number().int() });
-
-const pause = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/{planId}/pause',
+const pause = planCommandRoute(EXECUTE, 'pause', {
   tags: TAGS,
   summary: 'Pause a plan: batches in flight finish, none starts until it is resumed (status Paused 7)',
-  request: PlanParams,
-  responses: {
-    202: jsonContent(StatusAnswer, 'Paused'),
-    ...problems(401, 403, 404, 409),
-  },
+  answer: { 202: jsonContent(PlanStatusAnswer, 'Paused') },
 });
 
-const resume = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/{planId}/resume',
+const resume = planCommandRoute(EXECUTE, 'resume', {
   tags: TAGS,
   summary:
     'Resume a Paused plan where it stopped; outside its maintenance windows a 409 names the next one, unless ignoreSchedule',
-  request: {
-    ...PlanParams,
-    ...jsonBody(
-      z
-        .strictObject({
-          ignoreSchedule: z.boolean().optional().openapi({
-            description: 'true: run now, outside the windows too, to its end (its schedule is dropped)',
-          }),
-        })
-        .openapi('ResumeAlterationPlanRequest'),
-    ),
-  },
-  responses: {
-    202: jsonContent(StatusAnswer, 'Resumed: the status it has now'),
-    ...BODY_ROUTE_PROBLEMS,
-    ...problems(404, 409),
-  },
+  body: z
+    .strictObject({
+      ignoreSchedule: z.boolean().optional().openapi({
+        description: 'true: run now, outside the windows too, to its end (its schedule is dropped)',
+      }),
+    })
+    .openapi('ResumeAlterationPlanRequest'),
+  answer: { 202: jsonContent(PlanStatusAnswer, 'Resumed: the status it has now') },
 });
 
-const rollout = secureRoute(EXECUTE, {
+const rollout = planCommandRoute(EXECUTE, 'rollout', {
   method: 'patch',
-  path: '/alterations/{planId}/rollout',
   tags: TAGS,
   summary: "Change a running or paused plan's rate or failure ratio, from its next batch (null removes one)",
-  request: { ...PlanParams, ...jsonBody(RolloutPatchSchema) },
-  responses: {
-    200: jsonContent(PlanSchema, 'The plan'),
-    ...BODY_ROUTE_PROBLEMS,
-    ...problems(404, 409),
-  },
+  body: RolloutPatchSchema,
+  answer: { 200: jsonContent(PlanSchema, 'The plan') },
 });
 
-const revert = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/{planId}/revert',
+const revert = planCommandRoute(EXECUTE, 'revert', {
   tags: TAGS,
   summary:
     'Revert a finished plan: a new plan restores each instance it changed, unless something changed the instance since',
-  request: {
-    ...PlanParams,
-    ...jsonBody(
-      z
-        .strictObject({
-          id: PlanId.optional().openapi({ description: 'Client-chosen id of the revert plan (idempotent)' }),
-        })
-        .openapi('RevertAlterationPlanRequest'),
-    ),
-  },
-  responses: {
-    202: jsonContent(z.object({ planId: z.string() }), 'The revert plan, stored and started'),
-    ...BODY_ROUTE_PROBLEMS,
-    ...problems(404, 409),
-  },
+  body: z
+    .strictObject({
+      id: PlanId.optional().openapi({ description: 'Client-chosen id of the revert plan (idempotent)' }),
+    })
+    .openapi('RevertAlterationPlanRequest'),
+  answer: { 202: jsonContent(z.object({ planId: z.string() }), 'The revert plan, stored and started') },
 });
 
 const run = secureRoute(EXECUTE, {

@@ -10,6 +10,7 @@ import { jsonInSlices } from '../../vocabulary/time-slice.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { decidePlanCommand } from '../plan-commands.js';
+import { PlanParams, PlanStatusAnswer, planCommandRoute } from '../route-shapes.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 import { writtenJson } from '../written-json.js';
@@ -40,9 +41,6 @@ const PolicySchema = z
   })
   .openapi('ApprovalPolicy');
 
-const PlanParams = { params: z.object({ planId: z.string() }) };
-const StatusAnswer = z.object({ planId: z.string(), status: z.number().int() });
-
 const readPolicy = secureRoute(VIEW, {
   method: 'get',
   path: '/alterations/policy',
@@ -61,19 +59,15 @@ const writePolicy = secureRoute(POLICY_UPDATE, {
 });
 
 const decideRoute = (decision: 'approve' | 'reject') =>
-  secureRoute(APPROVE, {
-    method: 'post',
-    path: `/alterations/{planId}/${decision}`,
+  planCommandRoute(APPROVE, decision, {
     tags: TAGS,
     summary:
       decision === 'approve'
         ? 'Approve a plan awaiting approval: it goes on as if just submitted (not by the principal that submitted it)'
         : 'Reject a plan awaiting approval: it is Cancelled, no job runs',
-    request: { ...PlanParams, ...jsonBody(DecisionSchema) },
-    responses: {
-      202: jsonContent(StatusAnswer, decision === 'approve' ? 'Approved: the status it has now' : 'Rejected'),
-      ...BODY_ROUTE_PROBLEMS,
-      ...problems(404, 409),
+    body: DecisionSchema,
+    answer: {
+      202: jsonContent(PlanStatusAnswer, decision === 'approve' ? 'Approved: the status it has now' : 'Rejected'),
     },
   });
 
