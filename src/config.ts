@@ -18,7 +18,10 @@ const otlpUrl = optional.refine(
   'must be an http(s) URL, e.g. http://localhost:4318',
 );
 
-const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+/** A whole number from the environment, within its bounds, with its default (or optional when none). */
+const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+const optionalInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max).optional();
+const port = (fallback: number) => int(0, 65535, fallback);
 
 const ConfigSchema = z.object({
   PORT: port(3000),
@@ -59,30 +62,30 @@ const ConfigSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
-  REQUEST_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
+  REQUEST_BODY_TIMEOUT_MS: int(100, 3_600_000, 10_000),
   OUTBOUND_HTTP_ALLOW_NETWORKS: z.string().default(''),
   TRUSTED_PROXIES: z.string().default(''),
-  EVENT_STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(50),
-  EVENT_STREAMS_PER_NODE: z.coerce.number().int().min(1).max(100_000).default(1000),
-  TENANT_API_CONNECTIONS: z.coerce.number().int().min(1).max(500).optional(),
-  TENANT_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(8),
-  ANONYMOUS_API_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(4),
-  TENANT_OUTBOUND_CALLS: z.coerce.number().int().min(1).max(10_000).default(5),
-  WORKER_OUTBOUND_CALL_SLOTS: z.coerce.number().int().min(1).max(10_000).default(50),
-  WORKER_INLINE_CALL_MAX_MS: z.coerce.number().int().min(0).max(300_000).default(10_000),
-  TENANT_TEMPORAL_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
-  WORKER_BATCH_SLOTS: z.coerce.number().int().min(1).max(498).optional(),
-  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
-  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
-  DATABASE_POOL_API: z.coerce.number().int().min(1).max(500).default(10),
-  DATABASE_POOL_WORKER: z.coerce.number().int().min(5).max(500).default(20),
-  ALTERATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(2000),
-  ALTERATION_BATCH_WINDOW: z.coerce.number().int().min(1).max(32).default(4),
-  ALTERATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(2000).default(500),
+  EVENT_STREAMS_PER_TENANT: int(1, 100_000, 50),
+  EVENT_STREAMS_PER_NODE: int(1, 100_000, 1000),
+  TENANT_API_CONNECTIONS: optionalInt(1, 500),
+  TENANT_API_REQUESTS: int(1, 10_000, 8),
+  ANONYMOUS_API_REQUESTS: int(1, 10_000, 4),
+  TENANT_OUTBOUND_CALLS: int(1, 10_000, 5),
+  WORKER_OUTBOUND_CALL_SLOTS: int(1, 10_000, 50),
+  WORKER_INLINE_CALL_MAX_MS: int(0, 300_000, 10_000),
+  TENANT_TEMPORAL_REQUESTS: int(1, 10_000, 16),
+  WORKER_BATCH_SLOTS: optionalInt(1, 498),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(1_000, 3_600_000, 60_000),
+  API_STATEMENT_TIMEOUT_MS: int(100, 3_600_000, 15_000),
+  DATABASE_POOL_API: int(1, 500, 10),
+  DATABASE_POOL_WORKER: int(5, 500, 20),
+  ALTERATION_BATCH_SIZE: int(1, 10_000, 2000),
+  ALTERATION_BATCH_WINDOW: int(1, 32, 4),
+  ALTERATION_BATCHES_PER_RUN: int(1, 2000, 500),
   XDG_CACHE_HOME: optional,
-  WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(100),
-  TRIGGER_INLINE_INSTANCES: z.coerce.number().int().min(0).max(100_000).default(1000),
-  HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
+  WORKER_CACHED_WORKFLOWS: int(2, 100_000, 100),
+  TRIGGER_INLINE_INSTANCES: int(0, 100_000, 1000),
+  HEAP_GROWING_PERCENT: int(0, 1000, 30),
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl,
   OTEL_SERVICE_NAME: optional,

@@ -282,13 +282,69 @@ export class ShareTimeoutError extends Error {
   override name = 'ShareTimeoutError';
 }
 
+/** A release that gives a place back once (a second call does nothing), told when the place was taken. */
+function releaseOnce(giveBack: (takenAt: number) => void): () => void {
+  const taken = performance.now();
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    giveBack(taken);
+  };
+}
+
+/** A waiter in a tenant's first-come queue: takes its place if it may now, and says whether it did. */
+type Turn = () => boolean;
+
+/**
+ * Waits in `tenant`'s first-come queue of `queues` until a turn called by its owner takes a place (`take` answers
+ * the release, or undefined while the tenant may not go yet), `timeoutMs` passes (ShareTimeoutError) or `signal`
+ * aborts (its reason). A waiter that leaves gives up its spot in the queue.
+ */
+function waitTurn(
+  queues: Map<string, Turn[]>,
+  tenant: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  take: () => (() => void) | undefined,
+): Promise<() => void> {
+  return new Promise((resolve, reject) => {
+    const queue = queues.get(tenant) ?? [];
+    queues.set(tenant, queue);
+    const cleanup = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      const i = queue.indexOf(turn);
+      if (i >= 0) queue.splice(i, 1);
+      if (queue.length === 0 && queues.get(tenant) === queue) queues.delete(tenant);
+    };
+    const turn: Turn = () => {
+      const release = take();
+      if (!release) return false;
+      cleanup();
+      resolve(release);
+      return true;
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new ShareTimeoutError(`no turn within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onAbort = () => {
+      cleanup();
+      reject(signal?.reason instanceof Error ? signal.reason : new ShareTimeoutError('abandoned'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    queue.push(turn);
+  });
+}
+
 /**
  * A semaphore per tenant with a first-come queue: a tenant holds at most `perTenant` at once; its further
  * callers wait their turn (or time out) while other tenants' callers go on.
  */
 export class TenantGate {
   private readonly held = new Map<string, number>();
-  private readonly waiting = new Map<string, (() => void)[]>();
+  private readonly waiting = new Map<string, Turn[]>();
 
   /**
    * `minHoldMs`: a place is given back no sooner than this after it was taken, so that `perTenant` places
@@ -307,31 +363,10 @@ export class TenantGate {
       this.held.set(tenant, (this.held.get(tenant) ?? 0) + 1);
       return Promise.resolve(this.releaser(tenant));
     }
-    return new Promise((resolve, reject) => {
-      const queue = this.waiting.get(tenant) ?? [];
-      this.waiting.set(tenant, queue);
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        const i = queue.indexOf(turn);
-        if (i >= 0) queue.splice(i, 1);
-        if (queue.length === 0 && this.waiting.get(tenant) === queue) this.waiting.delete(tenant);
-      };
-      const turn = () => {
-        cleanup();
-        this.held.set(tenant, (this.held.get(tenant) ?? 0) + 1);
-        resolve(this.releaser(tenant));
-      };
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new ShareTimeoutError(`no turn within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const onAbort = () => {
-        cleanup();
-        reject(signal?.reason instanceof Error ? signal.reason : new ShareTimeoutError('abandoned'));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      queue.push(turn);
+    // A waiter's turn always takes the place: the gate lets the first waiter in only when one is free.
+    return waitTurn(this.waiting, tenant, timeoutMs, signal, () => {
+      this.held.set(tenant, (this.held.get(tenant) ?? 0) + 1);
+      return this.releaser(tenant);
     });
   }
 
@@ -344,15 +379,11 @@ export class TenantGate {
    * takes it, the place stays its own: a newcomer queues behind it.
    */
   private releaser(tenant: string): () => void {
-    let released = false;
-    const taken = performance.now();
-    return () => {
-      if (released) return;
-      released = true;
+    return releaseOnce((taken) => {
       const early = this.minHoldMs - (performance.now() - taken);
       if (early > 0) setTimeout(() => this.giveBack(tenant), early).unref();
       else this.giveBack(tenant);
-    };
+    });
   }
 
   private giveBack(tenant: string): void {
@@ -415,7 +446,7 @@ export class EventLoopLoad {
  */
 export class RequestScheduler {
   private readonly held = new Map<string, number>();
-  private readonly waiting = new Map<string, (() => boolean)[]>();
+  private readonly waiting = new Map<string, Turn[]>();
   private readonly seen = new Map<string, number>();
   /** A backlogged tenant's next turn, no sooner (while contended): its last request's length after it ended. */
   private readonly rested = new Map<string, number>();
@@ -448,52 +479,25 @@ export class RequestScheduler {
       this.held.set(tenant, mine + 1);
       return Promise.resolve(this.releaser(tenant));
     }
-    return new Promise((resolve, reject) => {
-      const queue = this.waiting.get(tenant) ?? [];
-      this.waiting.set(tenant, queue);
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        const i = queue.indexOf(turn);
-        if (i >= 0) queue.splice(i, 1);
-        if (queue.length === 0 && this.waiting.get(tenant) === queue) this.waiting.delete(tenant);
-      };
-      /** Takes a place if the tenant is under its limit now; says whether it did. */
-      const turn = () => {
-        const held = this.held.get(tenant) ?? 0;
-        const now = performance.now();
-        const limit = this.limitFor(tenant, now);
-        if (held > 0 && held >= limit) return false;
-        // A tenant whose requests queue, while the loop is contended, runs at most half the time: after a
-        // request it rests as long as the request took, so that a tenant that is not queueing finds the
-        // loop free about half the time instead of never.
-        if (limit === 1 && (this.rested.get(tenant) ?? 0) > now) return false;
-        cleanup();
-        this.held.set(tenant, held + 1);
-        resolve(this.releaser(tenant));
-        return true;
-      };
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new ShareTimeoutError(`no turn within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const onAbort = () => {
-        cleanup();
-        reject(signal?.reason instanceof Error ? signal.reason : new ShareTimeoutError('abandoned'));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      queue.push(turn);
-      this.scheduleRecheck();
+    const waited = waitTurn(this.waiting, tenant, timeoutMs, signal, () => {
+      const held = this.held.get(tenant) ?? 0;
+      const now = performance.now();
+      const limit = this.limitFor(tenant, now);
+      if (held > 0 && held >= limit) return undefined;
+      // A tenant whose requests queue, while the loop is contended, runs at most half the time: after a
+      // request it rests as long as the request took, so that a tenant that is not queueing finds the
+      // loop free about half the time instead of never.
+      if (limit === 1 && (this.rested.get(tenant) ?? 0) > now) return undefined;
+      this.held.set(tenant, held + 1);
+      return this.releaser(tenant);
     });
+    this.scheduleRecheck();
+    return waited;
   }
 
   /** Once; the tenant's waiters are looked at on the loop's next turn (never in the releasing microtask). */
   private releaser(tenant: string): () => void {
-    let released = false;
-    const taken = performance.now();
-    return () => {
-      if (released) return;
-      released = true;
+    return releaseOnce((taken) => {
       const now = performance.now();
       this.seen.set(tenant, now);
       if (this.waiting.get(tenant)?.length) this.rested.set(tenant, now + (now - taken));
@@ -502,7 +506,7 @@ export class RequestScheduler {
       if (mine <= 0) this.held.delete(tenant);
       else this.held.set(tenant, mine);
       if (this.waiting.get(tenant)?.length) setImmediate(() => this.admit(tenant));
-    };
+    });
   }
 
   /** Lets the tenant's first waiters in while it is under its limit. */

@@ -299,35 +299,10 @@ function utc(year: number, month: number, day: number, hour: number, minute: num
 function offsetAt(formatter: Intl.DateTimeFormat, instant: number): number {
   // Offsets are whole seconds; the formatter shows none finer.
   const second = instant - (((instant % 1000) + 1000) % 1000);
-  let y = 0;
-  let mo = 1;
-  let d = 1;
-  let h = 0;
-  let mi = 0;
-  let s = 0;
-  for (const part of formatter.formatToParts(second)) {
-    switch (part.type) {
-      case 'year':
-        y = Number(part.value);
-        break;
-      case 'month':
-        mo = Number(part.value);
-        break;
-      case 'day':
-        d = Number(part.value);
-        break;
-      case 'hour':
-        h = Number(part.value);
-        break;
-      case 'minute':
-        mi = Number(part.value);
-        break;
-      case 'second':
-        s = Number(part.value);
-        break;
-    }
-  }
-  return utc(y, mo, d, h, mi, s) - second;
+  const wall: Partial<Record<Intl.DateTimeFormatPartTypes, number>> = {};
+  for (const part of formatter.formatToParts(second)) wall[part.type] = Number(part.value);
+  const { year = 0, month = 1, day = 1, hour = 0, minute = 0, second: s = 0 } = wall;
+  return utc(year, month, day, hour, minute, s) - second;
 }
 
 /**

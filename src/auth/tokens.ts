@@ -92,6 +92,17 @@ async function verifyToken(s: TokenSettings, token: string, typ: string) {
     throw err;
   }
 }
+
+/** The payload of a token of kind `typ`, or a 401 that says it has expired (`expired`) or is not valid. */
+async function payloadOf(s: TokenSettings, token: string, typ: string, what: string, expired: string) {
+  try {
+    return (await verifyToken(s, token, typ)).payload;
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError(expired);
+    throw new UnauthorizedError(`The ${what} is not valid`);
+  }
+}
+
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
 async function issue(db: Queryable, s: TokenSettings, user: StoredUser, sessionId: string): Promise<TokenPair> {
@@ -159,13 +170,7 @@ export async function login(
 
 async function verifyRefreshToken(s: TokenSettings, token: string): Promise<{ sub: string; sid: string; jti: string }> {
   if (token.trim() === '') throw new UnauthorizedError('The refresh token is blank');
-  let payload;
-  try {
-    ({ payload } = await verifyToken(s, token, REFRESH_TYP));
-  } catch (err) {
-    if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The refresh token has expired');
-    throw new UnauthorizedError('The refresh token is not valid');
-  }
+  const payload = await payloadOf(s, token, REFRESH_TYP, 'refresh token', 'The refresh token has expired');
   if (typeof payload.sub !== 'string' || payload.sub.trim() === '')
     throw new UnauthorizedError('The refresh token has no subject; sign in again');
   if (typeof payload.sid !== 'string' || typeof payload.jti !== 'string')
@@ -239,13 +244,7 @@ export async function logout(
  * a signed-out session's access tokens work until they expire, a deleted user's stop at once.
  */
 export async function principalFromAccessToken(pool: pg.Pool, s: TokenSettings, token: string): Promise<Principal> {
-  let payload;
-  try {
-    ({ payload } = await verifyToken(s, token, ACCESS_TYP));
-  } catch (err) {
-    if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError('The access token has expired; refresh it');
-    throw new UnauthorizedError('The access token is not valid');
-  }
+  const payload = await payloadOf(s, token, ACCESS_TYP, 'access token', 'The access token has expired; refresh it');
   const { sub, sid, name, permissions, tenantId } = payload as {
     sub?: string;
     sid?: string;

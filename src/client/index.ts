@@ -8,6 +8,8 @@ import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/v
 import type { DefinitionSchema, DefinitionSummarySchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
 import type { InstanceSummary, InstanceView } from '../engine/instance-views.js';
+import type { ApiKeyView } from '../auth/api-keys.js';
+import type { StoredUserView, UserView } from '../auth/users.js';
 import { connectionError, ProblemError, type RequestInfo, UnexpectedAnswerError } from './errors.js';
 import * as shapes from './shapes.js';
 import { MalformedEventError, type PlanEvent, readServerSentEvents } from './sse.js';
@@ -355,19 +357,7 @@ export function createClient(options: ClientOptions) {
           { body },
         ),
       listApiKeys: () =>
-        call<{
-          items: {
-            id: string;
-            name: string;
-            permissions: string[];
-            tenantId: string | null;
-            createdAt: string;
-            lastUsedAt: string | null;
-            expiresAt: string | null;
-            createdBy: { kind: 'user' | 'apiKey'; id: string; name: string | null } | null;
-          }[];
-          totalCount: number;
-        }>('GET', '/identity/api-keys', shapes.apiKeyList),
+        call<{ items: ApiKeyView[]; totalCount: number }>('GET', '/identity/api-keys', shapes.apiKeyList),
       revokeApiKey: (id: string) => call<void>('DELETE', `/identity/api-keys/${seg(id)}`, null),
       createUser: (body: {
         name: string;
@@ -375,26 +365,8 @@ export function createClient(options: ClientOptions) {
         permissions?: string[];
         roles?: string[];
         tenantId?: string | null;
-      }) =>
-        call<{ id: string; name: string; roles: string[]; permissions: string[]; tenantId: string | null }>(
-          'POST',
-          '/identity/users',
-          shapes.user,
-          { body },
-        ),
-      listUsers: () =>
-        call<{
-          items: {
-            id: string;
-            name: string;
-            roles: string[];
-            permissions: string[];
-            tenantId: string | null;
-            createdAt: string;
-            createdBy: { kind: 'user' | 'apiKey'; id: string; name: string | null } | null;
-          }[];
-          totalCount: number;
-        }>('GET', '/identity/users', shapes.userList),
+      }) => call<UserView>('POST', '/identity/users', shapes.user, { body }),
+      listUsers: () => call<{ items: StoredUserView[]; totalCount: number }>('GET', '/identity/users', shapes.userList),
       deleteUser: (id: string) => call<void>('DELETE', `/identity/users/${seg(id)}`, null),
       permissions: () =>
         call<{ model: string; permissions: string[]; wildcards: string[] }>(

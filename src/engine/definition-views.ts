@@ -20,21 +20,9 @@ export const DefinitionSchema = z
   .openapi('WorkflowDefinition');
 export type DefinitionView = z.infer<typeof DefinitionSchema>;
 
-/** The view of a stored version. */
-export function definitionView(d: DefinitionVersion) {
-  return {
-    id: d.id,
-    definitionId: d.definitionId,
-    version: d.version,
-    isLatest: d.isLatest,
-    isPublished: d.isPublished,
-    name: d.name,
-    description: d.description,
-    variables: d.variables,
-    root: d.root,
-    options: d.options,
-    createdAt: d.createdAt.toISOString(),
-  };
+/** The view of a stored version: its summary, with its variables and flowchart. */
+export function definitionView(d: DefinitionVersion): DefinitionView {
+  return { ...definitionSummaryView(d), variables: d.variables, root: d.root };
 }
 
 /** What a list shows of a definition's latest version: all but its flowchart and variables. */

@@ -41,17 +41,19 @@ const COLUMNS =
   'id, tenant_id, definition_id, version, is_latest, is_published, name, description, variables, root, options, created_at';
 
 function fromRow(r: DefinitionRow): DefinitionVersion {
+  return { ...summaryFromRow(r), tenantKey: r.tenant_id, variables: r.variables, root: r.root };
+}
+
+/** A version's row without its flowchart and variables (what a list reads), as a summary. */
+function summaryFromRow(r: Omit<DefinitionRow, 'root' | 'variables'>): DefinitionSummary {
   return {
     id: r.id,
-    tenantKey: r.tenant_id,
     definitionId: r.definition_id,
     version: r.version,
     isLatest: r.is_latest,
     isPublished: r.is_published,
     name: r.name,
     description: r.description,
-    variables: r.variables,
-    root: r.root,
     options: r.options,
     createdAt: r.created_at,
   };
@@ -206,17 +208,7 @@ export async function listLatestDefinitions(
   const more = rows.length > opts.limit;
   const page = more ? rows.slice(0, opts.limit) : rows;
   return {
-    items: page.map((r) => ({
-      id: r.id,
-      definitionId: r.definition_id,
-      version: r.version,
-      isLatest: r.is_latest,
-      isPublished: r.is_published,
-      name: r.name,
-      description: r.description,
-      options: r.options,
-      createdAt: r.created_at,
-    })),
+    items: page.map(summaryFromRow),
     totalCount: counted[0]!.n,
     nextDefinitionId: more ? page[page.length - 1]!.definition_id : null,
   };

@@ -1,8 +1,8 @@
-import type { ConnectionInput } from '../connections/resolve.js';
 import type { ActivityType } from './activity-types.js';
 import type { ActivityNode } from './definition-schema.js';
 import type { DefinitionVersion } from './definitions.js';
 import { nodeIdOf } from './flowchart.js';
+import type { StepInput, StepSink } from './handlers/handler.js';
 import { type CallRequest, findHandler } from './handlers/index.js';
 import { recordedInputs } from './inputs.js';
 import type { AlterableState } from './instance-state.js';
@@ -47,23 +47,7 @@ export function startedRecord(
   };
 }
 
-/** Where a step writes: its own record (already started), the instance's other records, its journal. */
-export interface StepSink {
-  finishRecord(status: 'Completed' | 'Faulted'): Promise<unknown>;
-  /** Marks the instance's other Running records Canceled (an activity that ends the instance). */
-  cancelOthers(): Promise<unknown>;
-  writeJournal(message: string): Promise<unknown>;
-}
-
-/** The step being run: the instance (changed in memory), its activity and the activity's evaluated inputs. */
-export interface StepInput {
-  s: AlterableState;
-  def: DefinitionVersion;
-  activity: ActivityNode;
-  inputs: Record<string, unknown>;
-  connection: ConnectionInput | undefined;
-  now: Date;
-}
+export type { StepInput, StepSink } from './handlers/handler.js';
 
 /**
  * Runs the handler of the step's activity (src/engine/handlers/): completing it closes its record and

@@ -67,6 +67,25 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
   // process_cpu_…, process_resident_memory_bytes, nodejs_eventloop_lag_…, nodejs_heap_…, nodejs_gc_…
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  /** A counter by one label, each of whose `values` is reported from 0 (a series that exists before its first event). */
+  const countedFromZero = <L extends string>(name: string, help: string, label: L, values: readonly string[]) => {
+    const counter = new Counter<L>({ name, help, labelNames: [label], registers });
+    for (const value of values) counter.inc({ [label]: value } as Partial<Record<L, string>>, 0);
+    return counter;
+  };
+  /** A gauge that sums, at each scrape, what the sources watched through it say (one per server or worker). */
+  const summedAtScrape = (name: string, help: string) => {
+    const sources: (() => number)[] = [];
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(sources.reduce((sum, read) => sum + read(), 0));
+      },
+    });
+    return sources;
+  };
 
   const requests = new Counter({
     name: 'wfa_http_requests_total',
@@ -81,13 +100,12 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     buckets: REQUEST_BUCKETS,
     registers,
   });
-  const jobs = new Counter({
-    name: 'wfa_plan_jobs_total',
-    help: "Plan jobs finished by this worker's plan batches, by job status name",
-    labelNames: ['status'] as const,
-    registers,
-  });
-  for (const status of FINISHED_JOB_STATUSES) jobs.inc({ status }, 0);
+  const jobs = countedFromZero(
+    'wfa_plan_jobs_total',
+    "Plan jobs finished by this worker's plan batches, by job status name",
+    'status',
+    FINISHED_JOB_STATUSES,
+  );
   const batches = new Gauge({
     name: 'wfa_plan_batches_in_flight',
     help: 'Plan batch activities running on this worker now (a throttled batch waiting for its start in its slot included)',
@@ -95,15 +113,10 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
   });
   batches.set(0);
 
-  const streamSources: (() => number)[] = [];
-  new Gauge({
-    name: 'wfa_event_streams_open',
-    help: 'Plan event streams (GET /alterations/{planId}/events) open on this API node, all tenants together',
-    registers,
-    collect() {
-      this.set(streamSources.reduce((sum, open) => sum + open(), 0));
-    },
-  });
+  const streamSources = summedAtScrape(
+    'wfa_event_streams_open',
+    'Plan event streams (GET /alterations/{planId}/events) open on this API node, all tenants together',
+  );
 
   const pools: [PoolName, pg.Pool][] = [];
   new Gauge({
@@ -175,13 +188,12 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     }
   };
 
-  const calls = new Counter({
-    name: 'wfa_outbound_calls_total',
-    help: 'Outbound HTTP calls of Send HTTP Request made by this worker, by outcome (success, http_error, refused, timeout, failed)',
-    labelNames: ['outcome'] as const,
-    registers,
-  });
-  for (const outcome of CALL_OUTCOMES) calls.inc({ outcome }, 0);
+  const calls = countedFromZero(
+    'wfa_outbound_calls_total',
+    'Outbound HTTP calls of Send HTTP Request made by this worker, by outcome (success, http_error, refused, timeout, failed)',
+    'outcome',
+    CALL_OUTCOMES,
+  );
   const callSeconds = new Histogram({
     name: 'wfa_outbound_call_duration_seconds',
     help: 'Duration of the outbound calls that went out (all outcomes but refused), by outcome',
@@ -190,22 +202,16 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     registers,
   });
 
-  const callWaiterSources: (() => number)[] = [];
-  new Gauge({
-    name: 'wfa_outbound_calls_waiting',
-    help: "Outbound calls turned back over their tenant's share (TENANT_OUTBOUND_CALLS) whose workflows wait on this worker to be woken when a place frees, at scrape time",
-    registers,
-    collect() {
-      this.set(callWaiterSources.reduce((n, waiting) => n + waiting(), 0));
-    },
-  });
-  const callWakes = new Counter({
-    name: 'wfa_outbound_call_wakes_total',
-    help: 'Workflows of waiting outbound calls this worker woke (callPlaceFreed), by outcome: signalled, gone (the workflow had ended), failed (Temporal did not take the signal; the call comes back on its timer)',
-    labelNames: ['outcome'] as const,
-    registers,
-  });
-  for (const outcome of CALL_WAKE_OUTCOMES) callWakes.inc({ outcome }, 0);
+  const callWaiterSources = summedAtScrape(
+    'wfa_outbound_calls_waiting',
+    "Outbound calls turned back over their tenant's share (TENANT_OUTBOUND_CALLS) whose workflows wait on this worker to be woken when a place frees, at scrape time",
+  );
+  const callWakes = countedFromZero(
+    'wfa_outbound_call_wakes_total',
+    'Workflows of waiting outbound calls this worker woke (callPlaceFreed), by outcome: signalled, gone (the workflow had ended), failed (Temporal did not take the signal; the call comes back on its timer)',
+    'outcome',
+    CALL_WAKE_OUTCOMES,
+  );
 
   return {
     contentType: registry.contentType,

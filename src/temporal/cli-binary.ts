@@ -55,12 +55,9 @@ async function build(opts: BuildOptions, target: string): Promise<void> {
   const { go, version } = await findGo(
     opts,
     env,
-    (p) =>
-      new CliUnavailableError(
-        'tooOld' in p
-          ? `Go ${p.tooOld.join('.')} is too old. ${INSTALL_GO}`
-          : `No Temporal dev server is cached and Go was not found. ${INSTALL_GO}`,
-      ),
+    (message) => new CliUnavailableError(message),
+    'No Temporal dev server is cached and Go was not found.',
+    INSTALL_GO,
   );
   await mkdir(path.dirname(target), { recursive: true });
   const work = await mkdtemp(path.join(path.dirname(target), '.build-'));

@@ -50,13 +50,15 @@ async function cachedGos(cacheDir: string): Promise<string[]> {
 
 /**
  * The Go to build with: `opts.go` if given, else the first of `go` on PATH and the cached toolchains that is
- * new enough. Without one, throws what `unavailable` makes of "too old" or "not found" (each caller says
- * what else the user can do).
+ * new enough. Without one, throws what `unavailable` makes of the sentence that says so: "Go 1.x is too old."
+ * or `missing`, each followed by `advice` (what else the user can do).
  */
 export async function findGo(
   opts: GoBuildOptions,
   env: NodeJS.ProcessEnv,
-  unavailable: (problem: { tooOld: [number, number] } | { missing: true }) => Error,
+  unavailable: (message: string) => Error,
+  missing: string,
+  advice: string,
 ): Promise<{ go: string; version: [number, number] }> {
   const candidates = opts.go ? [opts.go] : ['go', ...(await cachedGos(opts.cacheDir))];
   let tooOld: [number, number] | undefined;
@@ -69,7 +71,7 @@ export async function findGo(
     if (!goTooOld(version)) return { go, version };
     tooOld ??= version;
   }
-  throw unavailable(tooOld ? { tooOld } : { missing: true });
+  throw unavailable(`${tooOld ? `Go ${tooOld.join('.')} is too old.` : missing} ${advice}`);
 }
 
 /**

@@ -81,12 +81,9 @@ async function build(opts: GoBuildOptions, tools: TemporalServerTools): Promise<
   const { go, version } = await findGo(
     opts,
     env,
-    (p) =>
-      new ServerUnavailableError(
-        'tooOld' in p
-          ? `Go ${p.tooOld.join('.')} is too old. ${INSTALL_GO}`
-          : `The Temporal server ${TEMPORAL_SERVER_VERSION} is not built in ${tools.dir} and Go was not found. ${INSTALL_GO}`,
-      ),
+    (message) => new ServerUnavailableError(message),
+    `The Temporal server ${TEMPORAL_SERVER_VERSION} is not built in ${tools.dir} and Go was not found.`,
+    INSTALL_GO,
   );
   await mkdir(tools.dir, { recursive: true });
   const work = await mkdtemp(path.join(tools.dir, '.build-'));

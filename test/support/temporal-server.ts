@@ -392,7 +392,7 @@ export async function findTemporalServerTools(
   } else if (isComplete(serverTools(cachedServerDir(cacheDir)))) {
     tools = serverTools(cachedServerDir(cacheDir));
   } else {
-    const go = await findGo({ cacheDir }, process.env, () => new Error('no Go')).catch(() => undefined);
+    const go = await findGo({ cacheDir }, process.env, (m) => new Error(m), 'no Go', '').catch(() => undefined);
     if (!go)
       return {
         missing: `the Temporal server is not built in ${cachedServerDir(cacheDir)} and Go is not installed (npx tsx src/temporal/server-binary.ts builds it)`,

@@ -3,8 +3,8 @@ import type { ActivityNode } from '../definition-schema.js';
 import type { DefinitionVersion } from '../definitions.js';
 import type { AlterableState } from '../instance-state.js';
 
-/** What a handler sees of the step running its activity, inside the step's transaction. */
-export interface StepContext {
+/** The step being run: the instance (changed in memory), its activity and the activity's evaluated inputs. */
+export interface StepInput {
   /** The locked instance; handlers change it in memory, the executor saves it. */
   s: AlterableState;
   def: DefinitionVersion;
@@ -14,10 +14,10 @@ export interface StepContext {
   /** The activity's connection input, resolved in the instance's tenant (when it has one). */
   connection: ConnectionInput | undefined;
   now: Date;
-  /** Completes the activity record and schedules the successors of `outcome`. */
-  complete(outcome: string): Promise<void>;
-  /** Faults the activity: retried under its resilience strategy while attempts remain, else an incident. */
-  fault(message: string): Promise<void>;
+}
+
+/** Where a step writes: its own record (already started), the instance's other records, its journal. */
+export interface StepSink {
   /** Closes the activity record without scheduling anything. */
   finishRecord(status: 'Completed' | 'Faulted'): Promise<unknown>;
   /**
@@ -27,6 +27,14 @@ export interface StepContext {
   cancelOthers(): Promise<unknown>;
   /** Appends a line to the instance's journal, as this activity's. */
   writeJournal(message: string): Promise<unknown>;
+}
+
+/** What a handler sees of the step running its activity, inside the step's transaction. */
+export interface StepContext extends StepInput, StepSink {
+  /** Completes the activity record and schedules the successors of `outcome`. */
+  complete(outcome: string): Promise<void>;
+  /** Faults the activity: retried under its resilience strategy while attempts remain, else an incident. */
+  fault(message: string): Promise<void>;
 }
 
 /** An outbound call a handler asks for: made after the step's transaction committed, holding nothing. */
