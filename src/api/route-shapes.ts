@@ -62,3 +62,17 @@ export function planCommandRoute<
   const method = spec.method ?? ('post' as M);
   return resourceRoute(permission, method, `/alterations/{planId}/${verb}` as const, PlanParams.params, spec, true);
 }
+
+/**
+ * A read, replacement or removal of one resource by its id (`/workflow-instances/{id}`): the id's schema is a
+ * plain string unless the resource bounds it.
+ */
+export function byIdRoute<
+  const M extends 'get' | 'put' | 'delete',
+  const P extends `${string}/{id}`,
+  const A extends RouteConfig['responses'],
+  const B extends z.ZodType = z.ZodNever,
+>(permission: PermissionSpec, method: M, path: P, spec: ResourceSpec<B, A> & { id?: z.ZodString; conflict?: boolean }) {
+  const params = z.object({ id: spec.id ?? z.string() });
+  return resourceRoute(permission, method, path, params, spec, spec.conflict === true);
+}

@@ -26,12 +26,14 @@ const PROBLEM_TEXT: Record<number, string> = {
 
 export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
 
-/** OpenAPI entries for the problem responses a route can give. */
-export function problems(...codes: ProblemStatus[]) {
-  const out: Record<
-    number,
-    { description: string; content: { 'application/problem+json': { schema: typeof ProblemSchema } } }
-  > = {};
+type ProblemResponse = {
+  description: string;
+  content: { 'application/problem+json': { schema: typeof ProblemSchema } };
+};
+
+/** OpenAPI entries for the problem responses a route can give, keyed by exactly those codes. */
+export function problems<const C extends ProblemStatus>(...codes: C[]) {
+  const out = {} as Record<C, ProblemResponse>;
   for (const code of codes) {
     out[code] = {
       description: PROBLEM_TEXT[code]!,

@@ -14,12 +14,11 @@ import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, InputDescriptorSchema, jsonBody, jsonContent, problems } from '../schemas.js';
+import { byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 
 const TAGS = ['Connections'];
 const SIGNED_IN = { structured: 'signed-in', legacy: 'connections/descriptor:read' } as const;
-
-const IdParam = z.object({ id: z.string() });
 
 const create = secureRoute(
   { structured: 'connections:create', legacy: 'connections:write' },
@@ -88,41 +87,27 @@ const inputDescriptor = secureRoute(SIGNED_IN, {
   },
 });
 
-const read = secureRoute(
-  { structured: 'connections:view', legacy: 'connections:read' },
-  {
-    method: 'get',
-    path: '/connection-configuration/{id}',
-    tags: TAGS,
-    summary: 'A connection, with its full configuration',
-    request: { params: IdParam },
-    responses: { 200: jsonContent(ConnectionSchema, 'The connection'), ...problems(401, 403, 404) },
-  },
-);
+const ONE = '/connection-configuration/{id}';
 
-const update = secureRoute(
-  { structured: 'connections:update', legacy: 'connections:write' },
-  {
-    method: 'put',
-    path: '/connection-configuration/{id}',
-    tags: TAGS,
-    summary: 'Replace a connection',
-    request: { params: IdParam, ...jsonBody(ConnectionRequestSchema) },
-    responses: { 200: jsonContent(ConnectionSchema, 'Updated'), ...BODY_ROUTE_PROBLEMS, ...problems(404, 409) },
-  },
-);
+const read = byIdRoute({ structured: 'connections:view', legacy: 'connections:read' }, 'get', ONE, {
+  tags: TAGS,
+  summary: 'A connection, with its full configuration',
+  answer: { 200: jsonContent(ConnectionSchema, 'The connection') },
+});
 
-const remove = secureRoute(
-  { structured: 'connections:delete', legacy: 'connections:delete' },
-  {
-    method: 'delete',
-    path: '/connection-configuration/{id}',
-    tags: TAGS,
-    summary: 'Delete a connection',
-    request: { params: IdParam },
-    responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 404) },
-  },
-);
+const update = byIdRoute({ structured: 'connections:update', legacy: 'connections:write' }, 'put', ONE, {
+  tags: TAGS,
+  summary: 'Replace a connection',
+  body: ConnectionRequestSchema,
+  answer: { 200: jsonContent(ConnectionSchema, 'Updated') },
+  conflict: true,
+});
+
+const remove = byIdRoute({ structured: 'connections:delete', legacy: 'connections:delete' }, 'delete', ONE, {
+  tags: TAGS,
+  summary: 'Delete a connection',
+  answer: { 204: { description: 'Deleted' } },
+});
 
 const options = secureRoute(
   { structured: 'signed-in', legacy: 'signed-in' },

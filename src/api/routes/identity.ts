@@ -17,6 +17,7 @@ import { NotFoundError, ValidationError } from '../../errors.js';
 import { type AppEnv, callerTenant, clientAddress } from '../context.js';
 import { Timestamp } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 
 const PermissionList = z.array(z.string().trim().min(1).max(200)).max(200);
@@ -148,15 +149,15 @@ const listKeys = secureRoute(KEYS_VIEW, {
   },
 });
 
-const revokeKey = secureRoute(
+const revokeKey = byIdRoute(
   { structured: 'identity/api-keys:delete', legacy: '*' },
+  'delete',
+  '/identity/api-keys/{id}',
   {
-    method: 'delete',
-    path: '/identity/api-keys/{id}',
     tags: ['Identity'],
     summary: 'Revoke an API key: it stops working at once, on every node (the operator reaches every tenant)',
-    request: { params: z.object({ id: z.string().max(200) }) },
-    responses: { 204: { description: 'Revoked' }, ...problems(401, 403, 404) },
+    id: z.string().max(200),
+    answer: { 204: { description: 'Revoked' } },
   },
 );
 
@@ -290,15 +291,14 @@ const createRoleRoute = secureRoute(
   },
 );
 
-const deleteUserRoute = secureRoute(
+const deleteUserRoute = byIdRoute(
   { structured: 'identity/users:delete', legacy: '*' },
+  'delete',
+  '/identity/users/{id}',
   {
-    method: 'delete',
-    path: '/identity/users/{id}',
     tags: TAGS,
     summary: 'Delete a user; its sessions end with it (the operator reaches every tenant)',
-    request: { params: z.object({ id: z.string() }) },
-    responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 404) },
+    answer: { 204: { description: 'Deleted' } },
   },
 );
 

@@ -13,6 +13,7 @@ import { type AppEnv, callerTenant } from '../context.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { Int32, QueryInt32 } from '../../vocabulary/input.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 import { writtenJson } from '../written-json.js';
 
@@ -85,13 +86,10 @@ const list = secureRoute(VIEW, {
   },
 });
 
-const read = secureRoute(VIEW, {
-  method: 'get',
-  path: '/workflow-instances/{id}',
+const read = byIdRoute(VIEW, 'get', '/workflow-instances/{id}', {
   tags: ['Workflow instances'],
   summary: 'Read an instance with its variables, bookmarks, incidents, activity records and journal',
-  request: { params: z.object({ id: z.string() }) },
-  responses: { 200: jsonContent(InstanceViewSchema, 'The instance'), ...problems(401, 403, 404) },
+  answer: { 200: jsonContent(InstanceViewSchema, 'The instance') },
 });
 
 const trigger = secureRoute(EXECUTE, {
