@@ -75,6 +75,62 @@ export function Scroll(props: { children: Child; label: string }) {
   );
 }
 
+/**
+ * A table of items in its own scroll region (`label` names the region): a header row of column names, then
+ * a row an item, whose first cell (`head`) names it and whose other cells `cells` gives. With no items,
+ * `empty` stands in its place: an empty table would say nothing.
+ */
+export function Table<T>(props: {
+  label: string;
+  columns: readonly string[];
+  rows: readonly T[];
+  head: (item: T) => Child;
+  cells: (item: T) => Child;
+  empty: Child;
+  /** Attributes the script reads: of the table (a live list's URL), of each row (its item's id). */
+  tableAttrs?: Record<string, string>;
+  rowAttrs?: (item: T) => Record<string, string>;
+}) {
+  if (props.rows.length === 0) return <>{props.empty}</>;
+  return (
+    <Scroll label={props.label}>
+      <table {...props.tableAttrs}>
+        <thead>
+          <tr>
+            {props.columns.map((c) => (
+              <th scope="col">{c}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((item) => (
+            <tr {...props.rowAttrs?.(item)}>
+              <th scope="row">{props.head(item)}</th>
+              {props.cells(item)}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Scroll>
+  );
+}
+
+/** A list's page links: back to its first page and on to the next, each only where there is one. */
+export function Pager(props: {
+  label: string;
+  first: string | null | undefined;
+  firstText: string;
+  next: string | null | undefined;
+  nextText: string;
+}) {
+  return (
+    <nav class="pager" aria-label={props.label}>
+      {props.first ? <a href={props.first}>{props.firstText}</a> : null}
+      {props.next ? <a href={props.next}>{props.nextText}</a> : null}
+    </nav>
+  );
+}
+
 /** A timestamp as text, with its machine form. */
 export function Time(props: { iso: string | null | undefined }) {
   if (!props.iso) return <span class="muted">—</span>;

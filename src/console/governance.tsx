@@ -4,7 +4,7 @@ import type { Schedule } from '../alterations/schedule.js';
 import type { PreviewItem } from '../alterations/views.js';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
-import { Scroll, Time } from './components.js';
+import { Table, Time } from './components.js';
 import { ACTION_STATUSES, jsonText, LOG_LEVEL_LABELS, plural } from './format.js';
 
 /**
@@ -184,44 +184,29 @@ export function PreviewResult(props: {
               </li>
             ))}
           </ul>
-          {item.changes.length ? (
-            <Scroll label={`Changes to ${item.workflowInstanceId}`}>
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Where</th>
-                    <th scope="col">Before</th>
-                    <th scope="col">After</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {item.changes.map((ch) => (
-                    <tr>
-                      <th scope="row">
-                        <code>{ch.path}</code>
-                      </th>
-                      {'before' in ch ? (
-                        <>
-                          <td>
-                            <code>{jsonText(ch.before)}</code>
-                          </td>
-                          <td>
-                            <code>{jsonText(ch.after)}</code>
-                          </td>
-                        </>
-                      ) : (
-                        <td colspan={2} class="muted">
-                          {VALUES_HIDDEN}
-                        </td>
-                      )}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </Scroll>
-          ) : (
-            <p class="muted">No change.</p>
-          )}
+          <Table
+            label={`Changes to ${item.workflowInstanceId}`}
+            columns={['Where', 'Before', 'After']}
+            rows={item.changes}
+            empty={<p class="muted">No change.</p>}
+            head={(ch) => <code>{ch.path}</code>}
+            cells={(ch) =>
+              'before' in ch ? (
+                <>
+                  <td>
+                    <code>{jsonText(ch.before)}</code>
+                  </td>
+                  <td>
+                    <code>{jsonText(ch.after)}</code>
+                  </td>
+                </>
+              ) : (
+                <td colspan={2} class="muted">
+                  {VALUES_HIDDEN}
+                </td>
+              )
+            }
+          />
         </article>
       ))}
     </section>

@@ -12,7 +12,7 @@ import { DecisionSchema } from '../../alterations/requests.js';
 import { ALTERATIONS_APPROVE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError, zodFieldErrors } from '../../errors.js';
 import { planSummary } from '../../alterations/summary.js';
-import { NotAllowed, Notice, Time } from '../components.js';
+import { NotAllowed, Notice, Pager, Time } from '../components.js';
 import { field, readForm } from '../form.js';
 import { planStatusLabel } from '../format.js';
 import {
@@ -151,12 +151,13 @@ export function approvalsRoutes(shell: ShellOf) {
             approvePermission={permissionName(c, ALTERATIONS_APPROVE)}
           />
         ))}
-        <nav class="pager" aria-label="Pages of plans awaiting approval">
-          {after ? <a href="/console/approvals">First plans awaiting approval</a> : null}
-          {next ? (
-            <a href={`/console/approvals?after=${encodeURIComponent(next)}`}>More plans awaiting approval</a>
-          ) : null}
-        </nav>
+        <Pager
+          label="Pages of plans awaiting approval"
+          first={after ? '/console/approvals' : null}
+          firstText="First plans awaiting approval"
+          next={next ? `/console/approvals?after=${encodeURIComponent(next)}` : null}
+          nextText="More plans awaiting approval"
+        />
       </>,
     );
   });

@@ -3,13 +3,17 @@ import { type AppEnv, callerTenant } from '../../api/context.js';
 import { ALTERATIONS_EXECUTE, INSTANCES_VIEW } from '../../auth/route-permissions.js';
 import { getInstanceView } from '../../engine/instances.js';
 import type { InstanceView } from '../../engine/instance-views.js';
-import { NotAllowed, Scroll, Time } from '../components.js';
+import { Table, Time } from '../components.js';
 import { jsonText } from '../format.js';
+import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
-import { may, permissionName, type ShellOf } from '../shell.js';
+import { may, type ShellOf } from '../shell.js';
 
 /** Long histories are shown from their end, this many entries. */
 const SHOWN = 200;
+
+/** Instances are for those who may see them. */
+const ACCESS: PageAccess = { title: 'Instance', nav: 'instances', what: 'see instances', permission: INSTANCES_VIEW };
 
 function InstancePage(props: {
   shell: Shell;
@@ -59,34 +63,25 @@ function InstancePage(props: {
         </p>
       ) : null}
       <h2>Variables</h2>
-      {i.variables.length === 0 ? (
-        <p>No variables.</p>
-      ) : (
-        <Scroll label="Variables">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Variable</th>
-                <th scope="col">Type</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              {i.variables.map((v) => (
-                <tr>
-                  <th scope="row">
-                    {v.name} <small class="muted">{v.id}</small>
-                  </th>
-                  <td>{v.typeName}</td>
-                  <td>
-                    <code>{jsonText(v.value)}</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      <Table
+        label="Variables"
+        columns={['Variable', 'Type', 'Value']}
+        rows={i.variables}
+        empty={<p>No variables.</p>}
+        head={(v) => (
+          <>
+            {v.name} <small class="muted">{v.id}</small>
+          </>
+        )}
+        cells={(v) => (
+          <>
+            <td>{v.typeName}</td>
+            <td>
+              <code>{jsonText(v.value)}</code>
+            </td>
+          </>
+        )}
+      />
       <h2>Incidents</h2>
       {i.incidents.length === 0 ? (
         <p>No incidents.</p>
@@ -101,38 +96,25 @@ function InstancePage(props: {
         </ul>
       )}
       <h2>Activities</h2>
-      {records.length === 0 ? (
-        <p>No activity has run.</p>
-      ) : (
-        <Scroll label="Activity records">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Activity</th>
-                <th scope="col">Type</th>
-                <th scope="col">Status</th>
-                <th scope="col">Started</th>
-                <th scope="col">Completed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {records.map((r) => (
-                <tr>
-                  <th scope="row">{r.name ? `${r.name} (${r.activityId})` : r.activityId}</th>
-                  <td>{r.activityType}</td>
-                  <td>{r.status}</td>
-                  <td>
-                    <Time iso={r.startedAt} />
-                  </td>
-                  <td>
-                    <Time iso={r.completedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      <Table
+        label="Activity records"
+        columns={['Activity', 'Type', 'Status', 'Started', 'Completed']}
+        rows={records}
+        empty={<p>No activity has run.</p>}
+        head={(r) => (r.name ? `${r.name} (${r.activityId})` : r.activityId)}
+        cells={(r) => (
+          <>
+            <td>{r.activityType}</td>
+            <td>{r.status}</td>
+            <td>
+              <Time iso={r.startedAt} />
+            </td>
+            <td>
+              <Time iso={r.completedAt} />
+            </td>
+          </>
+        )}
+      />
       <h2>Journal</h2>
       {journal.length === 0 ? (
         <p>The journal is empty.</p>
@@ -156,17 +138,7 @@ function InstancePage(props: {
 /** One instance, as `GET /workflow-instances/{id}` shows it. */
 export function instanceRoutes(shell: ShellOf) {
   const app = new Hono<AppEnv>();
-  app.get('/instances/:id', async (c) => {
-    if (!may(c, INSTANCES_VIEW)) {
-      return renderPage(
-        c,
-        <Layout shell={shell(c)} title="Instance" nav="instances">
-          <h1>Instance</h1>
-          <NotAllowed what="see instances" permission={permissionName(c, INSTANCES_VIEW)} />
-        </Layout>,
-        403,
-      );
-    }
+  app.get('/instances/:id', gate(shell, ACCESS), async (c) => {
     const { pool, definitions } = c.get('deps');
     const instance = await getInstanceView(pool, definitions, callerTenant(c), c.req.param('id'));
     const definition = await definitions.byVersionId(pool, instance.definitionVersionId);

@@ -12,13 +12,17 @@ import {
 } from '../../engine/instance-state.js';
 import type { InstanceSummary } from '../../engine/instance-views.js';
 import { ValidationError } from '../../errors.js';
-import { NotAllowed, Scroll, Time } from '../components.js';
+import { NotAllowed, Pager, Table, Time } from '../components.js';
+import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
 import { may, permissionName, type ShellOf } from '../shell.js';
 
 const PAGE_SIZE = 50;
 /** Past this many definitions the filter takes a typed id instead of offering a list. */
 const DEFINITION_CHOICES = 500;
+
+/** Instances are for those who may see them. */
+const ACCESS: PageAccess = { title: 'Instances', nav: 'instances', what: 'see instances', permission: INSTANCES_VIEW };
 
 interface Query {
   definitionId: string;
@@ -133,62 +137,53 @@ function InstancesPage(props: {
       ) : (
         <NotAllowed what="alter instances" permission={props.alterPermission} />
       )}
-      {props.items.length === 0 ? (
-        <p>
-          {props.after ? 'No more instances.' : filtered ? 'No instance matches this filter.' : 'No instances yet.'}
-        </p>
-      ) : (
-        <Scroll label="Instances, newest first">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Instance</th>
-                <th scope="col">Definition</th>
-                <th scope="col">Status</th>
-                <th scope="col">Correlation id</th>
-                <th scope="col">Incidents</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.items.map((i) => (
-                <tr>
-                  <th scope="row">
-                    <a href={`/console/instances/${encodeURIComponent(i.id)}`}>{i.name ?? i.id}</a>
-                    {i.name ? (
-                      <>
-                        <br />
-                        <small class="muted">{i.id}</small>
-                      </>
-                    ) : null}
-                  </th>
-                  <td>
-                    {names.get(i.definitionId) ? (
-                      <>
-                        {names.get(i.definitionId)}
-                        <br />
-                      </>
-                    ) : null}
-                    <small class="muted">{`${i.definitionId} v${i.version}`}</small>
-                  </td>
-                  <td>{`${i.status} / ${i.subStatus}`}</td>
-                  <td>{i.correlationId ?? ''}</td>
-                  <td>{String(i.incidentCount)}</td>
-                  <td>
-                    <Time iso={i.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
-      <nav class="pager" aria-label="Pages of instances">
-        {props.after ? <a href={`/console/instances${queryString(q)}`}>Newest instances</a> : null}
-        {props.nextCursor ? (
-          <a href={`/console/instances${queryString(q, { after: props.nextCursor })}`}>Older instances</a>
-        ) : null}
-      </nav>
+      <Table
+        label="Instances, newest first"
+        columns={['Instance', 'Definition', 'Status', 'Correlation id', 'Incidents', 'Created']}
+        rows={props.items}
+        empty={
+          <p>
+            {props.after ? 'No more instances.' : filtered ? 'No instance matches this filter.' : 'No instances yet.'}
+          </p>
+        }
+        head={(i) => (
+          <>
+            <a href={`/console/instances/${encodeURIComponent(i.id)}`}>{i.name ?? i.id}</a>
+            {i.name ? (
+              <>
+                <br />
+                <small class="muted">{i.id}</small>
+              </>
+            ) : null}
+          </>
+        )}
+        cells={(i) => (
+          <>
+            <td>
+              {names.get(i.definitionId) ? (
+                <>
+                  {names.get(i.definitionId)}
+                  <br />
+                </>
+              ) : null}
+              <small class="muted">{`${i.definitionId} v${i.version}`}</small>
+            </td>
+            <td>{`${i.status} / ${i.subStatus}`}</td>
+            <td>{i.correlationId ?? ''}</td>
+            <td>{String(i.incidentCount)}</td>
+            <td>
+              <Time iso={i.createdAt} />
+            </td>
+          </>
+        )}
+      />
+      <Pager
+        label="Pages of instances"
+        first={props.after ? `/console/instances${queryString(q)}` : null}
+        firstText="Newest instances"
+        next={props.nextCursor ? `/console/instances${queryString(q, { after: props.nextCursor })}` : null}
+        nextText="Older instances"
+      />
     </Layout>
   );
 }
@@ -196,17 +191,7 @@ function InstancesPage(props: {
 /** Instances: the API's list (its filters, newest first, paged), and "Alter these" into New plan. */
 export function instancesRoutes(shell: ShellOf) {
   const app = new Hono<AppEnv>();
-  app.get('/instances', async (c) => {
-    if (!may(c, INSTANCES_VIEW)) {
-      return renderPage(
-        c,
-        <Layout shell={shell(c)} title="Instances" nav="instances">
-          <h1>Instances</h1>
-          <NotAllowed what="see instances" permission={permissionName(c, INSTANCES_VIEW)} />
-        </Layout>,
-        403,
-      );
-    }
+  app.get('/instances', gate(shell, ACCESS), async (c) => {
     const { pool, tokens } = c.get('deps');
     const tenant = callerTenant(c);
     const q = readQuery((k) => c.req.query(k));

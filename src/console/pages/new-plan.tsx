@@ -14,10 +14,11 @@ import { ALTERATIONS_EXECUTE, DEFINITIONS_VIEW } from '../../auth/route-permissi
 import { loadMigrationDraft } from '../../engine/migration-draft.js';
 import { DomainError, type FieldError, zodFieldErrors } from '../../errors.js';
 import { inputViolations } from '../../vocabulary/input.js';
-import { FieldError as FieldErrorText, invalid, NotAllowed, ProblemBox, problemOf } from '../components.js';
+import { FieldError as FieldErrorText, invalid, ProblemBox, problemOf } from '../components.js';
 import { field, readForm } from '../form.js';
 import { plural } from '../format.js';
 import { PreviewResult } from '../governance.js';
+import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
 import {
   FORM_ALTERATION_TYPES,
@@ -37,6 +38,9 @@ import {
 } from '../plan-form.js';
 import { may, permissionName, requirePermission, type ShellOf } from '../shell.js';
 import { AlterationFields, ApprovalFields, FilterFields, ScheduleFields, TextField } from './new-plan-fields.js';
+
+/** New plan is for those who may make plans. */
+const ACCESS: PageAccess = { title: 'New plan', nav: 'new-plan', what: 'make plans', permission: ALTERATIONS_EXECUTE };
 
 /** What the last button asked for, and what came of it. */
 interface Outcome {
@@ -262,18 +266,7 @@ function previewLimitOf(form: PlanForm): number | string {
  */
 export function newPlanRoutes(shell: ShellOf) {
   const app = new Hono<AppEnv>();
-  const notAllowed = (c: Context<AppEnv>) =>
-    renderPage(
-      c,
-      <Layout shell={shell(c)} title="New plan" nav="new-plan">
-        <h1>New plan</h1>
-        <NotAllowed what="make plans" permission={permissionName(c, ALTERATIONS_EXECUTE)} />
-      </Layout>,
-      403,
-    );
-
-  app.get('/new-plan', async (c) => {
-    if (!may(c, ALTERATIONS_EXECUTE)) return notAllowed(c);
+  app.get('/new-plan', gate(shell, ACCESS), async (c) => {
     const form = formFromQuery(c.req.queries());
     return renderPage(
       c,

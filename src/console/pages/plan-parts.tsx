@@ -3,7 +3,7 @@ import type { Child } from 'hono/jsx';
 import { isFinished, JOB_STATUS, type JobStatus, PLAN_STATUS } from '../../alterations/model.js';
 import type { JobView, PlanView, PreviewItem } from '../../alterations/views.js';
 import { type AppEnv } from '../../api/context.js';
-import { NotAllowed, Scroll, Time } from '../components.js';
+import { NotAllowed, Pager, Table, Time } from '../components.js';
 import { ACTION_STATUSES, count, JOB_STATUS_LABELS, LOG_LEVEL_LABELS, PAUSE_ALSO_WHEN, plural } from '../format.js';
 import { ApprovalFacts, DecisionForm, PreviewResult, SubmitterNote } from '../governance.js';
 import { DECISION_NOTICES } from './approvals.js';
@@ -204,52 +204,41 @@ export function Jobs(props: {
           ))}
         </ul>
       </nav>
-      {props.jobs.length === 0 ? (
-        <p>
-          {plan.jobCounts.total === 0 && !isFinished(plan.status)
-            ? 'No jobs yet: they are made when the plan starts.'
-            : view === 'all'
-              ? 'This plan has no jobs: its filter matched no instance.'
-              : `No ${JOB_FILTERS[view]!.label.toLowerCase()} jobs${props.after ? ' on this page' : ''}.`}
-        </p>
-      ) : (
-        <Scroll
-          label={`${JOB_FILTERS[view]!.label === 'All jobs' ? 'Jobs' : `${JOB_FILTERS[view]!.label} jobs`} of the plan`}
-        >
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Instance</th>
-                <th scope="col">Status</th>
-                <th scope="col">Log</th>
-                <th scope="col">Finished</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.jobs.map((j) => (
-                <tr>
-                  <th scope="row">
-                    <a href={`/console/instances/${encodeURIComponent(j.workflowInstanceId)}`}>
-                      {j.workflowInstanceId}
-                    </a>
-                  </th>
-                  <td>{JOB_STATUS_LABELS[j.status] ?? String(j.status)}</td>
-                  <td>
-                    <JobLog job={j} />
-                  </td>
-                  <td>
-                    <Time iso={j.completedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
-      <nav class="pager" aria-label="Pages of jobs">
-        {props.after ? <a href={link(view)}>First jobs</a> : null}
-        {props.nextCursor ? <a href={link(view, props.nextCursor)}>Next jobs</a> : null}
-      </nav>
+      <Table
+        label={`${JOB_FILTERS[view]!.label === 'All jobs' ? 'Jobs' : `${JOB_FILTERS[view]!.label} jobs`} of the plan`}
+        columns={['Instance', 'Status', 'Log', 'Finished']}
+        rows={props.jobs}
+        empty={
+          <p>
+            {plan.jobCounts.total === 0 && !isFinished(plan.status)
+              ? 'No jobs yet: they are made when the plan starts.'
+              : view === 'all'
+                ? 'This plan has no jobs: its filter matched no instance.'
+                : `No ${JOB_FILTERS[view]!.label.toLowerCase()} jobs${props.after ? ' on this page' : ''}.`}
+          </p>
+        }
+        head={(j) => (
+          <a href={`/console/instances/${encodeURIComponent(j.workflowInstanceId)}`}>{j.workflowInstanceId}</a>
+        )}
+        cells={(j) => (
+          <>
+            <td>{JOB_STATUS_LABELS[j.status] ?? String(j.status)}</td>
+            <td>
+              <JobLog job={j} />
+            </td>
+            <td>
+              <Time iso={j.completedAt} />
+            </td>
+          </>
+        )}
+      />
+      <Pager
+        label="Pages of jobs"
+        first={props.after ? link(view) : null}
+        firstText="First jobs"
+        next={props.nextCursor ? link(view, props.nextCursor) : null}
+        nextText="Next jobs"
+      />
     </section>
   );
 }

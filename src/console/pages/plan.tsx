@@ -21,6 +21,7 @@ import { NotAllowed, Notice, Time } from '../components.js';
 import { field, readForm } from '../form.js';
 import { count, PLAN_STATUS_LABELS, planStatusLabel, plural } from '../format.js';
 import { fourEyesNote, ScheduleFacts } from '../governance.js';
+import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
 import { may, permissionName, requirePermission, type ShellOf } from '../shell.js';
 import {
@@ -35,6 +36,9 @@ import {
   planPath,
   temporalLink,
 } from './plan-parts.js';
+
+/** A plan is for those who may see plans. */
+const ACCESS: PageAccess = { title: 'Plan', nav: 'plans', what: 'see plans', permission: ALTERATIONS_VIEW };
 
 function PlanPage(props: {
   shell: Shell;
@@ -236,18 +240,8 @@ function formNumber(form: URLSearchParams, name: string): number | null {
  */
 export function planRoutes(shell: ShellOf) {
   const app = new Hono<AppEnv>();
-  app.get('/plans/:planId', async (c) => {
+  app.get('/plans/:planId', gate(shell, ACCESS), async (c) => {
     const planId = c.req.param('planId');
-    if (!may(c, ALTERATIONS_VIEW)) {
-      return renderPage(
-        c,
-        <Layout shell={shell(c)} title="Plan" nav="plans">
-          <h1>Plan</h1>
-          <NotAllowed what="see plans" permission={permissionName(c, ALTERATIONS_VIEW)} />
-        </Layout>,
-        403,
-      );
-    }
     const { pool, tokens } = c.get('deps');
     const tenant = callerTenant(c);
     const view = JOB_FILTERS[c.req.query('jobs') ?? 'all'] ? (c.req.query('jobs') ?? 'all') : 'all';

@@ -6,12 +6,16 @@ import { type AppEnv, callerTenant } from '../../api/context.js';
 import { openCursor, sealCursor } from '../../api/cursor.js';
 import { ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError } from '../../errors.js';
-import { NotAllowed, Scroll, Time } from '../components.js';
+import { Pager, Table, Time } from '../components.js';
 import { count, PLAN_STATUS_CHOICES, PLAN_STATUS_LABELS, planStatusLabel } from '../format.js';
+import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
-import { may, permissionName, type ShellOf } from '../shell.js';
+import { may, type ShellOf } from '../shell.js';
 
 const PAGE_SIZE = 25;
+
+/** Plans are for those who may see them. */
+const ACCESS: PageAccess = { title: 'Plans', nav: 'plans', what: 'see plans', permission: ALTERATIONS_VIEW };
 
 /** The Plans list's query: a status (by number) and a cursor. */
 function readQuery(c: { req: { query(name: string): string | undefined } }) {
@@ -87,57 +91,52 @@ function PlansPage(props: {
       <p id="list-changed" class="notice" role="status" hidden>
         <span>The list has changed.</span> <a href={`/console/plans${query(status)}`}>Show the latest plans</a>
       </p>
-      {items.length === 0 ? (
-        <p>
-          {props.after
-            ? 'No more plans.'
-            : status === undefined
-              ? 'No plans yet. '
-              : `No plan is ${planStatusLabel(status)}. `}
-          {props.after ? null : <a href="/console/new-plan">Make a new plan</a>}
-        </p>
-      ) : (
-        <Scroll label="Plans, newest first">
-          <table data-live-url={`/console/live/plans${query(status, props.after)}`}>
-            <thead>
-              <tr>
-                <th scope="col">Plan</th>
-                <th scope="col">Status</th>
-                <th scope="col">Jobs done</th>
-                <th scope="col">Failed</th>
-                <th scope="col">Alterations</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((p) => {
-                const row = liveRow(p);
-                return (
-                  <tr data-plan-id={p.id}>
-                    <th scope="row">
-                      <a href={`/console/plans/${encodeURIComponent(p.id)}`}>{p.id}</a>
-                      {p.revertOf ? <small class="muted"> (reverts {p.revertOf})</small> : null}
-                    </th>
-                    <td data-cell="statusLabel">{row.statusLabel}</td>
-                    <td data-cell="progress" class="nowrap">
-                      {row.progress}
-                    </td>
-                    <td data-cell="failed">{row.failed}</td>
-                    <td>{p.revertOf ? 'Revert' : p.alterationTypes.join(', ')}</td>
-                    <td>
-                      <Time iso={p.createdAt} />
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
-      <nav class="pager" aria-label="Pages of plans">
-        {props.after ? <a href={`/console/plans${query(status)}`}>Newest plans</a> : null}
-        {props.nextCursor ? <a href={`/console/plans${query(status, props.nextCursor)}`}>Older plans</a> : null}
-      </nav>
+      <Table
+        label="Plans, newest first"
+        columns={['Plan', 'Status', 'Jobs done', 'Failed', 'Alterations', 'Created']}
+        rows={items}
+        empty={
+          <p>
+            {props.after
+              ? 'No more plans.'
+              : status === undefined
+                ? 'No plans yet. '
+                : `No plan is ${planStatusLabel(status)}. `}
+            {props.after ? null : <a href="/console/new-plan">Make a new plan</a>}
+          </p>
+        }
+        tableAttrs={{ 'data-live-url': `/console/live/plans${query(status, props.after)}` }}
+        rowAttrs={(p) => ({ 'data-plan-id': p.id })}
+        head={(p) => (
+          <>
+            <a href={`/console/plans/${encodeURIComponent(p.id)}`}>{p.id}</a>
+            {p.revertOf ? <small class="muted"> (reverts {p.revertOf})</small> : null}
+          </>
+        )}
+        cells={(p) => {
+          const row = liveRow(p);
+          return (
+            <>
+              <td data-cell="statusLabel">{row.statusLabel}</td>
+              <td data-cell="progress" class="nowrap">
+                {row.progress}
+              </td>
+              <td data-cell="failed">{row.failed}</td>
+              <td>{p.revertOf ? 'Revert' : p.alterationTypes.join(', ')}</td>
+              <td>
+                <Time iso={p.createdAt} />
+              </td>
+            </>
+          );
+        }}
+      />
+      <Pager
+        label="Pages of plans"
+        first={props.after ? `/console/plans${query(status)}` : null}
+        firstText="Newest plans"
+        next={props.nextCursor ? `/console/plans${query(status, props.nextCursor)}` : null}
+        nextText="Older plans"
+      />
     </Layout>
   );
 }
@@ -145,17 +144,7 @@ function PlansPage(props: {
 /** Plans: newest first, by status, live (the script polls `/console/live/plans` every 2 s). */
 export function plansRoutes(shell: ShellOf) {
   const app = new Hono<AppEnv>();
-  app.get('/plans', async (c) => {
-    if (!may(c, ALTERATIONS_VIEW)) {
-      return renderPage(
-        c,
-        <Layout shell={shell(c)} title="Plans" nav="plans">
-          <h1>Plans</h1>
-          <NotAllowed what="see plans" permission={permissionName(c, ALTERATIONS_VIEW)} />
-        </Layout>,
-        403,
-      );
-    }
+  app.get('/plans', gate(shell, ACCESS), async (c) => {
     const q = readQuery(c);
     const page = await readPage(c, q);
     return renderPage(

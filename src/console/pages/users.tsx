@@ -1,9 +1,9 @@
 import { Hono } from 'hono';
-import { type ApiKeyView, listApiKeys } from '../../auth/api-keys.js';
+import { listApiKeys } from '../../auth/api-keys.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { KEYS_VIEW, USERS_VIEW } from '../../auth/route-permissions.js';
-import { type CreatorView, listUsers, type StoredUserView } from '../../auth/users.js';
-import { NotAllowed, Scroll, Time } from '../components.js';
+import { type CreatorView, listUsers } from '../../auth/users.js';
+import { NotAllowed, Table, Time } from '../components.js';
 import { Layout, renderPage } from '../layout.js';
 import { may, permissionName, type ShellOf } from '../shell.js';
 
@@ -18,67 +18,35 @@ function Creator(props: { by: CreatorView | null }) {
 const grants = (permissions: readonly string[], roles: readonly string[] = []) =>
   [...permissions, ...roles.map((r) => `role ${r}`)].join(', ') || 'none';
 
-function UsersTable(props: { users: StoredUserView[] }) {
-  if (props.users.length === 0) return <p>No users in this tenant.</p>;
-  return (
-    <Scroll label="Users and who created them">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">User</th>
-            <th scope="col">Permissions</th>
-            <th scope="col">Created by</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.users.map((u) => (
-            <tr>
-              <th scope="row">{u.name}</th>
-              <td class="wrap">{grants(u.permissions, u.roles)}</td>
-              <td>
-                <Creator by={u.createdBy} />
-              </td>
-              <td>
-                <Time iso={u.createdAt} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </Scroll>
-  );
+/** A user or API key as its table shows it: what it may do, who created it, and one time of note. */
+interface Principal {
+  name: string;
+  grants: string;
+  createdBy: CreatorView | null;
+  at: string | null;
 }
 
-function KeysTable(props: { keys: ApiKeyView[] }) {
-  if (props.keys.length === 0) return <p>No API keys in this tenant.</p>;
+/** Users or API keys with who created each; the first and last columns name what they are and the time. */
+function PrincipalsTable(props: { label: string; columns: readonly string[]; rows: Principal[]; empty: string }) {
   return (
-    <Scroll label="API keys and who created them">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">API key</th>
-            <th scope="col">Permissions</th>
-            <th scope="col">Created by</th>
-            <th scope="col">Last used</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.keys.map((k) => (
-            <tr>
-              <th scope="row">{k.name}</th>
-              <td class="wrap">{grants(k.permissions)}</td>
-              <td>
-                <Creator by={k.createdBy} />
-              </td>
-              <td>
-                <Time iso={k.lastUsedAt} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </Scroll>
+    <Table
+      label={props.label}
+      columns={props.columns}
+      rows={props.rows}
+      empty={<p>{props.empty}</p>}
+      head={(p) => p.name}
+      cells={(p) => (
+        <>
+          <td class="wrap">{p.grants}</td>
+          <td>
+            <Creator by={p.createdBy} />
+          </td>
+          <td>
+            <Time iso={p.at} />
+          </td>
+        </>
+      )}
+    />
   );
 }
 
@@ -104,13 +72,33 @@ export function usersRoutes(shell: ShellOf) {
         </p>
         <h2>Users</h2>
         {users ? (
-          <UsersTable users={users} />
+          <PrincipalsTable
+            label="Users and who created them"
+            columns={['User', 'Permissions', 'Created by', 'Created']}
+            empty="No users in this tenant."
+            rows={users.map((u) => ({
+              name: u.name,
+              grants: grants(u.permissions, u.roles),
+              createdBy: u.createdBy,
+              at: u.createdAt,
+            }))}
+          />
         ) : (
           <NotAllowed what="see users" permission={permissionName(c, USERS_VIEW)} />
         )}
         <h2>API keys</h2>
         {keys ? (
-          <KeysTable keys={keys} />
+          <PrincipalsTable
+            label="API keys and who created them"
+            columns={['API key', 'Permissions', 'Created by', 'Last used']}
+            empty="No API keys in this tenant."
+            rows={keys.map((k) => ({
+              name: k.name,
+              grants: grants(k.permissions),
+              createdBy: k.createdBy,
+              at: k.lastUsedAt,
+            }))}
+          />
         ) : (
           <NotAllowed what="see API keys" permission={permissionName(c, KEYS_VIEW)} />
         )}
