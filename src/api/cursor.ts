@@ -24,3 +24,8 @@ export function openCursor(key: Uint8Array, sealed: string, path = '/query/after
   }
   return cursor;
 }
+
+/** A page query's `after`, opened: undefined for the first page. */
+export function openAfter(key: Uint8Array, after: string | undefined): string | undefined {
+  return after === undefined ? undefined : openCursor(key, after);
+}

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { QueryInt32 } from '../vocabulary/input.js';
 
 export const ProblemSchema = z
   .object({
@@ -45,6 +46,22 @@ export function problems<const C extends ProblemStatus>(...codes: C[]) {
 
 /** The usual problems of an authenticated route with a JSON body. */
 export const BODY_ROUTE_PROBLEMS = problems(400, 401, 403, 413, 415);
+
+/** A list given whole, with its length (the contract's `{items, totalCount}`). */
+export const counted = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), totalCount: z.number().int() });
+
+/** The query of a list read a page at a time: where the page starts (a cursor the service issued) and its size. */
+export const PAGING = {
+  after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
+  limit: QueryInt32.min(1).max(1000).default(100),
+};
+
+/** A page's cursor to the next one. */
+export const NextCursor = z
+  .string()
+  .nullable()
+  .openapi({ description: 'Pass as `after` for the next page; null on the last page' });
 
 export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({
   body: { required: true, content: { 'application/json': { schema } }, ...(description ? { description } : {}) },

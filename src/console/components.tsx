@@ -131,6 +131,45 @@ export function Pager(props: {
   );
 }
 
+/** A choice of a select: its value, and the label shown when that differs. */
+export type Choice = string | { value: string; label: string };
+
+/** A labelled select of `choices`, the one whose value is `value` chosen; `any` labels an empty choice first. */
+export function Select(props: { id: string; label: string; value: string; choices: readonly Choice[]; any?: string }) {
+  return (
+    <div>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} name={props.id}>
+        {props.any !== undefined ? (
+          <option value="" selected={props.value === ''}>
+            {props.any}
+          </option>
+        ) : null}
+        {props.choices.map((c) => {
+          const { value, label } = typeof c === 'string' ? { value: c, label: c } : c;
+          return (
+            <option value={value} selected={props.value === value}>
+              {label}
+            </option>
+          );
+        })}
+      </select>
+    </div>
+  );
+}
+
+/** A row of a description list whose value is a timestamp (`field`: the name the script updates it by). */
+export function TimeFact(props: { term: string; iso: string | null | undefined; field?: string }) {
+  return (
+    <>
+      <dt>{props.term}</dt>
+      <dd data-field={props.field}>
+        <Time iso={props.iso} />
+      </dd>
+    </>
+  );
+}
+
 /** A timestamp as text, with its machine form. */
 export function Time(props: { iso: string | null | undefined }) {
   if (!props.iso) return <span class="muted">—</span>;

@@ -4,7 +4,7 @@ import type { Schedule } from '../alterations/schedule.js';
 import type { PreviewItem } from '../alterations/views.js';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
-import { Table, Time } from './components.js';
+import { Table, TimeFact } from './components.js';
 import { ACTION_STATUSES, jsonText, LOG_LEVEL_LABELS, plural } from './format.js';
 
 /**
@@ -26,18 +26,12 @@ export function ApprovalFacts(props: { approval: Approval }) {
       <dd>{who(a.requestedBy)}</dd>
       <dt>Matched at submission</dt>
       <dd>{plural(a.matchedCount, 'instance')}</dd>
-      <dt>{a.state === 'Pending' ? 'Expires' : 'Would have expired'}</dt>
-      <dd>
-        <Time iso={a.expiresAt} />
-      </dd>
+      <TimeFact term={a.state === 'Pending' ? 'Expires' : 'Would have expired'} iso={a.expiresAt} />
       {a.decidedBy || a.decidedAt ? (
         <>
           <dt>Decided by</dt>
           <dd>{a.decidedBy ? who(a.decidedBy) : a.state === 'Withdrawn' ? 'withdrawn by a cancel' : '—'}</dd>
-          <dt>Decided</dt>
-          <dd>
-            <Time iso={a.decidedAt} />
-          </dd>
+          <TimeFact term="Decided" iso={a.decidedAt} />
         </>
       ) : null}
       {a.comment ? (
@@ -69,10 +63,7 @@ export function ScheduleFacts(props: { schedule: Schedule | null }) {
     <>
       {s.notBefore ? (
         <>
-          <dt>Not before</dt>
-          <dd>
-            <Time iso={s.notBefore} />
-          </dd>
+          <TimeFact term="Not before" iso={s.notBefore} />
         </>
       ) : null}
       {s.windows?.length ? (

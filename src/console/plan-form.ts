@@ -171,6 +171,12 @@ const text = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 
 const lines = (v: unknown) => (Array.isArray(v) ? v.map(text).join('\n') : '');
 const strings = (v: unknown) => (Array.isArray(v) ? v.map(text) : []);
 const triOf = (v: unknown): '' | 'true' | 'false' => (v === true ? 'true' : v === false ? 'false' : '');
+/** The first `max` entries of a body's list (Plan JSON may hold anything there: none unless it is a list). */
+const listOf = (v: unknown, max: number) =>
+  Array.isArray(v) ? (v.slice(0, max) as (Record<string, unknown> | undefined)[]) : [];
+/** The properties `keys` of a list's entry as text (absent, or an entry that is no object: empty). */
+const textsOf = <K extends string>(entry: Record<string, unknown> | undefined, keys: readonly K[]) =>
+  Object.fromEntries(keys.map((k) => [k, text(entry?.[k])])) as Record<K, string>;
 
 /**
  * A submit body (as far as it is one: Plan JSON may be anything) as the form shows it. The body itself,
@@ -189,33 +195,20 @@ export function formFromBody(body: unknown): PlanForm {
   form.hasIncidents = triOf(filter.hasIncidents);
   form.isSystem = triOf(filter.isSystem);
   form.emptyFilterSelectsAll = filter.emptyFilterSelectsAll === true;
-  if (Array.isArray(filter.activityFilters)) {
-    form.activityFilters = filter.activityFilters.slice(0, MAX_ACTIVITY_FILTERS).map((a: Record<string, unknown>) => ({
-      activityId: text(a?.activityId),
-      nodeId: text(a?.nodeId),
-      name: text(a?.name),
-      status: text(a?.status),
-    }));
-  }
-  if (Array.isArray(filter.timestampFilters)) {
-    form.timestampFilters = filter.timestampFilters
-      .slice(0, MAX_TIMESTAMP_FILTERS)
-      .map((t: Record<string, unknown>) => ({
-        column: text(t?.column),
-        operator: text(t?.operator),
-        timestamp: text(t?.timestamp),
-      }));
-  }
-  if (Array.isArray(b.alterations)) {
-    for (const a of b.alterations.slice(0, MAX_ALTERATIONS) as Record<string, unknown>[]) {
-      const type = text(a?.type);
-      if (!isAlterationType(type)) continue;
-      form.alterations.push({
-        type,
-        values: Object.fromEntries(formFieldsOf(type).map((f) => [f.key, fieldText(f, a[f.key])])),
-        draftFrom: '',
-      });
-    }
+  form.activityFilters = listOf(filter.activityFilters, MAX_ACTIVITY_FILTERS).map((a) =>
+    textsOf(a, ['activityId', 'nodeId', 'name', 'status']),
+  );
+  form.timestampFilters = listOf(filter.timestampFilters, MAX_TIMESTAMP_FILTERS).map((t) =>
+    textsOf(t, ['column', 'operator', 'timestamp']),
+  );
+  for (const a of listOf(b.alterations, MAX_ALTERATIONS)) {
+    const type = text(a?.type);
+    if (!isAlterationType(type)) continue;
+    form.alterations.push({
+      type,
+      values: Object.fromEntries(formFieldsOf(type).map((f) => [f.key, fieldText(f, a?.[f.key])])),
+      draftFrom: '',
+    });
   }
   const rollout = (b.rollout && typeof b.rollout === 'object' ? b.rollout : {}) as Record<string, unknown>;
   form.rate = text(rollout.rate);
@@ -223,14 +216,10 @@ export function formFromBody(body: unknown): PlanForm {
   form.stopOnFailureRatio = text(rollout.stopOnFailureRatio);
   const schedule = (b.schedule && typeof b.schedule === 'object' ? b.schedule : {}) as Record<string, unknown>;
   form.notBefore = text(schedule.notBefore);
-  if (Array.isArray(schedule.windows)) {
-    form.windows = schedule.windows.slice(0, MAX_WINDOWS).map((w: Record<string, unknown>) => ({
-      days: strings(w?.days),
-      from: text(w?.from),
-      to: text(w?.to),
-      timeZone: text(w?.timeZone),
-    }));
-  }
+  form.windows = listOf(schedule.windows, MAX_WINDOWS).map((w) => ({
+    days: strings(w?.days),
+    ...textsOf(w, ['from', 'to', 'timeZone']),
+  }));
   const approval = (b.approval && typeof b.approval === 'object' ? b.approval : {}) as Record<string, unknown>;
   form.approvalRequired = approval.required === true;
   return form;

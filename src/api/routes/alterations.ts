@@ -25,10 +25,10 @@ import {
   rolloutPlanCommand,
   submitPlanCommand,
 } from '../plan-commands.js';
-import { openCursor, sealCursor } from '../cursor.js';
+import { openAfter, sealCursor } from '../cursor.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
-import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
-import { PlanParams, PlanStatusAnswer, planCommandRoute } from '../route-shapes.js';
+import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, PAGING, problems } from '../schemas.js';
+import { bodyRoute, PlanParams, PlanStatusAnswer, planCommandRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
 import { asWrittenJson, writtenJson } from '../written-json.js';
@@ -44,25 +44,17 @@ const InstanceIds = z.array(z.string().min(1).max(500)).min(1).max(1000);
 /** A query parameter given once or repeated (`?x=a&x=b`). */
 const repeated = (item: z.ZodString) => z.union([item, z.array(item)]).transform((v) => (Array.isArray(v) ? v : [v]));
 
-const Paging = {
-  after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
-  limit: QueryInt32.min(1).max(1000).default(100),
-};
-
-const submit = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/submit',
+const submit = bodyRoute(EXECUTE, 'post', '/alterations/submit', {
   tags: TAGS,
   summary: 'Submit a plan: alterations applied in the background to every instance the filter matches',
-  request: jsonBody(SubmitSchema),
-  responses: {
+  body: SubmitSchema,
+  answer: {
     202: jsonContent(
       z.object({ planId: z.string() }),
       'Stored (status 0); processing runs as the workflow alteration-plan-{planId}',
     ),
-    ...BODY_ROUTE_PROBLEMS,
-    ...problems(409),
   },
+  conflict: true,
 });
 
 const dryRun = secureRoute(EXECUTE, {
@@ -85,19 +77,16 @@ const dryRun = secureRoute(EXECUTE, {
   },
 });
 
-const preview = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/preview',
+const preview = bodyRoute(EXECUTE, 'post', '/alterations/preview', {
   tags: TAGS,
   summary:
     'What a plan would do to the first instances it matches (dry-run order), computed as plans apply; writes nothing',
-  request: jsonBody(PreviewSchema),
-  responses: {
+  body: PreviewSchema,
+  answer: {
     200: jsonContent(
       z.object({ matchedCount: z.number().int(), items: z.array(PreviewItemSchema) }).openapi('AlterationPreview'),
       'How many instances match, and the outcome and changes for the first `limit`',
     ),
-    ...BODY_ROUTE_PROBLEMS,
   },
 });
 
@@ -120,7 +109,7 @@ const readJobs = secureRoute(VIEW, {
   summary: "A page of a plan's jobs, in creation order",
   request: {
     ...PlanParams,
-    query: z.strictObject({ status: JobStatusInput.optional(), ...Paging }),
+    query: z.strictObject({ status: JobStatusInput.optional(), ...PAGING }),
   },
   responses: {
     200: jsonContent(z.object({ items: z.array(JobSchema), nextCursor: z.string().nullable() }), 'A page of jobs'),
@@ -137,7 +126,7 @@ const listAll = secureRoute(VIEW, {
   request: {
     query: z.strictObject({
       status: PlanStatusInput.optional(),
-      after: Paging.after,
+      after: PAGING.after,
       limit: QueryInt32.min(1).max(100).default(20),
     }),
   },
@@ -196,20 +185,13 @@ const revert = planCommandRoute(EXECUTE, 'revert', {
   answer: { 202: jsonContent(z.object({ planId: z.string() }), 'The revert plan, stored and started') },
 });
 
-const run = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/run',
+const run = bodyRoute(EXECUTE, 'post', '/alterations/run', {
   tags: TAGS,
   summary:
     "Apply alterations now to explicit instances; one result per distinct id, in request order (a 409 where the tenant's approval policy would hold them as a plan)",
-  request: jsonBody(
-    z.strictObject({ alterations: Alterations, workflowInstanceIds: InstanceIds }).openapi('RunAlterationsRequest'),
-  ),
-  responses: {
-    200: jsonContent(RunResponseSchema, 'One result per distinct instance id'),
-    ...BODY_ROUTE_PROBLEMS,
-    ...problems(409),
-  },
+  body: z.strictObject({ alterations: Alterations, workflowInstanceIds: InstanceIds }).openapi('RunAlterationsRequest'),
+  answer: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id') },
+  conflict: true,
 });
 
 const RetrySchema = z
@@ -236,17 +218,12 @@ const retryGet = secureRoute(EXECUTE, {
   },
 });
 
-const retryPost = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/alterations/workflows/retry',
+const retryPost = bodyRoute(EXECUTE, 'post', '/alterations/workflows/retry', {
   tags: TAGS,
   summary: 'Retry faulted activities: each is scheduled again, its incidents cleared, the instance dispatched',
-  request: jsonBody(RetrySchema),
-  responses: {
-    200: jsonContent(RunResponseSchema, 'One result per distinct instance id'),
-    ...BODY_ROUTE_PROBLEMS,
-    ...problems(409),
-  },
+  body: RetrySchema,
+  answer: { 200: jsonContent(RunResponseSchema, 'One result per distinct instance id') },
+  conflict: true,
 });
 
 export function alterationRoutes() {
@@ -344,7 +321,7 @@ export function alterationRoutes() {
   app.openapi(readJobs, async (c) => {
     const { pool, tokens } = c.get('deps');
     const query = c.req.valid('query');
-    const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
+    const after = openAfter(tokens.key, query.after);
     const page = await listJobs(pool, callerTenant(c), c.req.valid('param').planId, { ...query, after });
     return writtenJson(
       c,
@@ -355,7 +332,7 @@ export function alterationRoutes() {
   app.openapi(listAll, async (c) => {
     const { pool, tokens } = c.get('deps');
     const query = c.req.valid('query');
-    const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
+    const after = openAfter(tokens.key, query.after);
     const page = await listPlans(pool, callerTenant(c), { ...query, after });
     return c.json({ ...page, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
   });

@@ -3,7 +3,7 @@ import { BUILTIN_ACTIVITIES, type InputDescriptor } from '../../engine/activity-
 import { listActivityDefinitions } from '../../engine/definitions.js';
 import { RESILIENCE_STRATEGIES } from '../../engine/resilience.js';
 import { type AppEnv, callerTenant } from '../context.js';
-import { InputDescriptorSchema, jsonContent, problems } from '../schemas.js';
+import { counted, InputDescriptorSchema, jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 
 /** Catalogs are readable by any signed-in principal, in both permission models. */
@@ -31,8 +31,6 @@ export const INSTALLED_FEATURES = [
   { name: 'Elsa.Resilience', displayName: 'Resilience', description: 'Retry strategies activities can name.' },
 ];
 
-const count = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), totalCount: z.number().int() });
-
 const features = secureRoute(SIGNED_IN, {
   method: 'get',
   path: '/features/installed',
@@ -40,7 +38,7 @@ const features = secureRoute(SIGNED_IN, {
   summary: 'The features this service has installed',
   responses: {
     200: jsonContent(
-      count(z.object({ name: z.string(), displayName: z.string(), description: z.string() })),
+      counted(z.object({ name: z.string(), displayName: z.string(), description: z.string() })),
       'Features',
     ),
     ...problems(401),
@@ -54,7 +52,7 @@ const strategies = secureRoute(SIGNED_IN, {
   summary: 'Retry strategies an activity can name with resilienceStrategyId',
   responses: {
     200: jsonContent(
-      count(
+      counted(
         z.object({
           id: z.string(),
           displayName: z.string(),
@@ -77,7 +75,7 @@ const activities = secureRoute(SIGNED_IN, {
   summary: "The built-in activities and the tenant's workflows usable as activities, with their inputs",
   responses: {
     200: jsonContent(
-      count(
+      counted(
         z.object({
           typeName: z.string(),
           namespace: z.string(),

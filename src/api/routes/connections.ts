@@ -13,30 +13,29 @@ import { findActivityType } from '../../engine/activity-types.js';
 import { NotFoundError } from '../../errors.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
-import { BODY_ROUTE_PROBLEMS, InputDescriptorSchema, jsonBody, jsonContent, problems } from '../schemas.js';
-import { byIdRoute } from '../route-shapes.js';
+import { counted, InputDescriptorSchema, jsonContent, problems } from '../schemas.js';
+import { bodyRoute, byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 
 const TAGS = ['Connections'];
+/** The connections, and one of them. */
+const ALL = '/connection-configuration';
+const ONE = '/connection-configuration/{id}';
 const SIGNED_IN = { structured: 'signed-in', legacy: 'connections/descriptor:read' } as const;
 
-const create = secureRoute(
-  { structured: 'connections:create', legacy: 'connections:write' },
-  {
-    method: 'post',
-    path: '/connection-configuration',
-    tags: TAGS,
-    summary: 'Create a connection (name unique in the tenant)',
-    request: jsonBody(ConnectionRequestSchema),
-    responses: { 201: jsonContent(ConnectionSchema, 'Created'), ...BODY_ROUTE_PROBLEMS, ...problems(409) },
-  },
-);
+const create = bodyRoute({ structured: 'connections:create', legacy: 'connections:write' }, 'post', ALL, {
+  tags: TAGS,
+  summary: 'Create a connection (name unique in the tenant)',
+  body: ConnectionRequestSchema,
+  answer: { 201: jsonContent(ConnectionSchema, 'Created') },
+  conflict: true,
+});
 
 const list = secureRoute(
   { structured: 'connections:view', legacy: 'connections:read' },
   {
     method: 'get',
-    path: '/connection-configuration',
+    path: ALL,
     tags: TAGS,
     summary: "The tenant's connections and the tenant-agnostic ones, by name",
     request: {
@@ -47,10 +46,7 @@ const list = secureRoute(
       }),
     },
     responses: {
-      200: jsonContent(
-        z.object({ items: z.array(ConnectionSchema), totalCount: z.number().int() }),
-        'A page of connections',
-      ),
+      200: jsonContent(counted(ConnectionSchema), 'A page of connections'),
       ...problems(400, 401, 403),
     },
   },
@@ -63,12 +59,7 @@ const descriptors = secureRoute(SIGNED_IN, {
   summary: 'The registered connection types',
   responses: {
     200: jsonContent(
-      z.object({
-        items: z.array(
-          z.object({ type: z.string(), namespace: z.string(), displayName: z.string(), description: z.string() }),
-        ),
-        totalCount: z.number().int(),
-      }),
+      counted(z.object({ type: z.string(), namespace: z.string(), displayName: z.string(), description: z.string() })),
       'The registered types',
     ),
     ...problems(401, 403),
@@ -82,12 +73,10 @@ const inputDescriptor = secureRoute(SIGNED_IN, {
   summary: 'The fields of a registered connection type (derived from its schema)',
   request: { params: z.object({ type: z.string() }) },
   responses: {
-    200: jsonContent(z.object({ items: z.array(InputDescriptorSchema), totalCount: z.number().int() }), 'The fields'),
+    200: jsonContent(counted(InputDescriptorSchema), 'The fields'),
     ...problems(401, 403, 404),
   },
 });
-
-const ONE = '/connection-configuration/{id}';
 
 const read = byIdRoute({ structured: 'connections:view', legacy: 'connections:read' }, 'get', ONE, {
   tags: TAGS,

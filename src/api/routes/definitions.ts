@@ -13,7 +13,8 @@ import { NotFoundError, ValidationError } from '../../errors.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
-import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { jsonContent, NextCursor, PAGING, problems } from '../schemas.js';
+import { bodyRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 
 /** A definitions page's cursor: the last definition id it held (sealed with the signing key like every cursor). */
@@ -28,15 +29,15 @@ function openDefinitionCursor(key: Uint8Array, sealed: string): string {
 
 const VIEW = DEFINITIONS_VIEW;
 
-const publish = secureRoute(
+const publish = bodyRoute(
   { structured: 'workflows/definitions:create', legacy: 'write:workflow-definitions' },
+  'post',
+  '/workflow-definitions',
   {
-    method: 'post',
-    path: '/workflow-definitions',
     tags: ['Workflow definitions'],
     summary: 'Publish the next version of a workflow definition (version 3 JSON)',
-    request: jsonBody(WorkflowDefinitionRequestSchema),
-    responses: { 201: jsonContent(DefinitionSchema, 'The published version, now the latest'), ...BODY_ROUTE_PROBLEMS },
+    body: WorkflowDefinitionRequestSchema,
+    answer: { 201: jsonContent(DefinitionSchema, 'The published version, now the latest') },
   },
 );
 
@@ -59,20 +60,14 @@ const list = secureRoute(VIEW, {
   summary:
     'A page of the latest version of every definition, by definition id, as summaries (read one for its flowchart)',
   request: {
-    query: z.strictObject({
-      after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
-      limit: QueryInt32.min(1).max(1000).default(100),
-    }),
+    query: z.strictObject(PAGING),
   },
   responses: {
     200: jsonContent(
       z.object({
         items: z.array(DefinitionSummarySchema),
         totalCount: z.number().int().openapi({ description: 'How many definitions the tenant has' }),
-        nextCursor: z
-          .string()
-          .nullable()
-          .openapi({ description: 'Pass as `after` for the next page; null on the last page' }),
+        nextCursor: NextCursor,
       }),
       'Latest versions',
     ),

@@ -10,8 +10,8 @@ import { jsonInSlices } from '../../vocabulary/time-slice.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { decidePlanCommand } from '../plan-commands.js';
-import { PlanParams, PlanStatusAnswer, planCommandRoute } from '../route-shapes.js';
-import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { bodyRoute, PlanParams, PlanStatusAnswer, planCommandRoute } from '../route-shapes.js';
+import { jsonContent, problems } from '../schemas.js';
 import { secureRoute } from '../secure-route.js';
 import { writtenJson } from '../written-json.js';
 
@@ -49,13 +49,11 @@ const readPolicy = secureRoute(VIEW, {
   responses: { 200: jsonContent(PolicySchema, 'The policy (the default when none was set)'), ...problems(401, 403) },
 });
 
-const writePolicy = secureRoute(POLICY_UPDATE, {
-  method: 'put',
-  path: '/alterations/policy',
+const writePolicy = bodyRoute(POLICY_UPDATE, 'put', '/alterations/policy', {
   tags: TAGS,
   summary: "Set the tenant's approval policy",
-  request: jsonBody(PolicySchema),
-  responses: { 200: jsonContent(PolicySchema, 'The policy now'), ...BODY_ROUTE_PROBLEMS },
+  body: PolicySchema,
+  answer: { 200: jsonContent(PolicySchema, 'The policy now') },
 });
 
 const decideRoute = (decision: 'approve' | 'reject') =>

@@ -8,7 +8,12 @@ import {
   placementTenant,
   roleGrants,
 } from '../../auth/delegation.js';
-import { LEGACY_EQUIVALENTS, LEGACY_PERMISSIONS, STRUCTURED_PERMISSIONS } from '../../auth/permissions.js';
+import {
+  LEGACY_EQUIVALENTS,
+  LEGACY_PERMISSIONS,
+  type PermissionSpec,
+  STRUCTURED_PERMISSIONS,
+} from '../../auth/permissions.js';
 import type { Principal } from '../../auth/principal.js';
 import { login, logout, refresh } from '../../auth/tokens.js';
 import { KEYS_VIEW, USERS_VIEW } from '../../auth/route-permissions.js';
@@ -16,9 +21,11 @@ import { createRole, createUser, deleteUser, hashSecret, listUsers, userGrants }
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { type AppEnv, callerTenant, clientAddress } from '../context.js';
 import { Timestamp } from '../../vocabulary/input.js';
-import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
+import { BODY_ROUTE_PROBLEMS, counted, jsonBody, jsonContent, problems } from '../schemas.js';
 import { byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
+
+const TAGS = ['Identity'];
 
 const PermissionList = z.array(z.string().trim().min(1).max(200)).max(200);
 
@@ -53,7 +60,7 @@ const createKey = secureRoute(
   {
     method: 'post',
     path: '/identity/api-keys',
-    tags: ['Identity'],
+    tags: TAGS,
     summary: 'Create an API key; the key is shown once and only its hash is stored',
     request: jsonBody(CreateApiKeySchema),
     responses: {
@@ -111,50 +118,58 @@ const UserSchema = z
   })
   .openapi('User');
 
-const listUsersRoute = secureRoute(USERS_VIEW, {
-  method: 'get',
-  path: '/identity/users',
-  tags: ['Identity'],
-  summary: "The caller's tenant's users and who created each (never a password); the operator may name another tenant",
-  request: {
-    query: z.strictObject({
-      tenantId: z.string().max(200).optional().openapi({
-        description:
-          "List this tenant's users (empty: the default tenant). Another tenant than the caller's is for the operator only (403)",
+/**
+ * Users and keys are listed alike: the caller's tenant's, or for the operator those of the tenant it names
+ * (a delegated administrator naming another tenant is refused, 403).
+ */
+const tenantListRoute = <const P extends string, T extends z.ZodType>(
+  permission: PermissionSpec,
+  path: P,
+  noun: 'users' | 'keys',
+  summary: string,
+  item: T,
+) =>
+  secureRoute(permission, {
+    method: 'get',
+    path,
+    tags: TAGS,
+    summary,
+    request: {
+      query: z.strictObject({
+        tenantId: z
+          .string()
+          .max(200)
+          .optional()
+          .openapi({
+            description: `List this tenant's ${noun} (empty: the default tenant). Another tenant than the caller's is for the operator only (403)`,
+          }),
       }),
-    }),
-  },
-  responses: {
-    200: jsonContent(z.object({ items: z.array(UserSchema), totalCount: z.number().int() }), 'The users'),
-    ...problems(400, 401, 403),
-  },
-});
+    },
+    responses: { 200: jsonContent(counted(item), `The ${noun}`), ...problems(400, 401, 403) },
+  });
 
-const listKeys = secureRoute(KEYS_VIEW, {
-  method: 'get',
-  path: '/identity/api-keys',
-  tags: ['Identity'],
-  summary: "The caller's tenant's API keys (never the key itself); the operator may name another tenant",
-  request: {
-    query: z.strictObject({
-      tenantId: z.string().max(200).optional().openapi({
-        description:
-          "List this tenant's keys (empty: the default tenant). Another tenant than the caller's is for the operator only (403)",
-      }),
-    }),
-  },
-  responses: {
-    200: jsonContent(z.object({ items: z.array(ApiKeySchema), totalCount: z.number().int() }), 'The keys'),
-    ...problems(400, 401, 403),
-  },
-});
+const listUsersRoute = tenantListRoute(
+  USERS_VIEW,
+  '/identity/users',
+  'users',
+  "The caller's tenant's users and who created each (never a password); the operator may name another tenant",
+  UserSchema,
+);
+
+const listKeys = tenantListRoute(
+  KEYS_VIEW,
+  '/identity/api-keys',
+  'keys',
+  "The caller's tenant's API keys (never the key itself); the operator may name another tenant",
+  ApiKeySchema,
+);
 
 const revokeKey = byIdRoute(
   { structured: 'identity/api-keys:delete', legacy: '*' },
   'delete',
   '/identity/api-keys/{id}',
   {
-    tags: ['Identity'],
+    tags: TAGS,
     summary: 'Revoke an API key: it stops working at once, on every node (the operator reaches every tenant)',
     id: z.string().max(200),
     answer: { 204: { description: 'Revoked' } },
@@ -166,7 +181,7 @@ const permissionsRoute = secureRoute(
   {
     method: 'get',
     path: '/identity/permissions',
-    tags: ['Identity'],
+    tags: TAGS,
     summary: 'The permissions of both models that a user, role or API key may be granted',
     responses: {
       200: jsonContent(
@@ -186,7 +201,6 @@ const permissionsRoute = secureRoute(
   },
 );
 
-const TAGS = ['Identity'];
 const TokenPairSchema = z
   .object({
     accessToken: z.string(),

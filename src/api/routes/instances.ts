@@ -10,10 +10,10 @@ import {
   InstanceViewSchema,
 } from '../../engine/instance-views.js';
 import { type AppEnv, callerTenant } from '../context.js';
-import { openCursor, sealCursor } from '../cursor.js';
-import { Int32, QueryInt32 } from '../../vocabulary/input.js';
-import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, problems } from '../schemas.js';
-import { byIdRoute } from '../route-shapes.js';
+import { openAfter, sealCursor } from '../cursor.js';
+import { Int32 } from '../../vocabulary/input.js';
+import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, NextCursor, PAGING, problems } from '../schemas.js';
+import { bodyRoute, byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
 import { writtenJson } from '../written-json.js';
 
@@ -46,22 +46,18 @@ const ListQuerySchema = z.strictObject({
       description:
         'Case-insensitive substring of the id, name, correlation id, definition id or definition version id (`%` and `_` are literal); empty is no constraint',
     }),
-  after: z.string().max(500).optional().openapi({ description: 'The nextCursor of the previous page' }),
-  limit: QueryInt32.min(1).max(1000).default(100),
+  ...PAGING,
 });
 
-const create = secureRoute(EXECUTE, {
-  method: 'post',
-  path: '/workflow-instances',
+const create = bodyRoute(EXECUTE, 'post', '/workflow-instances', {
   tags: ['Workflow instances'],
   summary: 'Start an instance of a definition (stored with its pure steps run, then its workflow is told)',
-  request: jsonBody(CreateInstanceSchema),
-  responses: {
+  body: CreateInstanceSchema,
+  answer: {
     202: jsonContent(
       z.object({ workflowInstanceId: z.string() }),
       'Stored, its steps run up to its first wait or outbound call, its workflow told through the outbox',
     ),
-    ...BODY_ROUTE_PROBLEMS,
   },
 });
 
@@ -75,10 +71,7 @@ const list = secureRoute(VIEW, {
     200: jsonContent(
       z.object({
         items: z.array(InstanceSummarySchema),
-        nextCursor: z
-          .string()
-          .nullable()
-          .openapi({ description: 'Pass as `after` for the next page; null on the last page' }),
+        nextCursor: NextCursor,
       }),
       'A page of instances',
     ),
@@ -136,7 +129,7 @@ export function instanceRoutes() {
   app.openapi(list, async (c) => {
     const { pool, tokens } = c.get('deps');
     const query = c.req.valid('query');
-    const after = query.after === undefined ? undefined : openCursor(tokens.key, query.after);
+    const after = openAfter(tokens.key, query.after);
     const page = await listInstancesJson(pool, callerTenant(c), { ...query, after });
     // The items as Postgres wrote them (src/engine/instance-list.ts): joined, not parsed and serialized again.
     return writtenJson(

@@ -12,7 +12,7 @@ import { DecisionSchema } from '../../alterations/requests.js';
 import { ALTERATIONS_APPROVE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError, zodFieldErrors } from '../../errors.js';
 import { planSummary } from '../../alterations/summary.js';
-import { NotAllowed, Notice, Pager, Time } from '../components.js';
+import { NotAllowed, Notice, Pager, TimeFact } from '../components.js';
 import { field, readForm } from '../form.js';
 import { planStatusLabel } from '../format.js';
 import {
@@ -62,10 +62,7 @@ function ApprovalEntry(props: { entry: Entry; index: number; mayDecide: boolean;
       <dl class="facts">
         <dt>Status</dt>
         <dd>{planStatusLabel(plan.status)}</dd>
-        <dt>Submitted</dt>
-        <dd>
-          <Time iso={plan.createdAt} />
-        </dd>
+        <TimeFact term="Submitted" iso={plan.createdAt} />
         {plan.approval ? <ApprovalFacts approval={plan.approval} /> : null}
         <ScheduleFacts schedule={plan.schedule} />
       </dl>

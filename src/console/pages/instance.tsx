@@ -3,7 +3,7 @@ import { type AppEnv, callerTenant } from '../../api/context.js';
 import { ALTERATIONS_EXECUTE, INSTANCES_VIEW } from '../../auth/route-permissions.js';
 import { getInstanceView } from '../../engine/instances.js';
 import type { InstanceView } from '../../engine/instance-views.js';
-import { Table, Time } from '../components.js';
+import { Table, Time, TimeFact } from '../components.js';
 import { jsonText } from '../format.js';
 import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
@@ -42,18 +42,9 @@ function InstancePage(props: {
         <dd>{i.bookmarks.length ? i.bookmarks.map((b) => `${b.eventName} (${b.activityId})`).join(', ') : '—'}</dd>
         <dt>Scheduled</dt>
         <dd>{i.scheduledActivityIds.length ? i.scheduledActivityIds.join(', ') : '—'}</dd>
-        <dt>Created</dt>
-        <dd>
-          <Time iso={i.createdAt} />
-        </dd>
-        <dt>Updated</dt>
-        <dd>
-          <Time iso={i.updatedAt} />
-        </dd>
-        <dt>Finished</dt>
-        <dd>
-          <Time iso={i.finishedAt} />
-        </dd>
+        <TimeFact term="Created" iso={i.createdAt} />
+        <TimeFact term="Updated" iso={i.updatedAt} />
+        <TimeFact term="Finished" iso={i.finishedAt} />
       </dl>
       {props.canAlter ? (
         <p>

@@ -12,7 +12,7 @@ import {
 } from '../../engine/instance-state.js';
 import type { InstanceSummary } from '../../engine/instance-views.js';
 import { ValidationError } from '../../errors.js';
-import { NotAllowed, Pager, Table, Time } from '../components.js';
+import { NotAllowed, Pager, Select, Table, Time } from '../components.js';
 import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
 import { may, permissionName, type ShellOf } from '../shell.js';
@@ -69,49 +69,28 @@ function InstancesPage(props: {
       <h1>Instances</h1>
       <form method="get" action="/console/instances" aria-label="Filter instances">
         <div class="inline-fields">
-          <div>
-            <label for="definitionId">Definition</label>
-            {definitions ? (
-              <select id="definitionId" name="definitionId">
-                <option value="" selected={!q.definitionId}>
-                  Any definition
-                </option>
-                {definitions.map((d) => (
-                  <option value={d.id} selected={q.definitionId === d.id}>
-                    {d.name ? `${d.name} (${d.id})` : d.id}
-                  </option>
-                ))}
-              </select>
-            ) : (
+          {definitions ? (
+            <Select
+              id="definitionId"
+              label="Definition"
+              value={q.definitionId}
+              any="Any definition"
+              choices={definitions.map((d) => ({ value: d.id, label: d.name ? `${d.name} (${d.id})` : d.id }))}
+            />
+          ) : (
+            <div>
+              <label for="definitionId">Definition</label>
               <input id="definitionId" name="definitionId" value={q.definitionId} />
-            )}
-          </div>
-          <div>
-            <label for="status">Status</label>
-            <select id="status" name="status">
-              <option value="" selected={!q.status}>
-                Any status
-              </option>
-              {INSTANCE_STATUSES.map((s) => (
-                <option value={s} selected={q.status === s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div>
-            <label for="subStatus">Sub-status</label>
-            <select id="subStatus" name="subStatus">
-              <option value="" selected={!q.subStatus}>
-                Any sub-status
-              </option>
-              {INSTANCE_SUB_STATUSES.map((s) => (
-                <option value={s} selected={q.subStatus === s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
+            </div>
+          )}
+          <Select id="status" label="Status" value={q.status} choices={INSTANCE_STATUSES} any="Any status" />
+          <Select
+            id="subStatus"
+            label="Sub-status"
+            value={q.subStatus}
+            choices={INSTANCE_SUB_STATUSES}
+            any="Any sub-status"
+          />
           <div>
             <label for="correlationId">Correlation id</label>
             <input id="correlationId" name="correlationId" value={q.correlationId} />

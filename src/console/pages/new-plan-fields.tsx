@@ -1,7 +1,7 @@
 import type { Child } from 'hono/jsx';
 import { type ApprovalPolicy } from '../../alterations/governance.js';
 import { INSTANCE_STATUSES, INSTANCE_SUB_STATUSES } from '../../engine/instance-state.js';
-import { FieldError as FieldErrorText, invalid } from '../components.js';
+import { FieldError as FieldErrorText, invalid, Select } from '../components.js';
 import { plural } from '../format.js';
 import {
   ACTIVITY_STATUSES,
@@ -95,44 +95,11 @@ function Checkboxes(props: {
   );
 }
 
-function TriSelect(props: { id: string; label: string; value: string; yes: string; no: string }) {
-  return (
-    <div>
-      <label for={props.id}>{props.label}</label>
-      <select id={props.id} name={props.id}>
-        <option value="" selected={props.value === ''}>
-          Any
-        </option>
-        <option value="true" selected={props.value === 'true'}>
-          {props.yes}
-        </option>
-        <option value="false" selected={props.value === 'false'}>
-          {props.no}
-        </option>
-      </select>
-    </div>
-  );
-}
-
-function Select(props: { id: string; label: string; value: string; choices: readonly string[]; any?: string }) {
-  return (
-    <div>
-      <label for={props.id}>{props.label}</label>
-      <select id={props.id} name={props.id}>
-        {props.any !== undefined ? (
-          <option value="" selected={props.value === ''}>
-            {props.any}
-          </option>
-        ) : null}
-        {props.choices.map((c) => (
-          <option value={c} selected={props.value === c}>
-            {c}
-          </option>
-        ))}
-      </select>
-    </div>
-  );
-}
+/** A yes, no or any choice (`yes` and `no` label the first two). */
+const yesNo = (yes: string, no: string) => [
+  { value: 'true', label: yes },
+  { value: 'false', label: no },
+];
 
 export function FilterFields(props: { form: PlanForm; errors: Map<string, string>; focus?: string | undefined }) {
   const { form, errors } = props;
@@ -197,19 +164,19 @@ export function FilterFields(props: { form: PlanForm; errors: Map<string, string
           ))}
         </div>
         <div class="inline-fields">
-          <TriSelect
+          <Select
             id="f-hasIncidents"
             label="Incidents"
             value={form.hasIncidents}
-            yes="With incidents"
-            no="Without incidents"
+            choices={yesNo('With incidents', 'Without incidents')}
+            any="Any"
           />
-          <TriSelect
+          <Select
             id="f-isSystem"
             label="System instances"
             value={form.isSystem}
-            yes="Only system instances"
-            no="No system instances"
+            choices={yesNo('Only system instances', 'No system instances')}
+            any="Any"
           />
         </div>
         <FilterRows

@@ -78,10 +78,28 @@ export function StatusForm(props: {
   );
 }
 
+/** The rollout controls a running plan's page may change: each a number input, empty for none. */
+const ROLLOUT_INPUTS = [
+  {
+    id: 'rate',
+    name: 'rate',
+    label: 'Rate (instances per second)',
+    min: '1',
+    max: '1000000',
+    hint: 'Empty: no limit.',
+  },
+  {
+    id: 'stop-ratio',
+    name: 'stopOnFailureRatio',
+    label: 'Stop on failure ratio',
+    min: '0',
+    max: '1',
+    hint: '0 to 1: pause once failed ÷ finished exceeds it. Empty: never.',
+  },
+] as const;
+
 export function Actions(props: { plan: PlanView; revertedBy: string | null }) {
   const { plan } = props;
-  const rate = plan.rollout.rate;
-  const ratio = plan.rollout.stopOnFailureRatio;
   return (
     <>
       <div class="actions">
@@ -113,34 +131,25 @@ export function Actions(props: { plan: PlanView; revertedBy: string | null }) {
         <fieldset>
           <legend>Rollout</legend>
           <div class="inline-fields">
-            <div>
-              <label for="rate">Rate (instances per second)</label>
-              <input
-                id="rate"
-                name="rate"
-                type="number"
-                min="1"
-                max="1000000"
-                step="any"
-                value={rate === null || rate === undefined ? '' : String(rate)}
-                aria-describedby="rate-hint"
-              />
-              <small id="rate-hint">Empty: no limit.</small>
-            </div>
-            <div>
-              <label for="stop-ratio">Stop on failure ratio</label>
-              <input
-                id="stop-ratio"
-                name="stopOnFailureRatio"
-                type="number"
-                min="0"
-                max="1"
-                step="any"
-                value={ratio === null || ratio === undefined ? '' : String(ratio)}
-                aria-describedby="stop-ratio-hint"
-              />
-              <small id="stop-ratio-hint">0 to 1: pause once failed ÷ finished exceeds it. Empty: never.</small>
-            </div>
+            {ROLLOUT_INPUTS.map((f) => {
+              const v = plan.rollout[f.name];
+              return (
+                <div>
+                  <label for={f.id}>{f.label}</label>
+                  <input
+                    id={f.id}
+                    name={f.name}
+                    type="number"
+                    min={f.min}
+                    max={f.max}
+                    step="any"
+                    value={v === null || v === undefined ? '' : String(v)}
+                    aria-describedby={`${f.id}-hint`}
+                  />
+                  <small id={`${f.id}-hint`}>{f.hint}</small>
+                </div>
+              );
+            })}
           </div>
           <button type="submit">Change rollout</button>
         </fieldset>

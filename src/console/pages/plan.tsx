@@ -17,7 +17,7 @@ import {
 import { ALTERATIONS_APPROVE, ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError, zodFieldErrors } from '../../errors.js';
 import { planSummary } from '../../alterations/summary.js';
-import { NotAllowed, Notice, Time } from '../components.js';
+import { NotAllowed, Notice, TimeFact } from '../components.js';
 import { field, readForm } from '../form.js';
 import { count, PLAN_STATUS_LABELS, planStatusLabel, plural } from '../format.js';
 import { fourEyesNote, ScheduleFacts } from '../governance.js';
@@ -82,10 +82,7 @@ function PlanPage(props: {
           </dd>
           <dt>Pause reason</dt>
           <dd data-field="pauseReason">{plan.pauseReason ?? '—'}</dd>
-          <dt>Resumes at</dt>
-          <dd data-field="resumesAt">
-            <Time iso={plan.resumesAt} />
-          </dd>
+          <TimeFact term="Resumes at" iso={plan.resumesAt} field="resumesAt" />
           <dt>Jobs done</dt>
           <dd>
             <progress
@@ -167,18 +164,9 @@ function PlanPage(props: {
               </dd>
             </>
           ) : null}
-          <dt>Created</dt>
-          <dd>
-            <Time iso={plan.createdAt} />
-          </dd>
-          <dt>Started</dt>
-          <dd>
-            <Time iso={plan.startedAt} />
-          </dd>
-          <dt>Finished</dt>
-          <dd data-field="completedAt">
-            <Time iso={plan.completedAt} />
-          </dd>
+          <TimeFact term="Created" iso={plan.createdAt} />
+          <TimeFact term="Started" iso={plan.startedAt} />
+          <TimeFact term="Finished" iso={plan.completedAt} field="completedAt" />
           <ScheduleFacts schedule={plan.schedule} />
           <dt>Temporal</dt>
           <dd>

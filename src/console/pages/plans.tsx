@@ -6,7 +6,7 @@ import { type AppEnv, callerTenant } from '../../api/context.js';
 import { openCursor, sealCursor } from '../../api/cursor.js';
 import { ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { ValidationError } from '../../errors.js';
-import { Pager, Table, Time } from '../components.js';
+import { Pager, Select, Table, Time } from '../components.js';
 import { count, PLAN_STATUS_CHOICES, PLAN_STATUS_LABELS, planStatusLabel } from '../format.js';
 import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
@@ -73,19 +73,13 @@ function PlansPage(props: {
     <Layout shell={props.shell} title="Plans" nav="plans">
       <h1>Plans</h1>
       <form method="get" action="/console/plans" class="actions" aria-label="Filter plans">
-        <div>
-          <label for="status">Status</label>
-          <select id="status" name="status">
-            <option value="" selected={status === undefined}>
-              All statuses
-            </option>
-            {PLAN_STATUS_CHOICES.map((s) => (
-              <option value={String(s.value)} selected={status === s.value}>
-                {s.label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <Select
+          id="status"
+          label="Status"
+          value={status === undefined ? '' : String(status)}
+          choices={PLAN_STATUS_CHOICES.map((s) => ({ value: String(s.value), label: s.label }))}
+          any="All statuses"
+        />
         <button type="submit">Show</button>
       </form>
       <p id="list-changed" class="notice" role="status" hidden>

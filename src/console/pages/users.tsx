@@ -21,32 +21,59 @@ const grants = (permissions: readonly string[], roles: readonly string[] = []) =
 /** A user or API key as its table shows it: what it may do, who created it, and one time of note. */
 interface Principal {
   name: string;
-  grants: string;
+  permissions: readonly string[];
+  roles?: readonly string[];
   createdBy: CreatorView | null;
   at: string | null;
 }
 
-/** Users or API keys with who created each; the first and last columns name what they are and the time. */
-function PrincipalsTable(props: { label: string; columns: readonly string[]; rows: Principal[]; empty: string }) {
+/** What each list says: its heading, its table's name and columns, when it is empty, and when it is denied. */
+const LISTS = {
+  users: {
+    heading: 'Users',
+    label: 'Users and who created them',
+    columns: ['User', 'Permissions', 'Created by', 'Created'],
+    empty: 'No users in this tenant.',
+    what: 'see users',
+  },
+  keys: {
+    heading: 'API keys',
+    label: 'API keys and who created them',
+    columns: ['API key', 'Permissions', 'Created by', 'Last used'],
+    empty: 'No API keys in this tenant.',
+    what: 'see API keys',
+  },
+};
+
+/** One list of principals with who created each, or why the user may not see it (`rows` undefined). */
+function PrincipalsList(props: { list: (typeof LISTS)['users']; rows: Principal[] | undefined; permission: string }) {
+  const { list } = props;
   return (
-    <Table
-      label={props.label}
-      columns={props.columns}
-      rows={props.rows}
-      empty={<p>{props.empty}</p>}
-      head={(p) => p.name}
-      cells={(p) => (
-        <>
-          <td class="wrap">{p.grants}</td>
-          <td>
-            <Creator by={p.createdBy} />
-          </td>
-          <td>
-            <Time iso={p.at} />
-          </td>
-        </>
+    <>
+      <h2>{list.heading}</h2>
+      {props.rows ? (
+        <Table
+          label={list.label}
+          columns={list.columns}
+          rows={props.rows}
+          empty={<p>{list.empty}</p>}
+          head={(p) => p.name}
+          cells={(p) => (
+            <>
+              <td class="wrap">{grants(p.permissions, p.roles)}</td>
+              <td>
+                <Creator by={p.createdBy} />
+              </td>
+              <td>
+                <Time iso={p.at} />
+              </td>
+            </>
+          )}
+        />
+      ) : (
+        <NotAllowed what={list.what} permission={props.permission} />
       )}
-    />
+    </>
   );
 }
 
@@ -70,38 +97,16 @@ export function usersRoutes(shell: ShellOf) {
           Who may act in this tenant, and who created each: a plan cannot be approved by its submitter, by a key or user
           the submitter created, or by the principal that created the submitter.
         </p>
-        <h2>Users</h2>
-        {users ? (
-          <PrincipalsTable
-            label="Users and who created them"
-            columns={['User', 'Permissions', 'Created by', 'Created']}
-            empty="No users in this tenant."
-            rows={users.map((u) => ({
-              name: u.name,
-              grants: grants(u.permissions, u.roles),
-              createdBy: u.createdBy,
-              at: u.createdAt,
-            }))}
-          />
-        ) : (
-          <NotAllowed what="see users" permission={permissionName(c, USERS_VIEW)} />
-        )}
-        <h2>API keys</h2>
-        {keys ? (
-          <PrincipalsTable
-            label="API keys and who created them"
-            columns={['API key', 'Permissions', 'Created by', 'Last used']}
-            empty="No API keys in this tenant."
-            rows={keys.map((k) => ({
-              name: k.name,
-              grants: grants(k.permissions),
-              createdBy: k.createdBy,
-              at: k.lastUsedAt,
-            }))}
-          />
-        ) : (
-          <NotAllowed what="see API keys" permission={permissionName(c, KEYS_VIEW)} />
-        )}
+        <PrincipalsList
+          list={LISTS.users}
+          rows={users?.map((u) => ({ ...u, at: u.createdAt }))}
+          permission={permissionName(c, USERS_VIEW)}
+        />
+        <PrincipalsList
+          list={LISTS.keys}
+          rows={keys?.map((k) => ({ ...k, at: k.lastUsedAt }))}
+          permission={permissionName(c, KEYS_VIEW)}
+        />
       </Layout>,
       users || keys ? 200 : 403,
     );
