@@ -28,8 +28,8 @@ import { createLogger } from '../src/logger.js';
 import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { freePort } from '../test/support/free-port.js';
-import { DEFINITION, recreateDatabase, SEED_SQL } from './size.js';
-import { dbUrl, round, seedWithoutWorkflows, sleep } from './util.js';
+import { DEFINITION, SEED_SQL } from './size/settings.js';
+import { dbUrl, recreateDatabase, round, seedWithoutWorkflows, sleep } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_FILE = process.env.CONSOLE_RESULTS_FILE ?? path.join(ROOT, 'bench', 'results', 'console-latest.json');

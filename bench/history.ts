@@ -84,3 +84,33 @@ export async function planHistory(client: Client, planId: string, slots: number)
     batchPhaseMs: round(batchPhaseMs),
   };
 }
+
+/**
+ * Where a plan's time went, from its Temporal history (batches: wait in queue, run), a line each to `log`
+ * (the noisy bench's NOISY_TIMELINE=1).
+ */
+export async function logPlanTimeline(client: Client, planId: string, log: (msg: string) => void): Promise<void> {
+  const history = await client.workflow.getHandle(`alteration-plan-${planId}`).fetchHistory();
+  const events = (history.events ?? []) as HistoryEvent[];
+  const t0 = eventMs(events[0] ?? {});
+  const scheduled = new Map<string, number>();
+  const started = new Map<string, number>();
+  for (const e of events) {
+    const id = String(longToNumber(e.eventId));
+    const at = Math.round(eventMs(e) - t0);
+    if (e.activityTaskScheduledEventAttributes) scheduled.set(id, at);
+    else if (e.activityTaskStartedEventAttributes)
+      started.set(String(longToNumber(e.activityTaskStartedEventAttributes.scheduledEventId)), at);
+    else if (e.activityTaskCompletedEventAttributes) {
+      const sid = String(longToNumber(e.activityTaskCompletedEventAttributes.scheduledEventId));
+      log(
+        `  batch scheduled ${scheduled.get(sid)} ms, waited ${started.get(sid)! - scheduled.get(sid)!} ms, ran ${at - started.get(sid)!} ms`,
+      );
+    } else if (e.workflowTaskStartedEventAttributes) {
+      log(`  workflow task started at ${at} ms`);
+    } else if (e.markerRecordedEventAttributes) {
+      log(`  marker (a local activity or a patch) at ${at} ms`);
+    }
+  }
+  log(`  last event at ${Math.round(eventMs(events[events.length - 1] ?? {}) - t0)} ms`);
+}

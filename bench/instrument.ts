@@ -1,7 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type pg from 'pg';
-import { round } from './util.js';
+import { cpuBetween, cpuSnapshot } from './cpu.js';
+import type { SizeResult } from './report.js';
+import { mb, round, stat } from './util.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Instrumentation (bench only): activity wall time, SQL time per statement, CPU per process
@@ -81,4 +84,98 @@ export function sqlTable(map: Map<string, { n: number; ms: number }>) {
     .map(([statement, s]) => ({ statement, n: s.n, totalMs: round(s.ms), meanMs: round(s.ms / s.n, 2) }))
     .sort((a, b) => b.totalMs - a.totalMs)
     .slice(0, 12);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Around a plan: what its activities did, WAL written, and memory, CPU and event loop sampled
+
+/** Each activity type's wall time, time in SQL and statements, from what the timing interceptor recorded. */
+export function activityBreakdown(): SizeResult['breakdown']['activities'] {
+  const activities: SizeResult['breakdown']['activities'] = {};
+  for (const type of [...new Set(activityRecords.map((a) => a.type))]) {
+    const of = activityRecords.filter((a) => a.type === type);
+    activities[type] = {
+      ...stat(of.map((a) => a.wallMs)),
+      sqlMs: round(of.reduce((s, a) => s + a.sqlMs, 0)),
+      queries: of.reduce((s, a) => s + a.queries, 0),
+    };
+  }
+  return activities;
+}
+
+export async function walLsn(db: pg.Pool): Promise<string | null> {
+  const { rows } = await db
+    .query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')
+    .catch(() => ({ rows: [] as { lsn: string }[] }));
+  return rows[0]?.lsn ?? null;
+}
+
+export async function walMbSince(db: pg.Pool, from: string | null): Promise<number | null> {
+  if (from === null) return null;
+  const { rows } = await db.query<{ bytes: string }>(
+    'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS bytes',
+    [from],
+  );
+  return mb(Number(rows[0]!.bytes));
+}
+
+/** Memory, CPU and event loop sampled while the plan runs; `stop()` returns what was seen. */
+export function startSampling() {
+  const rssBefore = process.memoryUsage().rss;
+  let rssPeak = rssBefore;
+  let heapPeak = process.memoryUsage().heapUsed;
+  let samples = 0;
+  const timeline: { s: number; rssMb: number; heapUsedMb: number }[] = [];
+  const from = performance.now();
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    rssPeak = Math.max(rssPeak, m.rss);
+    heapPeak = Math.max(heapPeak, m.heapUsed);
+    if (samples++ % 20 === 0)
+      timeline.push({ s: round((performance.now() - from) / 1000), rssMb: mb(m.rss), heapUsedMb: mb(m.heapUsed) });
+  }, 50);
+  // heapUsed just after each major GC: the live set, whatever the GC's timing (the peaks above are not).
+  const afterMajorGc: number[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      if ((e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+        afterMajorGc.push(process.memoryUsage().heapUsed);
+      }
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const cpu0 = cpuSnapshot();
+  return {
+    stop() {
+      const cpu = cpuBetween(cpu0, cpuSnapshot());
+      loopDelay.disable();
+      clearInterval(sampler);
+      gcObserver.disconnect();
+      const gc = (globalThis as { gc?: () => void }).gc;
+      gc?.();
+      const afterPlanGc = gc ? process.memoryUsage() : undefined;
+      const memory = {
+        rssBeforePlanMb: mb(rssBefore),
+        rssPeakDuringPlanMb: mb(rssPeak),
+        heapUsedPeakDuringPlanMb: mb(heapPeak),
+        samples,
+        liveHeapAfterMajorGcMb: {
+          max: afterMajorGc.length ? mb(Math.max(...afterMajorGc)) : null,
+          last: afterMajorGc.length ? mb(afterMajorGc[afterMajorGc.length - 1]!) : null,
+          majorGcs: afterMajorGc.length,
+        },
+        afterPlanFullGc: afterPlanGc ? { heapUsedMb: mb(afterPlanGc.heapUsed), rssMb: mb(afterPlanGc.rss) } : null,
+        timeline,
+        maxRssAfterPlanMb: mb(process.resourceUsage().maxRSS * 1024),
+      };
+      const eventLoopDelay = {
+        p50Ms: round(loopDelay.percentile(50) / 1e6),
+        p99Ms: round(loopDelay.percentile(99) / 1e6),
+        maxMs: round(loopDelay.max / 1e6),
+      };
+      return { cpu, memory, eventLoopDelay };
+    },
+  };
 }

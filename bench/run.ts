@@ -31,7 +31,8 @@ import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../src/temporal/worker.js';
 import { type BenchResults, evaluateTargets, printTable, type SizeResult } from './report.js';
-import { POLL_MS, WAIT_VIA, child } from './size.js';
+import { child } from './size.js';
+import { POLL_MS, WAIT_VIA } from './size/settings.js';
 import { redactUrl, round } from './util.js';
 
 // ---------------------------------------------------------------------------------------------------

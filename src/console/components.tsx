@@ -117,16 +117,19 @@ export function Table<T>(props: {
 
 /** A list's page links: back to its first page and on to the next, each only where there is one. */
 export function Pager(props: {
-  label: string;
-  first: string | null | undefined;
-  firstText: string;
+  /** What is paged: "Pages of …", and the two links' words. */
+  of: { noun: string; first: string; next: string };
+  /** The address of the first page (no cursor) or of the page after `after`. */
+  link: (after?: string) => string;
+  /** The cursor of the page shown (none on the first page). */
+  after: string | null | undefined;
+  /** The cursor of the next page (none on the last). */
   next: string | null | undefined;
-  nextText: string;
 }) {
   return (
-    <nav class="pager" aria-label={props.label}>
-      {props.first ? <a href={props.first}>{props.firstText}</a> : null}
-      {props.next ? <a href={props.next}>{props.nextText}</a> : null}
+    <nav class="pager" aria-label={`Pages of ${props.of.noun}`}>
+      {props.after ? <a href={props.link()}>{props.of.first}</a> : null}
+      {props.next ? <a href={props.link(props.next)}>{props.of.next}</a> : null}
     </nav>
   );
 }

@@ -36,9 +36,6 @@ const YIELD_CONCURRENCY = 2;
 const YIELD_PASS_MS = 400;
 /** How long a reading of whether a plan runs flat out stands. */
 const PLANS_READ_MS = 100;
-/** How often an idle relay looks for new rows; after a failed pass, a second. */
-const IDLE_MS = 100;
-const RETRY_MS = 1_000;
 /** gRPC's status code NOT_FOUND. */
 const GRPC_NOT_FOUND = 5;
 /** Longest wait before telling a workflow again after Temporal refused. */
@@ -85,7 +82,6 @@ export interface ClaimedRow extends Standing {
  */
 export class OutboxRelay {
   private readonly poller: Poller;
-  private failing = false;
   private readonly concurrency: number;
   private readonly perTenant: number;
 
@@ -94,12 +90,10 @@ export class OutboxRelay {
     this.perTenant = Math.max(1, o.perTenant ?? 16);
     this.poller = new Poller({
       pass: () => this.pass(),
-      idleMs: IDLE_MS,
-      retryMs: RETRY_MS,
-      onError: (err) => {
-        if (!this.failing) this.o.logger.warn({ err }, 'instance outbox relay could not read the outbox; retrying');
-        this.failing = true;
-      },
+      log: o.logger,
+      failed: 'could not tell an instance workflow; retrying',
+      recovered: 'instance workflows are told again',
+      passFailed: 'instance outbox relay could not read the outbox; retrying',
     });
   }
 
@@ -200,9 +194,7 @@ export class OutboxRelay {
           told.push(row);
         } catch (err) {
           failed.push(row);
-          if (!this.failing)
-            this.o.logger.warn({ err, instanceId: row.instance_id }, 'could not tell an instance workflow; retrying');
-          this.failing = true;
+          this.poller.fail(err, { instanceId: row.instance_id });
         } finally {
           inFlight.set(row.tenant_id, (inFlight.get(row.tenant_id) ?? 1) - 1);
           const wake = released;
@@ -212,10 +204,7 @@ export class OutboxRelay {
       }
     });
     await Promise.all(senders);
-    if (told.length > 0 && failed.length === 0 && this.failing) {
-      this.failing = false;
-      this.o.logger.info('instance workflows are told again');
-    }
+    if (told.length > 0 && failed.length === 0) this.poller.recover();
     // Rows told are deleted unless the instance changed meanwhile (a new seq): those are released for the
     // next pass, as are the ones Temporal refused (after a backoff). Two statements, not one: a change that
     // commits while the delete waits for its row makes the delete skip the row (its seq is new), and a release

@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import type { ApprovalPolicy } from '../../client/index.js';
 import type { Cli } from '../context.js';
 import { CliFailure } from '../failure.js';
@@ -45,12 +45,6 @@ export function addDecisions(parent: Command, cli: Cli): void {
   }
 }
 
-function threshold(value: string): number {
-  const v = Number(value);
-  if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError('Expected a whole number of 1 or more.');
-  return v;
-}
-
 /** `wfa policy`, and the change-management verbs at the top: `wfa approve|reject <planId>`, `wfa draft`. */
 export function registerPolicy(program: Command, cli: Cli): void {
   addDecisions(program, cli);
@@ -69,8 +63,8 @@ export function registerPolicy(program: Command, cli: Cli): void {
     .addOption(
       new Option('--approval <when>', 'never, always, or above a threshold').choices(['never', 'always', 'above']),
     )
-    .option('--threshold <n>', 'with --approval above: plans matching more than N instances', threshold)
-    .option('--ttl <seconds>', 'how long a request for approval stands (60 to 2592000)', threshold)
+    .option('--threshold <n>', 'with --approval above: plans matching more than N instances', count)
+    .option('--ttl <seconds>', 'how long a request for approval stands (60 to 2592000)', count)
     .action(async (o: { approval?: ApprovalPolicy['approval']; threshold?: number; ttl?: number }) => {
       if (o.approval === undefined && o.threshold === undefined && o.ttl === undefined)
         throw new CliFailure('Give --approval, --threshold or --ttl', 2);
@@ -102,8 +96,8 @@ export function addMigrationDraft(parent: Command, cli: Cli, name = 'migration-d
   parent
     .command(`${name} <definitionId>`)
     .description("a first draft of a Migrate's activityMappings from one version to another, to edit")
-    .requiredOption('--from <version>', 'the version the instances run', threshold)
-    .requiredOption('--to <version>', 'the version to migrate them to', threshold)
+    .requiredOption('--from <version>', 'the version the instances run', count)
+    .requiredOption('--to <version>', 'the version to migrate them to', count)
     .action(async (definitionId: string, o: { from: number; to: number }) => {
       const d = await (await cli.client()).definitions.migrationDraft(definitionId, o.from, o.to);
       cli.print(() => {

@@ -149,11 +149,14 @@ export function approvalsRoutes(shell: ShellOf) {
           />
         ))}
         <Pager
-          label="Pages of plans awaiting approval"
-          first={after ? '/console/approvals' : null}
-          firstText="First plans awaiting approval"
-          next={next ? `/console/approvals?after=${encodeURIComponent(next)}` : null}
-          nextText="More plans awaiting approval"
+          of={{
+            noun: 'plans awaiting approval',
+            first: 'First plans awaiting approval',
+            next: 'More plans awaiting approval',
+          }}
+          link={(a) => (a ? `/console/approvals?after=${encodeURIComponent(a)}` : '/console/approvals')}
+          after={after}
+          next={next}
         />
       </>,
     );

@@ -157,11 +157,10 @@ function InstancesPage(props: {
         )}
       />
       <Pager
-        label="Pages of instances"
-        first={props.after ? `/console/instances${queryString(q)}` : null}
-        firstText="Newest instances"
-        next={props.nextCursor ? `/console/instances${queryString(q, { after: props.nextCursor })}` : null}
-        nextText="Older instances"
+        of={{ noun: 'instances', first: 'Newest instances', next: 'Older instances' }}
+        link={(after) => `/console/instances${queryString(q, after ? { after } : {})}`}
+        after={props.after}
+        next={props.nextCursor}
       />
     </Layout>
   );

@@ -242,11 +242,10 @@ export function Jobs(props: {
         )}
       />
       <Pager
-        label="Pages of jobs"
-        first={props.after ? link(view) : null}
-        firstText="First jobs"
-        next={props.nextCursor ? link(view, props.nextCursor) : null}
-        nextText="Next jobs"
+        of={{ noun: 'jobs', first: 'First jobs', next: 'Next jobs' }}
+        link={(after) => link(view, after)}
+        after={props.after}
+        next={props.nextCursor}
       />
     </section>
   );

@@ -125,11 +125,10 @@ function PlansPage(props: {
         }}
       />
       <Pager
-        label="Pages of plans"
-        first={props.after ? `/console/plans${query(status)}` : null}
-        firstText="Newest plans"
-        next={props.nextCursor ? `/console/plans${query(status, props.nextCursor)}` : null}
-        nextText="Older plans"
+        of={{ noun: 'plans', first: 'Newest plans', next: 'Older plans' }}
+        link={(after) => `/console/plans${query(status, after)}`}
+        after={props.after}
+        next={props.nextCursor}
       />
     </Layout>
   );
