@@ -2,7 +2,9 @@ import type pg from 'pg';
 import { escapeLike } from '../db/sql.js';
 import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
-import type { ActivityFilter, Filter } from './model.js';
+import { ValidationError } from '../errors.js';
+import { tenantHasPlan, unwrittenJobStatusSql } from './plan-store/index.js';
+import { type ActivityFilter, type Filter, type IncidentFilter, JOB_STATUS, type PlanJobsFilter } from './model.js';
 
 /** A filter compiled to a WHERE clause over `workflow_instances i`, with its parameters. */
 export interface CompiledFilter {
@@ -86,6 +88,8 @@ export function compileFilter(
     clauses.push(filter.hasIncidents ? '(i.incident_count > 0)' : 'NOT (i.incident_count > 0)');
   if (typeof filter.isSystem === 'boolean') clauses.push(`i.is_system = ${param(filter.isSystem)}`);
   if (present(filter.activityFilters)) clauses.push(activityCondition(filter.activityFilters, param));
+  if (present(filter.incidentFilters)) clauses.push(incidentCondition(filter.incidentFilters, param));
+  if (filter.planJobs) clauses.push(planJobsCondition(filter.planJobs, param));
   if (present(filter.timestampFilters)) {
     for (const t of filter.timestampFilters) {
       // Postgres parses offsets only up to ±15:59; the contract allows ±18:00, so the offset is applied here.
@@ -97,6 +101,63 @@ export function compileFilter(
 
   const selects = clauses.length > 0 || filter.emptyFilterSelectsAll === true;
   return { selects, where: ['i.tenant_id = $1', ...clauses].join(' AND '), params };
+}
+
+/**
+ * Incident filters: for each entry, one of the instance's incidents matches all its given fields. Only instances
+ * with incidents are read (their own index); an instance's incidents are few, so each entry is an EXISTS over them.
+ */
+function incidentCondition(entries: readonly IncidentFilter[], param: (value: unknown) => string): string {
+  const each = entries.map((e) => {
+    const matches = [
+      ...(e.activityId != null ? [`e->>'activityId' = ${param(e.activityId)}`] : []),
+      ...(e.activityType != null ? [`e->>'activityType' = ${param(e.activityType)}`] : []),
+      ...(e.messageContains != null ? [`e->>'message' ILIKE ${param(`%${escapeLike(e.messageContains)}%`)}`] : []),
+    ];
+    return `EXISTS (SELECT 1 FROM jsonb_array_elements(i.incidents) e${matches.length ? ` WHERE ${matches.join(' AND ')}` : ''})`;
+  });
+  return ['(i.incident_count > 0)', ...each].join(' AND ');
+}
+
+/**
+ * The instances of a plan's jobs, of some statuses: the jobs with a result are rows; the others (Pending, or
+ * Cancelled with their plan) are read from the plan's frozen set, only when those statuses are asked for. The
+ * plan is the tenant's (checked before: `checkFilterReferences`), and the instances are the tenant's anyway.
+ */
+function planJobsCondition(f: PlanJobsFilter, param: (value: unknown, cast?: string) => string): string {
+  const plan = param(f.planId, '::text');
+  const statuses = present(f.statuses) ? [...new Set(f.statuses.map((name) => JOB_STATUS[name]))] : undefined;
+  const written = statuses?.filter((s) => s !== JOB_STATUS.Pending);
+  // Each part is made only when it is used: a parameter no statement text names is an error in Postgres.
+  const rows = () =>
+    `SELECT j.instance_id FROM alteration_jobs j WHERE j.plan_id = ${plan} AND j.status <> ${JOB_STATUS.Pending}${
+      written ? ` AND j.status = ANY(${param(written, '::smallint[]')})` : ''
+    }`;
+  const unwrittenAsked = !statuses || statuses.some((s) => s === JOB_STATUS.Pending || s === JOB_STATUS.Cancelled);
+  if (!unwrittenAsked) return `i.id IN (${rows()})`;
+  const unwritten = `SELECT m.instance_id
+       FROM alteration_job_sets s CROSS JOIN LATERAL unnest(s.instance_ids) WITH ORDINALITY AS m(instance_id, k)
+      WHERE s.plan_id = ${plan}
+        AND NOT EXISTS (SELECT 1 FROM alteration_jobs j
+                         WHERE j.plan_id = s.plan_id AND j.ord = s.first_ord + m.k::int - 1 AND j.status <> ${JOB_STATUS.Pending})
+        ${statuses ? `AND ${unwrittenJobStatusSql(plan)} = ANY(${param(statuses, '::smallint[]')})` : ''}`;
+  return `i.id IN (${written && written.length === 0 ? unwritten : `${rows()} UNION ALL ${unwritten}`})`;
+}
+
+/**
+ * What a filter names that the schema cannot check: a `planJobs` plan of the caller's tenant. An unknown plan,
+ * or another tenant's, is a 400 at `path` + `/planJobs/planId` (no tenant learns another's plan ids).
+ */
+export async function checkFilterReferences(
+  db: Queryable,
+  tenantKey: string,
+  filter: Filter,
+  path = '',
+): Promise<void> {
+  if (filter.planJobs && !(await tenantHasPlan(db, tenantKey, filter.planJobs.planId)))
+    throw new ValidationError(`No plan ${filter.planJobs.planId} to take the jobs of`, [
+      { path: `${path}/planJobs/planId`, message: 'Not a plan of this tenant' },
+    ]);
 }
 
 const ACTIVITY_FIELDS = [

@@ -18,7 +18,7 @@ export {
   planStatusName,
   UNFINISHED_STATUSES,
 } from '../vocabulary/plan.js';
-import { JOB_STATUS, PLAN_STATUS } from '../vocabulary/plan.js';
+import { JOB_STATUS, type JobStatusName, PLAN_STATUS } from '../vocabulary/plan.js';
 
 const rolloutControls = {
   rate: z
@@ -95,6 +95,8 @@ export { AlterationSchema, type Alteration, type AlterationType } from './types/
 export const FILTER_LIMITS = {
   listEntries: 1000,
   activityFilters: 20,
+  incidentFilters: 20,
+  messageContains: 200,
   timestampFilters: 10,
   stringLength: 1024,
 } as const;
@@ -115,6 +117,31 @@ const ActivityFilterSchema = z.strictObject({
   status: z.enum(['Running', 'Completed', 'Canceled', 'Faulted']).nullish(),
 });
 
+const IncidentFilterSchema = z.strictObject({
+  activityId: FilterString.nullish(),
+  activityType: FilterString.nullish(),
+  messageContains: z
+    .string()
+    .min(1)
+    .max(FILTER_LIMITS.messageContains)
+    .nullish()
+    .openapi({ description: "A case-insensitive substring of the incident's message" }),
+});
+
+const PlanJobsSchema = z
+  .strictObject({
+    planId: z.string().min(1).max(200),
+    statuses: z
+      .array(z.enum(Object.keys(JOB_STATUS) as [JobStatusName, ...JobStatusName[]]))
+      .max(10)
+      .nullish()
+      .openapi({ description: 'Only jobs with these statuses (names); absent: every job of the plan' }),
+  })
+  .openapi('PlanJobsFilter', {
+    description:
+      "The instances of a plan's jobs (a plan of the same tenant; an unknown one is a 400), optionally of some job statuses",
+  });
+
 /** The workflow instance filter: every field optional, AND across fields, strict. */
 export const FilterSchema = z
   .strictObject({
@@ -133,6 +160,12 @@ export const FilterSchema = z
     isSystem: z.boolean().nullish(),
     activityFilters: z.array(ActivityFilterSchema).max(FILTER_LIMITS.activityFilters).nullish(),
     timestampFilters: z.array(TimestampFilterSchema).max(FILTER_LIMITS.timestampFilters).nullish(),
+    incidentFilters: z
+      .array(IncidentFilterSchema)
+      .max(FILTER_LIMITS.incidentFilters)
+      .nullish()
+      .openapi({ description: "For each entry, the instance has an incident matching all the entry's given fields" }),
+    planJobs: PlanJobsSchema.nullish(),
     emptyFilterSelectsAll: z.boolean().nullish(),
   })
   .openapi('WorkflowInstanceFilter', {
@@ -142,3 +175,5 @@ export const FilterSchema = z
 export type Filter = z.infer<typeof FilterSchema>;
 export type TimestampFilter = z.infer<typeof TimestampFilterSchema>;
 export type ActivityFilter = z.infer<typeof ActivityFilterSchema>;
+export type IncidentFilter = z.infer<typeof IncidentFilterSchema>;
+export type PlanJobsFilter = z.infer<typeof PlanJobsSchema>;

@@ -53,12 +53,14 @@ export interface SubmitRequest {
 export interface Submission {
   submittedBy?: PrincipalRef | undefined;
   approval?: Approval | null | undefined;
+  /** The plan whose failed jobs this one retries (retry-failed). */
+  retryOf?: string | undefined;
 }
 
 export type { JobCounts, JobView, PlanView } from './views.js';
 export type { PlanRow } from './plan-store/index.js';
 
-interface JobRow {
+export interface JobRow {
   plan_id: string;
   ord: number;
   id: string;
@@ -132,12 +134,14 @@ function meaningfulFilter(filter: Filter): Record<string, unknown> {
   for (const [key, value] of Object.entries(filter)) {
     if (value === null || value === undefined || (Array.isArray(value) && value.length === 0)) continue;
     if ((key === 'searchTerm' && value === '') || (key === 'emptyFilterSelectsAll' && value === false)) continue;
+    const given = (entry: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== null && v !== undefined));
     out[key] =
-      key === 'activityFilters' && Array.isArray(value)
-        ? (value as Record<string, unknown>[]).map((entry) =>
-            Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== null && v !== undefined)),
-          )
-        : value;
+      (key === 'activityFilters' || key === 'incidentFilters') && Array.isArray(value)
+        ? (value as Record<string, unknown>[]).map(given)
+        : key === 'planJobs'
+          ? given(value as Record<string, unknown>)
+          : value;
   }
   return out;
 }
@@ -196,6 +200,7 @@ export async function submitPlan(
     submittedBy: submission.submittedBy ?? null,
     approval,
     schedule,
+    retryOf: submission.retryOf ?? null,
   });
   if (inserted) return { planId: id, created: true };
   const existing = await planIdentity(db, id);
@@ -256,6 +261,7 @@ function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterati
     rollout: r.rollout ?? { rate: null, canary: null, stopOnFailureRatio: null },
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
+    retryOf: r.retry_of,
     outcome: r.status === PLAN_STATUS.Completed ? planOutcome(counts.total, counts.failed) : null,
     approval: r.approval ?? null,
     schedule: r.schedule ?? null,
@@ -271,7 +277,7 @@ export const revertFailureMessage = (planId: string) => `Instance changed since 
  * A Completed job stores no log: each of the plan's alterations succeeded at its completion time (a revert
  * job: its instance was restored).
  */
-function jobLog(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): LogEntry[] {
+export function jobLog(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): LogEntry[] {
   if (r.log) return r.log;
   if (r.status !== JOB_STATUS.Completed || !r.completed_at) return [];
   const timestamp = r.completed_at.toISOString();
@@ -309,7 +315,7 @@ function jobView(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): J
 const planRow = readPlan;
 
 /** Cursors are opaque to clients: base64url of the position they continue after (signed by the API). */
-const encodeCursor = (parts: (string | number)[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+export const encodeCursor = (parts: (string | number)[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 /** What a position may hold, strictly: a crafted cursor is a 400, never a value SQL chokes on. */
 const CURSOR_PARTS = {
@@ -318,7 +324,7 @@ const CURSOR_PARTS = {
     typeof v === 'string' && ISO_UTC.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v,
   id: (v: unknown) => typeof v === 'string' && /^[\w.:-]{1,100}$/.test(v),
 };
-function decodeCursor(cursor: string, shape: (keyof typeof CURSOR_PARTS)[]): (string | number)[] {
+export function decodeCursor(cursor: string, shape: (keyof typeof CURSOR_PARTS)[]): (string | number)[] {
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (Array.isArray(parts) && parts.length === shape.length && parts.every((p, i) => CURSOR_PARTS[shape[i]!](p)))

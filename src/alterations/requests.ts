@@ -55,6 +55,23 @@ export const PreviewSchema = z
   })
   .openapi('PreviewAlterationsRequest');
 
+/** What a retry-failed takes again: the jobs that failed and, with `verify`, those not verified. */
+export const RETRY_INCLUDES = ['Failed', 'Unverified'] as const;
+export type RetryInclude = (typeof RETRY_INCLUDES)[number];
+
+/** The body of `POST /alterations/{planId}/retry-failed`. */
+export const RetryFailedSchema = z
+  .strictObject({
+    id: PlanId.optional().openapi({ description: 'Client-chosen id of the retry plan (idempotent)' }),
+    include: z
+      .array(z.enum(RETRY_INCLUDES))
+      .min(1)
+      .max(RETRY_INCLUDES.length)
+      .optional()
+      .openapi({ description: 'Which jobs to retry (default both)' }),
+  })
+  .openapi('RetryFailedRequest');
+
 /** The body of approve and reject (the console's decision form validates with it too). */
 export const DecisionSchema = z
   .strictObject({ comment: z.string().max(2000).nullish().openapi({ description: 'Why, for the record' }) })

@@ -92,6 +92,10 @@ export const PlanSchema = z
       .nullable()
       .openapi({ description: 'Why the plan is Paused (manual, canary, failures or schedule); null unless Paused' }),
     revertOf: z.string().nullable().openapi({ description: 'The plan this plan reverts; null for other plans' }),
+    retryOf: z
+      .string()
+      .nullable()
+      .openapi({ description: 'The plan whose failed jobs this plan retries (retry-failed); null for other plans' }),
     outcome: z
       .enum(PLAN_OUTCOMES)
       .nullable()
@@ -143,6 +147,25 @@ export const JobSchema = z
   })
   .openapi('AlterationJob');
 export type JobView = z.infer<typeof JobSchema>;
+
+export const InstanceChangeSchema = z
+  .object({
+    planId: z.string(),
+    jobId: z.string(),
+    status: z
+      .number()
+      .int()
+      .openapi({ description: enumDescription(JOB_STATUS) }),
+    verification: z
+      .enum(['Pending', 'Verified', 'Unverified'])
+      .nullable()
+      .openapi({ description: "Whether the instance came to match the plan's verify.expect; null without verify" }),
+    alterationTypes: z.array(z.string()).openapi({ description: "The plan's alteration types (Revert for a revert)" }),
+    log: z.array(LogEntrySchema),
+    completedAt: z.string().nullable(),
+  })
+  .openapi('InstanceChange');
+export type InstanceChange = z.infer<typeof InstanceChangeSchema>;
 
 export const RunResultSchema = z
   .object({

@@ -1,4 +1,4 @@
-import { countInstances } from '../alterations/filter.js';
+import { checkFilterReferences, countInstances } from '../alterations/filter.js';
 import {
   approvalNeeded,
   decidePlan,
@@ -8,7 +8,8 @@ import {
   principalRef,
 } from '../alterations/governance.js';
 import { withTransaction } from '../db/pool.js';
-import { PLAN_STATUS, type PlanStatus, type Rollout } from '../alterations/model.js';
+import { isFinished, PLAN_STATUS, type PlanStatus, planStatusName, type Rollout } from '../alterations/model.js';
+import { RETRY_INCLUDES, type RetryInclude } from '../alterations/requests.js';
 import {
   cancelPlan,
   changeRollout,
@@ -39,7 +40,12 @@ type Deps = Pick<AppDeps, 'pool' | 'temporal' | 'planProcessing' | 'logger'>;
  * (contract section 10) when its body asks for a review, or the tenant's policy wants one (always, or above
  * a count of matched instances at submission); the submitter is recorded, for the four-eyes rule.
  */
-export async function submitPlanCommand(deps: Deps, principal: Principal, body: SubmitRequest) {
+export async function submitPlanCommand(
+  deps: Deps,
+  principal: Principal,
+  body: SubmitRequest,
+  made: { retryOf?: string } = {},
+) {
   const { pool } = deps;
   const tenant = tenantKey(principal.tenantId);
   const submittedBy = principalRef(principal);
@@ -47,13 +53,14 @@ export async function submitPlanCommand(deps: Deps, principal: Principal, body: 
   const now = new Date();
   // The tenant's policy (or the body) may make it wait for a second principal's approval; the instances
   // are counted only when the answer depends on it.
+  await checkFilterReferences(pool, tenant, body.filter, '/filter');
   const policy = await getPolicy(pool, tenant);
   const counting = policy.approval !== 'never' || body.approval?.required === true;
   const matched = counting ? await countInstances(pool, body.filter, tenant) : 0;
   const approval = approvalNeeded(policy, body.approval?.required === true, matched)
     ? pendingApproval(policy, submittedBy, matched, now)
     : null;
-  const { planId } = await submitPlan(pool, tenant, body, now, { submittedBy, approval });
+  const { planId } = await submitPlan(pool, tenant, body, now, { submittedBy, approval, ...made });
   // Started again for a resubmitted id too: a no-op when it already runs or ran, and it completes a
   // submit whose first attempt stored the plan but could not start it.
   const stored = await getPlanView(pool, tenant, planId);
@@ -133,6 +140,36 @@ export async function cancelPlanCommand(deps: Deps, principal: Principal, planId
   // A paused or throttled workflow is waiting: it ends now instead of at its next look at the row.
   await signalPlanChanged(deps.temporal.current(), planId, deps.logger);
   return { planId, status: PLAN_STATUS.Cancelled as PlanStatus };
+}
+
+/**
+ * Submits the plan that retries what a finished plan did not get done (contract section 12): the same
+ * alterations and rollout over `filter: {planJobs: {planId, statuses: ['Failed']}}`, recorded as `retryOf`. It is
+ * a plan like any other: the approval policy, the schedule rules and the permissions apply. A 409 while the plan
+ * is not finished, for a revert (revert again instead), or when nothing is left to retry.
+ */
+export async function retryFailedCommand(
+  deps: Deps,
+  principal: Principal,
+  planId: string,
+  body: { id?: string | undefined; include?: readonly RetryInclude[] | undefined },
+) {
+  const plan = await getPlanView(deps.pool, tenantKey(principal.tenantId), planId);
+  if (!isFinished(plan.status))
+    throw new ConflictError(`Plan ${planId} is not finished (${planStatusName(plan.status)}): retry it once it is`);
+  if (plan.revertOf)
+    throw new ConflictError(`Plan ${planId} is a revert: revert plan ${plan.revertOf} again to restore what it left`);
+  const include = new Set(body.include ?? RETRY_INCLUDES);
+  // Verification (Unverified jobs) is not recorded yet: what a retry takes is the failed jobs.
+  const left = include.has('Failed') ? plan.jobCounts.failed : 0;
+  if (left === 0) throw new ConflictError(`Plan ${planId} has nothing left to retry: no job of it failed`);
+  const request: SubmitRequest = {
+    ...(body.id !== undefined ? { id: body.id } : {}),
+    alterations: plan.alterations,
+    filter: { planJobs: { planId, statuses: ['Failed'] } },
+    ...(plan.rollout ? { rollout: plan.rollout } : {}),
+  };
+  return submitPlanCommand(deps, principal, request, { retryOf: planId });
 }
 
 /** Stores and starts the plan that reverts a finished plan; answers its id. */

@@ -65,3 +65,35 @@ export const InstanceViewSchema = z
   })
   .openapi('WorkflowInstance');
 export type InstanceView = z.infer<typeof InstanceViewSchema>;
+
+export const IncidentGroupSchema = z
+  .object({
+    definitionId: z.string(),
+    version: z.number().int(),
+    activityId: z.string(),
+    activityType: z.string(),
+    message: z.string().openapi({ description: "The incidents' message, its first 200 characters" }),
+    count: z.number().int().openapi({ description: 'How many instances have such an incident' }),
+    firstAt: z.string(),
+    lastAt: z.string(),
+    sampleInstanceIds: z.array(z.string()).openapi({ description: 'Up to 5 of them, the latest to fault first' }),
+  })
+  .openapi('IncidentGroup');
+export type IncidentGroup = z.infer<typeof IncidentGroupSchema>;
+
+export const ActivityCountsSchema = z
+  .object({
+    definitionId: z.string(),
+    version: z.number().int(),
+    items: z.array(
+      z.object({
+        activityId: z.string(),
+        type: z.string(),
+        name: z.string().nullable(),
+        waiting: z.number().int().openapi({ description: 'Unfinished instances waiting on it (a bookmark)' }),
+        scheduled: z.number().int().openapi({ description: 'Unfinished instances that have it scheduled' }),
+        faulted: z.number().int().openapi({ description: 'Unfinished instances with an incident on it' }),
+      }),
+    ),
+  })
+  .openapi('ActivityCounts');

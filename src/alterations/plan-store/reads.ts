@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import { NotFoundError } from '../../errors.js';
-import { type Approval, PLAN_STATUS, type PlanStatus, UNFINISHED_STATUSES } from '../../vocabulary/plan.js';
+import { type Approval, JOB_STATUS, PLAN_STATUS, type PlanStatus, UNFINISHED_STATUSES } from '../../vocabulary/plan.js';
 import type { Alteration, Filter } from '../model.js';
 import { PLAN_COLUMNS, PLAN_SUMMARY_COLUMNS, type PlanRow, type PlanSummaryRow } from './rows.js';
 
@@ -116,4 +116,34 @@ export async function governedPlanCounts(db: Queryable): Promise<{ awaiting: num
     [PLAN_STATUS.AwaitingApproval, PLAN_STATUS.Paused],
   );
   return rows[0] ?? { awaiting: 0, scheduled: 0 };
+}
+
+/** Whether the tenant has a plan of this id (a filter's `planJobs` names one). */
+export async function tenantHasPlan(db: Queryable, tenantKey: string, planId: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM alteration_plans WHERE id = $1 AND tenant_id = $2', [
+    planId,
+    tenantKey,
+  ]);
+  return rows.length > 0;
+}
+
+/**
+ * SQL for the status of a job of plan `planParam` that has no row yet: Cancelled once its plan is, else Pending
+ * (a filter's `planJobs` reads jobs this way; src/db/migrations/008_job_sets.sql).
+ */
+export const unwrittenJobStatusSql = (planParam: string) =>
+  `(SELECT CASE WHEN p.status = ${PLAN_STATUS.Cancelled} THEN ${JOB_STATUS.Cancelled} ELSE ${JOB_STATUS.Pending} END
+      FROM alteration_plans p WHERE p.id = ${planParam})`;
+
+/** The tenant's plans of these ids, with what a job's log is derived from (an instance's changes list them). */
+export async function readPlanAlterations(
+  db: Queryable,
+  tenantKey: string,
+  planIds: readonly string[],
+): Promise<Map<string, { alterations: Alteration[]; revert_of: string | null }>> {
+  const { rows } = await db.query<{ id: string; alterations: Alteration[]; revert_of: string | null }>(
+    'SELECT id, alterations, revert_of FROM alteration_plans WHERE id = ANY($1::text[]) AND tenant_id = $2',
+    [planIds, tenantKey],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
 }

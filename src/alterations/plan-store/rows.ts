@@ -32,6 +32,7 @@ export interface PlanRow {
   rollout: Rollout | null;
   pause_reason: PauseReason | null;
   revert_of: string | null;
+  retry_of: string | null;
   steering: number;
   submitted_by: PrincipalRef | null;
   approval: Approval | null;
@@ -43,7 +44,7 @@ export interface PlanRow {
 export type PlanStateRow = Omit<PlanRow, 'alterations' | 'filter'>;
 
 export const PLAN_COLUMNS =
-  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, steering, submitted_by, approval, schedule, resumes_at';
+  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, retry_of, steering, submitted_by, approval, schedule, resumes_at';
 
 /**
  * The columns of a plan summary: neither the alterations nor the filter, which may be large, but what Postgres

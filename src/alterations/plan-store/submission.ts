@@ -20,14 +20,16 @@ export interface NewPlan {
   approval: Approval | null;
   schedule: Schedule | null;
   revertOf?: string | null;
+  /** The plan whose failed jobs this one retries. */
+  retryOf?: string | null;
 }
 
 /** Stores a plan (AwaitingApproval when it carries an approval, else Pending); false when its id is taken. */
 export async function insertPlan(db: Queryable, p: NewPlan): Promise<boolean> {
   const { rowCount } = await db.query(
     `INSERT INTO alteration_plans
-       (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule, revert_of)
-     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12)
+       (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule, revert_of, retry_of)
+     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13)
      ON CONFLICT (id) DO NOTHING`,
     [
       p.id,
@@ -42,6 +44,7 @@ export async function insertPlan(db: Queryable, p: NewPlan): Promise<boolean> {
       p.approval && JSON.stringify(p.approval),
       p.schedule && JSON.stringify(p.schedule),
       p.revertOf ?? null,
+      p.retryOf ?? null,
     ],
   );
   return rowCount === 1;

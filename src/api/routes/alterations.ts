@@ -1,7 +1,7 @@
 import { mayReadInstances } from '../authorize.js';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import { stream } from 'hono/streaming';
-import { countInstances, instanceIdPages } from '../../alterations/filter.js';
+import { checkFilterReferences, countInstances, instanceIdPages } from '../../alterations/filter.js';
 import { previewPlan, previewShown } from '../../alterations/preview.js';
 import { FilterSchema, JobStatusInput, PlanStatusInput, RolloutPatchSchema } from '../../alterations/model.js';
 import { getPlan, listJobs, listPlans } from '../../alterations/plans.js';
@@ -13,7 +13,7 @@ import {
   PreviewItemSchema,
   RunResultSchema,
 } from '../../alterations/views.js';
-import { Alterations, PlanId, PreviewSchema, SubmitSchema } from '../../alterations/requests.js';
+import { Alterations, PlanId, PreviewSchema, RetryFailedSchema, SubmitSchema } from '../../alterations/requests.js';
 import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import {
@@ -21,6 +21,7 @@ import {
   checkRunAllowed,
   pausePlanCommand,
   resumePlanCommand,
+  retryFailedCommand,
   revertPlanCommand,
   rolloutPlanCommand,
   submitPlanCommand,
@@ -185,6 +186,14 @@ const revert = planCommandRoute(EXECUTE, 'revert', {
   answer: { 202: jsonContent(z.object({ planId: z.string() }), 'The revert plan, stored and started') },
 });
 
+const retryFailed = planCommandRoute(EXECUTE, 'retry-failed', {
+  tags: TAGS,
+  summary:
+    "Retry what a finished plan did not get done: a new plan with its alterations and rollout over its failed jobs' instances (retryOf names the plan); the approval policy applies",
+  body: RetryFailedSchema,
+  answer: { 202: jsonContent(z.object({ planId: z.string() }), 'The retry plan, stored and started') },
+});
+
 const run = bodyRoute(EXECUTE, 'post', '/alterations/run', {
   tags: TAGS,
   summary:
@@ -256,8 +265,16 @@ export function alterationRoutes() {
     return c.json(reverted, 202);
   });
 
+  app.openapi(retryFailed, async (c) => {
+    const { planId } = c.req.valid('param');
+    const retry = await retryFailedCommand(c.get('deps'), c.get('principal'), planId, c.req.valid('json'));
+    c.header('Location', `/alterations/${encodeURIComponent(retry.planId)}`);
+    return c.json(retry, 202);
+  });
+
   app.openapi(dryRun, async (c) => {
     const { pool } = c.get('deps');
+    await checkFilterReferences(pool, callerTenant(c), c.req.valid('json'));
     if (c.req.valid('query').countOnly === 'true') {
       return c.json({ count: await countInstances(pool, c.req.valid('json'), callerTenant(c)) }, 200);
     }
@@ -296,6 +313,7 @@ export function alterationRoutes() {
 
   app.openapi(preview, async (c) => {
     const { pool, definitions } = c.get('deps');
+    await checkFilterReferences(pool, callerTenant(c), c.req.valid('json').filter, '/filter');
     const preview = previewShown(
       await previewPlan({ pool, definitions }, callerTenant(c), c.req.valid('json'), c.req.raw.signal),
       mayReadInstances(c),

@@ -1,5 +1,7 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { DEFINITIONS_VIEW } from '../../auth/route-permissions.js';
+import { DEFINITIONS_VIEW, INSTANCES_VIEW } from '../../auth/route-permissions.js';
+import { activityCounts } from '../../engine/incident-groups.js';
+import { ActivityCountsSchema } from '../../engine/instance-views.js';
 import { WorkflowDefinitionRequestSchema } from '../../engine/definition-schema.js';
 import { findDefinition, listLatestDefinitions, publishDefinition } from '../../engine/definitions.js';
 import { loadMigrationDraft } from '../../engine/migration-draft.js';
@@ -10,6 +12,7 @@ import {
   definitionView,
 } from '../../engine/definition-views.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
+import type { Queryable } from '../../db/pool.js';
 import { openCursor, sealCursor } from '../cursor.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { QueryInt32 } from '../../vocabulary/input.js';
@@ -28,6 +31,16 @@ function openDefinitionCursor(key: Uint8Array, sealed: string): string {
 }
 
 const VIEW = DEFINITIONS_VIEW;
+
+/** The latest version, or the given one, of a definition of the tenant; a 404 naming it when there is none. */
+async function foundDefinition(db: Queryable, tenantKey: string, definitionId: string, version: number | undefined) {
+  const def = await findDefinition(db, tenantKey, definitionId, version);
+  if (!def)
+    throw new NotFoundError(
+      `Workflow definition ${definitionId}${version === undefined ? '' : ` version ${version}`} not found`,
+    );
+  return def;
+}
 
 const publish = bodyRoute(
   { structured: 'workflows/definitions:create', legacy: 'write:workflow-definitions' },
@@ -104,6 +117,19 @@ const draft = secureRoute(VIEW, {
   responses: { 200: jsonContent(MigrationDraftSchema, 'The draft'), ...problems(400, 401, 403, 404) },
 });
 
+const counts = secureRoute(INSTANCES_VIEW, {
+  method: 'get',
+  path: '/workflow-definitions/{definitionId}/activity-counts',
+  tags: ['Workflow definitions'],
+  summary:
+    "How many of a version's unfinished instances wait on each of its activities, have it scheduled, or have an incident on it (the latest version, or ?version=N); every activity listed, zeros included",
+  request: {
+    params: z.object({ definitionId: z.string() }),
+    query: z.strictObject({ version: QueryInt32.min(1).optional() }),
+  },
+  responses: { 200: jsonContent(ActivityCountsSchema, 'The counts'), ...problems(400, 401, 403, 404) },
+});
+
 export function definitionRoutes() {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(publish, async (c) => {
@@ -116,13 +142,16 @@ export function definitionRoutes() {
     const { pool } = c.get('deps');
     const { definitionId } = c.req.valid('param');
     const { version } = c.req.valid('query');
-    const def = await findDefinition(pool, callerTenant(c), definitionId, version);
-    if (!def) {
-      throw new NotFoundError(
-        `Workflow definition ${definitionId}${version === undefined ? '' : ` version ${version}`} not found`,
-      );
-    }
+    const def = await foundDefinition(pool, callerTenant(c), definitionId, version);
     return c.json(definitionView(def), 200);
+  });
+  app.openapi(counts, async (c) => {
+    const { pool } = c.get('deps');
+    const { definitionId } = c.req.valid('param');
+    const { version } = c.req.valid('query');
+    const def = await foundDefinition(pool, callerTenant(c), definitionId, version);
+    const items = await activityCounts(pool, callerTenant(c), def.id, def.root.activities);
+    return c.json({ definitionId: def.definitionId, version: def.version, items }, 200);
   });
   app.openapi(draft, async (c) => {
     const { definitionId } = c.req.valid('param');

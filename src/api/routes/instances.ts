@@ -5,13 +5,17 @@ import { listInstancesJson } from '../../engine/instance-list.js';
 import { createInstance, getInstanceView } from '../../engine/instances.js';
 import {
   InstanceStatusSchema,
+  IncidentGroupSchema,
   InstanceSubStatusSchema,
   InstanceSummarySchema,
   InstanceViewSchema,
 } from '../../engine/instance-views.js';
 import { type AppEnv, callerTenant } from '../context.js';
 import { openAfter, sealCursor } from '../cursor.js';
-import { Int32 } from '../../vocabulary/input.js';
+import { Int32, QueryInt32 } from '../../vocabulary/input.js';
+import { listIncidentGroups } from '../../engine/incident-groups.js';
+import { listInstanceChanges } from '../../alterations/instance-changes.js';
+import { InstanceChangeSchema } from '../../alterations/views.js';
 import { BODY_ROUTE_PROBLEMS, jsonBody, jsonContent, NextCursor, PAGING, problems } from '../schemas.js';
 import { bodyRoute, byIdRoute } from '../route-shapes.js';
 import { secureRoute } from '../secure-route.js';
@@ -79,6 +83,40 @@ const list = secureRoute(VIEW, {
   },
 });
 
+const incidents = secureRoute(VIEW, {
+  method: 'get',
+  path: '/workflow-instances/incidents',
+  tags: ['Workflow instances'],
+  summary:
+    "The tenant's open incidents grouped by definition, version, activity and message (its first 200 characters), largest group first",
+  request: {
+    query: z.strictObject({
+      definitionId: z.string().min(1).max(1024).optional().openapi({ description: 'Only this definition' }),
+      after: PAGING.after,
+      limit: QueryInt32.min(1).max(100).default(20),
+    }),
+  },
+  responses: {
+    200: jsonContent(z.object({ items: z.array(IncidentGroupSchema), nextCursor: NextCursor }), 'A page of groups'),
+    ...problems(400, 401, 403),
+  },
+});
+
+const changes = secureRoute(VIEW, {
+  method: 'get',
+  path: '/workflow-instances/{id}/alterations',
+  tags: ['Workflow instances'],
+  summary: "Every plan's job that touched the instance, newest first, with its status and log",
+  request: {
+    params: z.object({ id: z.string() }),
+    query: z.strictObject({ after: PAGING.after, limit: QueryInt32.min(1).max(100).default(20) }),
+  },
+  responses: {
+    200: jsonContent(z.object({ items: z.array(InstanceChangeSchema), nextCursor: NextCursor }), 'A page of changes'),
+    ...problems(400, 401, 403, 404),
+  },
+});
+
 const read = byIdRoute(VIEW, 'get', '/workflow-instances/{id}', {
   tags: ['Workflow instances'],
   summary: 'Read an instance with its variables, bookmarks, incidents, activity records and journal',
@@ -136,6 +174,25 @@ export function instanceRoutes() {
       c,
       `{"items":${page.itemsJson},"nextCursor":${JSON.stringify(sealCursor(tokens.key, page.nextCursor))}}\n`,
     );
+  });
+  // Before `/workflow-instances/{id}`: "incidents" is not an instance id.
+  app.openapi(incidents, async (c) => {
+    const { pool, tokens } = c.get('deps');
+    const query = c.req.valid('query');
+    const page = await listIncidentGroups(pool, callerTenant(c), {
+      ...query,
+      after: openAfter(tokens.key, query.after),
+    });
+    return c.json({ items: page.items, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
+  });
+  app.openapi(changes, async (c) => {
+    const { pool, tokens } = c.get('deps');
+    const query = c.req.valid('query');
+    const page = await listInstanceChanges(pool, callerTenant(c), c.req.valid('param').id, {
+      after: openAfter(tokens.key, query.after),
+      limit: query.limit,
+    });
+    return c.json({ items: page.items, nextCursor: sealCursor(tokens.key, page.nextCursor) }, 200);
   });
   app.openapi(read, async (c) => {
     const { pool, definitions } = c.get('deps');

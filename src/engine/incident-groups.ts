@@ -1,0 +1,152 @@
+import type { Queryable } from '../db/pool.js';
+import { ValidationError } from '../errors.js';
+import type { IncidentGroup } from './instance-views.js';
+
+/** How much of an incident's message makes its group: longer messages differ only in their tails. */
+export const GROUP_MESSAGE_LENGTH = 200;
+/** Instances named in each group, the latest to fault first. */
+const SAMPLES = 5;
+
+interface GroupRow {
+  definition_id: string;
+  version: number;
+  activity_id: string;
+  activity_type: string;
+  message: string;
+  count: number;
+  first_at: string;
+  last_at: string;
+  samples: string[];
+}
+
+type Position = [count: number, definitionId: string, version: number, activityId: string, message: string];
+
+const encodeCursor = (r: GroupRow) =>
+  Buffer.from(
+    JSON.stringify(['ig', r.count, r.definition_id, r.version, r.activity_id, r.message] satisfies ['ig', ...Position]),
+  ).toString('base64url');
+
+/** Strict, although cursors are signed: a crafted cursor is a 400, never a value SQL chokes on. */
+function decodeCursor(cursor: string): Position {
+  try {
+    const p = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(p) &&
+      p.length === 6 &&
+      p[0] === 'ig' &&
+      Number.isInteger(p[1]) &&
+      typeof p[2] === 'string' &&
+      Number.isInteger(p[3]) &&
+      typeof p[4] === 'string' &&
+      typeof p[5] === 'string'
+    )
+      return [p[1] as number, p[2], p[3] as number, p[4], p[5]];
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('The cursor is not valid', [
+    { path: '/query/after', message: 'Not a cursor of this list' },
+  ]);
+}
+
+/**
+ * The tenant's open incidents grouped by definition, version, activity and message (its first 200 characters),
+ * largest group first: one statement over the instances that have incidents (their own index), whatever the
+ * tenant's size. `count` is the number of instances in the group; the samples are the latest to fault.
+ */
+export async function listIncidentGroups(
+  db: Queryable,
+  tenantKey: string,
+  q: { definitionId?: string | undefined; after?: string | undefined; limit: number },
+): Promise<{ items: IncidentGroup[]; nextCursor: string | null }> {
+  const params: unknown[] = [tenantKey, GROUP_MESSAGE_LENGTH, SAMPLES, q.limit + 1];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  const definition = q.definitionId === undefined ? '' : `AND i.definition_id = ${param(q.definitionId)}`;
+  let after = '';
+  if (q.after !== undefined) {
+    const [count, definitionId, version, activityId, message] = decodeCursor(q.after);
+    after = `WHERE g.count < ${param(count)}
+                OR (g.count = $${params.length} AND (g.definition_id, g.version, g.activity_id, g.message)
+                    > (${param(definitionId)}::text, ${param(version)}::int, ${param(activityId)}::text, ${param(message)}::text))`;
+  }
+  const { rows } = await db.query<GroupRow>(
+    `WITH incidents AS (
+       SELECT i.id, i.definition_id, i.version, e->>'activityId' AS activity_id, e->>'activityType' AS activity_type,
+              left(e->>'message', $2) AS message, e->>'timestamp' AS at
+         FROM workflow_instances i CROSS JOIN LATERAL jsonb_array_elements(i.incidents) e
+        WHERE i.tenant_id = $1 AND (i.incident_count > 0) ${definition}
+     ), g AS (
+       SELECT definition_id, version, activity_id, min(activity_type) AS activity_type, message,
+              count(DISTINCT id)::int AS count, min(at) AS first_at, max(at) AS last_at,
+              (array_agg(id ORDER BY at DESC, id))[1:$3] AS samples
+         FROM incidents GROUP BY definition_id, version, activity_id, message
+     )
+     SELECT * FROM g ${after}
+      ORDER BY g.count DESC, g.definition_id, g.version, g.activity_id, g.message
+      LIMIT $4`,
+    params,
+  );
+  const page = rows.slice(0, q.limit);
+  return {
+    items: page.map((r) => ({
+      definitionId: r.definition_id,
+      version: r.version,
+      activityId: r.activity_id,
+      activityType: r.activity_type,
+      message: r.message,
+      count: r.count,
+      firstAt: r.first_at,
+      lastAt: r.last_at,
+      sampleInstanceIds: [...new Set(r.samples)],
+    })),
+    nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null,
+  };
+}
+
+/** What a version's unfinished instances do at one activity. */
+export interface ActivityCount {
+  activityId: string;
+  type: string;
+  name: string | null;
+  /** Instances waiting on it (a bookmark). */
+  waiting: number;
+  /** Instances that have it scheduled. */
+  scheduled: number;
+  /** Instances with an incident on it. */
+  faulted: number;
+}
+
+/**
+ * How many of a version's unfinished instances wait on each of its activities, have it scheduled, or have an
+ * incident on it: one pass over the version's running instances. Every activity of the version is listed (in
+ * the definition's order), zeros included.
+ */
+export async function activityCounts(
+  db: Queryable,
+  tenantKey: string,
+  versionId: string,
+  activities: readonly { id: string; type: string; name?: string | undefined }[],
+): Promise<ActivityCount[]> {
+  const { rows } = await db.query<{ kind: 'w' | 's' | 'f'; activity_id: string; n: number }>(
+    `SELECT x.kind, x.activity_id, count(DISTINCT i.id)::int AS n
+       FROM workflow_instances i
+       CROSS JOIN LATERAL (
+         SELECT 'w' AS kind, b->>'activityId' AS activity_id FROM jsonb_array_elements(i.bookmarks) b
+         UNION ALL SELECT 's', s FROM jsonb_array_elements_text(i.scheduled) s
+         UNION ALL SELECT 'f', e->>'activityId' FROM jsonb_array_elements(i.incidents) e
+       ) x
+      WHERE i.tenant_id = $1 AND i.definition_version_id = $2 AND i.status = 'Running'
+      GROUP BY x.kind, x.activity_id`,
+    [tenantKey, versionId],
+  );
+  const counts = new Map<string, ActivityCount>();
+  for (const a of activities)
+    if (!counts.has(a.id))
+      counts.set(a.id, { activityId: a.id, type: a.type, name: a.name ?? null, waiting: 0, scheduled: 0, faulted: 0 });
+  const field = { w: 'waiting', s: 'scheduled', f: 'faulted' } as const;
+  for (const r of rows) {
+    const c = counts.get(r.activity_id);
+    if (c) c[field[r.kind]] += r.n;
+  }
+  return [...counts.values()];
+}
