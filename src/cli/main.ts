@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerConnections } from './commands/connections.js';
 import { registerDefinitions } from './commands/definitions.js';
+import { registerFindFix } from './commands/find-fix.js';
 import { registerIdentity } from './commands/identity.js';
 import { registerInstances } from './commands/instances.js';
 import { registerPolicy } from './commands/governance.js';
@@ -23,6 +24,7 @@ const COMMAND_GROUPS = [
   registerDefinitions,
   registerInstances,
   registerPlans,
+  registerFindFix,
   registerPolicy,
   registerRuns,
   registerConnections,

@@ -3,11 +3,18 @@ import type { AlterationSchema, FilterSchema, RolloutPatchSchema, RolloutSchema 
 import type { ApprovalPolicy } from '../alterations/governance.js';
 import type { ScheduleSchema } from '../alterations/schedule.js';
 import type { MigrationDraft } from '../engine/migration-draft.js';
-import type { JobView, PlanSummaryView, PlanView, PreviewItem, RunResultView } from '../alterations/views.js';
+import type {
+  InstanceChange,
+  JobView,
+  PlanSummaryView,
+  PlanView,
+  PreviewItem,
+  RunResultView,
+} from '../alterations/views.js';
 import type { ConnectionRequestSchema, ConnectionSchema } from '../connections/views.js';
 import type { DefinitionSchema, DefinitionSummarySchema } from '../engine/definition-views.js';
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
-import type { InstanceSummary, InstanceView } from '../engine/instance-views.js';
+import type { ActivityCountsSchema, IncidentGroup, InstanceSummary, InstanceView } from '../engine/instance-views.js';
 import type { ApiKeyView } from '../auth/api-keys.js';
 import type { StoredUserView, UserView } from '../auth/users.js';
 import { connectionError, ProblemError, type RequestInfo, UnexpectedAnswerError } from './errors.js';
@@ -33,6 +40,8 @@ export type Definition = z.infer<typeof DefinitionSchema>;
 export type DefinitionSummary = z.infer<typeof DefinitionSummarySchema>;
 export type ConnectionRequest = z.input<typeof ConnectionRequestSchema>;
 export type Connection = z.infer<typeof ConnectionSchema>;
+export type ActivityCounts = z.infer<typeof ActivityCountsSchema>;
+export type { IncidentGroup, InstanceChange };
 export type {
   InstanceSummary,
   InstanceView,
@@ -207,6 +216,14 @@ export function createClient(options: ClientOptions) {
           query: { after: opts.after, limit: opts.limit },
         }),
       /** A first draft of a Migrate's activityMappings from version `from` to `to`, to edit. */
+      /** How many of a version's unfinished instances wait on, have scheduled, or faulted at each activity. */
+      activityCounts: (definitionId: string, version?: number) =>
+        call<ActivityCounts>(
+          'GET',
+          `/workflow-definitions/${seg(definitionId)}/activity-counts`,
+          shapes.activityCounts,
+          { query: { version } },
+        ),
       migrationDraft: (definitionId: string, from: number, to: number) =>
         call<MigrationDraft>(
           'GET',
@@ -236,6 +253,14 @@ export function createClient(options: ClientOptions) {
           limit?: number;
         } = {},
       ) => call<Page<InstanceSummary>>('GET', '/workflow-instances', shapes.instancePage, { query }),
+      /** The open incidents grouped by definition, version, activity and message, largest group first. */
+      incidents: (query: { definitionId?: string; after?: string; limit?: number } = {}) =>
+        call<Page<IncidentGroup>>('GET', '/workflow-instances/incidents', shapes.incidentGroupPage, { query }),
+      /** Every plan's job that touched the instance, newest first. */
+      changes: (id: string, query: { after?: string; limit?: number } = {}) =>
+        call<Page<InstanceChange>>('GET', `/workflow-instances/${seg(id)}/alterations`, shapes.instanceChangePage, {
+          query,
+        }),
       /** `resumption`: `inline` (resumed before the answer) or `recorded` (the workers resume them next). */
       trigger: async (eventName: string, body: { correlationId?: string; workflowInstanceId?: string } = {}) => {
         let resumption: string | null = null;
@@ -312,6 +337,9 @@ export function createClient(options: ClientOptions) {
       /** A new plan that restores what a finished plan changed (instances changed since are left alone). */
       revert: (planId: string, body: { id?: string } = {}) =>
         call<{ planId: string }>('POST', `/alterations/${seg(planId)}/revert`, shapes.planId, { body }),
+      /** A new plan over what a finished plan did not get done (its failed jobs' instances). */
+      retryFailed: (planId: string, body: { id?: string; include?: ('Failed' | 'Unverified')[] } = {}) =>
+        call<{ planId: string }>('POST', `/alterations/${seg(planId)}/retry-failed`, shapes.planId, { body }),
       run: (workflowInstanceIds: string[], alterations: Alteration[]) =>
         call<{ results: RunResultView[] }>('POST', '/alterations/run', shapes.results, {
           body: { workflowInstanceIds, alterations },

@@ -38,6 +38,7 @@ const planFields = {
   }).nullish(),
   pauseReason: nullableString.optional(),
   revertOf: nullableString.optional(),
+  retryOf: nullableString.optional(),
   approval: obj({
     state: z.string(),
     requestedBy: obj({ kind: z.string(), id: z.string(), name: nullableString }),
@@ -98,6 +99,41 @@ export const instance = obj({
   incidents: z.array(anyObject),
   bookmarks: z.array(obj({ activityId: z.string(), eventName: z.string() })),
 });
+export const incidentGroupPage = page(
+  obj({
+    definitionId: z.string(),
+    version: z.number(),
+    activityId: z.string(),
+    activityType: z.string(),
+    message: z.string(),
+    count: z.number(),
+    sampleInstanceIds: z.array(z.string()),
+  }),
+);
+export const activityCounts = obj({
+  definitionId: z.string(),
+  version: z.number(),
+  items: z.array(
+    obj({
+      activityId: z.string(),
+      type: z.string(),
+      name: nullableString,
+      waiting: z.number(),
+      scheduled: z.number(),
+      faulted: z.number(),
+    }),
+  ),
+});
+export const instanceChangePage = page(
+  obj({
+    planId: z.string(),
+    jobId: z.string(),
+    status: z.number(),
+    alterationTypes: z.array(z.string()),
+    log: z.array(logEntry),
+    completedAt: nullableString,
+  }),
+);
 export const started = obj({ workflowInstanceId: z.string() });
 export const triggered = obj({ resumedWorkflowInstanceIds: z.array(z.string()) });
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { InstanceSummary, InstanceView } from '../../client/index.js';
 import type { Cli } from '../context.js';
-import { safeCell, table } from '../format.js';
+import { jobStatusName, safeCell, table } from '../format.js';
 import { count } from '../options.js';
 import { type PagingOptions, printPages } from '../paging.js';
 
@@ -25,6 +25,31 @@ export function registerInstances(program: Command, cli: Cli): void {
       cli.print(() => r.workflowInstanceId, r);
     });
   addTrigger(program, cli);
+  instances
+    .command('changes <id>')
+    .description('every plan job that touched an instance, newest first')
+    .option('--limit <n>', 'changes per page (1 to 100)', count, 20)
+    .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
+    .option('--all', 'every page to the end, printed as they arrive')
+    .action(async (id: string, o: PagingOptions & { limit: number }) => {
+      const c = await cli.client();
+      await printPages(
+        (after) => c.instances.changes(id, { limit: o.limit, ...(after ? { after } : {}) }),
+        o,
+        cli.paging(),
+        {
+          columns: ['plan', 'status', 'alterations', 'completed', 'log'],
+          row: (ch) => ({
+            plan: ch.planId,
+            status: jobStatusName(ch.status),
+            alterations: ch.alterationTypes.join(', '),
+            completed: ch.completedAt ?? '-',
+            log: ch.log.at(-1)?.message ?? '',
+          }),
+          more: cli.more,
+        },
+      );
+    });
   instances
     .command('show <id>')
     .description('an instance with its variables, incidents and journal')
