@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { runWfa, startWfa } from '../support/wfa.js';
 import { seedInstances, withoutWorkflows } from '../support/seed.js';
-import { approvalWithNote, chain, event, writeLine } from '../support/workflows.js';
+import { approvalWithNote, chain, event, fault, writeLine } from '../support/workflows.js';
 
 const run = randomBytes(4).toString('hex');
 let adminKey: string;
@@ -501,6 +501,44 @@ describe('wfa, where a newcomer stumbled', () => {
       `  ${ids[0]}  ok`,
       '    /variables/amount: 3 → 4',
     ]);
+  });
+
+  it("finds the incident groups and counts, retries what a plan did not get done, and shows an instance's changes", async () => {
+    const fragile = chain('cli-fragile', [writeLine('start', 'go'), fault('boom', 'Gateway timed out')]);
+    expect((await wfa(['definitions', 'publish', await file('fragile.json', fragile)])).code).toBe(0);
+    const started: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await wfa(['instances', 'start', 'cli-fragile']);
+      expect(r.code, r.err).toBe(0);
+      started.push(r.out.trim());
+    }
+    const groups = await wfa(['incidents', '--definition', 'cli-fragile']);
+    expect(groups.code, groups.err).toBe(0);
+    expect(groups.out).toMatch(/^3\s+cli-fragile v1\s+boom \(Elsa\.Fault\)\s+Gateway timed out/m);
+    const counts = await wfa(['definitions', 'counts', 'cli-fragile']);
+    expect(counts.out).toMatch(/^boom\s+Elsa\.Fault\s+0\s+0\s+3\s*$/m);
+
+    // "wait" is no activity of cli-fragile: every job fails, and the retry fails them again.
+    const planId = `cli-cancel-${run}`;
+    const plan = await file('cancel.json', {
+      id: planId,
+      alterations: [{ type: 'CancelActivity', activityId: 'wait' }],
+      filter: { incidentFilters: [{ messageContains: 'gateway' }] },
+    });
+    expect((await wfa(['plans', 'submit', plan, '--watch'])).code).toBe(1);
+    const retried = await wfa(['retry-failed', planId, '--id', `cli-retry-${run}`, '--watch']);
+    expect(retried.out).toContain(`Retrying what plan ${planId} did not get done with plan cli-retry-${run}`);
+    expect(retried.code).toBe(1);
+    const bad = await wfa(['retry-failed', planId, '--include', 'Skipped']);
+    expect(bad.code).toBe(2);
+
+    const changes = await wfa(['instances', 'changes', started[0]!]);
+    expect(changes.code, changes.err).toBe(0);
+    const planIds = changes.out
+      .split('\n')
+      .filter((l) => l.includes('CancelActivity'))
+      .map((l) => l.split(/\s+/)[0]);
+    expect(planIds).toEqual([`cli-retry-${run}`, planId]);
   });
 
   it('prints its version with --version and -V', async () => {
