@@ -47,7 +47,7 @@ try {
   await migrate(pool);
   const def = await publishDefinition(pool, '', WorkflowDefinitionRequestSchema.parse(DEFINITION));
   log(`seeding ${N.toLocaleString('en-US')} instances waiting on "wait"`);
-  let t = performance.now();
+  const t = performance.now();
   await seedWithoutWorkflows(pool, SEED_SQL, [def.id, N]);
   // Every N/FAULTED-th instance faulted at one of the version's activities, with one of GROUPS messages.
   await seedWithoutWorkflows(
