@@ -13,6 +13,7 @@ import { type GenerateOptions, generateJobs } from '../src/alterations/generatio
 import { stepsAside } from '../src/alterations/step-aside.js';
 import type { PauseReason } from '../src/alterations/model.js';
 import { checkSchedule, expireApproval } from '../src/alterations/governance.js';
+import { checkVerification } from '../src/alterations/verification.js';
 import { ZodError } from 'zod';
 import { isTransientError, sqlState } from '../src/db/errors.js';
 import { NotFoundError, ValidationError } from '../src/errors.js';
@@ -237,6 +238,18 @@ export function createActivities(deps: ActivityDeps) {
           const gate = await checkSchedule(deps.pool, planId, deps.clock?.() ?? new Date());
           return { ...gate, control: await readPlanControl(deps, planId) };
         },
+        deps.logger,
+      );
+    },
+    /**
+     * Section 12: one check of a plan's effect (src/alterations/verification.ts): its completed jobs whose
+     * instance matches `verify.expect` now are Verified, those past their time Unverified; answers how many are
+     * still Pending and when the earliest one's time is up.
+     */
+    checkVerification(planId: string) {
+      return retryOnlyTransient(
+        'checkVerification',
+        () => checkVerification(deps.pool, planId, deps.clock?.() ?? new Date()),
         deps.logger,
       );
     },

@@ -12,6 +12,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
@@ -69,6 +70,15 @@ const STEP_ASIDE_PATCH = 'plan-step-aside';
  * jobs are made (the policy counts them then too); it then waits for approval with its jobs.
  */
 const APPROVED_SET_PATCH = 'plan-approved-set';
+/**
+ * Since this patch (section 12): a plan with `verify` stays Running after its batches until no completed job is
+ * Pending verification: it checks (a local activity, set-based), then waits on a durable timer until the next
+ * check, so a deadline passes and is checked whatever process stopped meanwhile.
+ */
+const VERIFY_PATCH = 'plan-verify';
+/** The first wait between two checks of a plan's effect; each wait after it doubles, up to the longest. */
+const VERIFY_FIRST_WAIT_MS = 1_000;
+const VERIFY_LONGEST_WAIT_MS = 60_000;
 /** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
@@ -116,6 +126,8 @@ export interface AlterationPlanInput {
   scheduled?: boolean;
   /** Carried by continue-as-new: when the window the plan runs in closes (ms since the epoch; null: never). */
   windowClosesAt?: number | null;
+  /** The plan checks its effect (section 12): it completes once no completed job is Pending verification. */
+  verify?: boolean;
 }
 
 type WorkflowStatus = 'AwaitingApproval' | 'Generating' | 'Running' | 'Paused' | 'Completed' | 'Cancelled' | 'Failed';
@@ -288,6 +300,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         progress: plan.progress(),
         ...(window ? { windowClosesAt: window.closesAt } : {}),
       });
+    if (input.verify && patched(VERIFY_PATCH)) await verifyEffect(planId, show);
     await (localSteps ? local.completePlan : completePlan)(planId);
     return show('Completed');
   } catch (err) {
@@ -304,6 +317,22 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     if (reason === undefined) throw err;
     await CancellationScope.nonCancellable(() => failPlan(planId, reason));
     return show('Failed');
+  }
+}
+
+/**
+ * Checks a plan's effect until no completed job is Pending verification (a plan without `verify`: one check that
+ * says so). The waits between checks grow from a second to a minute, and never pass the next deadline.
+ */
+async function verifyEffect(
+  planId: string,
+  show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
+): Promise<void> {
+  for (let wait = VERIFY_FIRST_WAIT_MS; ; wait = Math.min(wait * 2, VERIFY_LONGEST_WAIT_MS)) {
+    const check = await local.checkVerification(planId);
+    if (!check.verifying || check.pending === 0) return;
+    show('Running', `verifying: ${check.pending} job(s) still to match verify.expect`);
+    await sleep(Math.max(100, Math.min(wait, check.nextDeadlineInMs ?? wait)));
   }
 }
 

@@ -4,7 +4,14 @@ import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
 import { tenantHasPlan, unwrittenJobStatusSql } from './plan-store/index.js';
-import { type ActivityFilter, type Filter, type IncidentFilter, JOB_STATUS, type PlanJobsFilter } from './model.js';
+import {
+  type ActivityFilter,
+  type Filter,
+  type IncidentFilter,
+  JOB_STATUS,
+  type PlanJobsFilter,
+  VERIFICATIONS,
+} from './model.js';
 
 /** A filter compiled to a WHERE clause over `workflow_instances i`, with its parameters. */
 export interface CompiledFilter {
@@ -129,10 +136,18 @@ function planJobsCondition(f: PlanJobsFilter, param: (value: unknown, cast?: str
   const statuses = present(f.statuses) ? [...new Set(f.statuses.map((name) => JOB_STATUS[name]))] : undefined;
   const written = statuses?.filter((s) => s !== JOB_STATUS.Pending);
   // Each part is made only when it is used: a parameter no statement text names is an error in Postgres.
+  // `verifications` chooses among the jobs that have one; the others are chosen by their status alone.
+  const verified = () =>
+    present(f.verifications)
+      ? ` AND (j.verification IS NULL OR j.verification = ANY(${param(
+          f.verifications.map((v) => VERIFICATIONS.indexOf(v)),
+          '::smallint[]',
+        )}))`
+      : '';
   const rows = () =>
     `SELECT j.instance_id FROM alteration_jobs j WHERE j.plan_id = ${plan} AND j.status <> ${JOB_STATUS.Pending}${
       written ? ` AND j.status = ANY(${param(written, '::smallint[]')})` : ''
-    }`;
+    }${verified()}`;
   const unwrittenAsked = !statuses || statuses.some((s) => s === JOB_STATUS.Pending || s === JOB_STATUS.Cancelled);
   if (!unwrittenAsked) return `i.id IN (${rows()})`;
   const unwritten = `SELECT m.instance_id

@@ -2,7 +2,9 @@ import type { Queryable } from '../db/pool.js';
 import { NotFoundError } from '../errors.js';
 import { JOB_STATUS } from './model.js';
 import { readPlanAlterations } from './plan-store/index.js';
-import { decodeCursor, encodeCursor, jobLog, type JobRow, type Page } from './plans.js';
+import { JOB_COLUMNS, jobLog, type JobRow } from './job-views.js';
+import { decodeCursor, encodeCursor, type Page } from './plans.js';
+import { verificationName } from './verification.js';
 import type { InstanceChange } from './views.js';
 
 /**
@@ -24,7 +26,7 @@ export async function listInstanceChanges(
   if (owned.rowCount === 0) throw new NotFoundError(`Workflow instance ${instanceId} not found`);
   const after = q.after === undefined ? undefined : (decodeCursor(q.after, ['id'])[0] as string);
   const { rows } = await db.query<JobRow>(
-    `SELECT plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at
+    `SELECT ${JOB_COLUMNS}
        FROM alteration_jobs
       WHERE instance_id = $1 AND status <> ${JOB_STATUS.Pending} AND ($2::text IS NULL OR id < $2)
       ORDER BY id DESC LIMIT $3`,
@@ -40,8 +42,7 @@ export async function listInstanceChanges(
         planId: r.plan_id,
         jobId: r.id,
         status: r.status,
-        // No plan carries `verify` yet: a job's verification is null.
-        verification: null,
+        verification: verificationName(r.verification),
         alterationTypes: plan.revert_of ? ['Revert'] : [...new Set(plan.alterations.map((a) => a.type))],
         log: jobLog(r, plan),
         completedAt: r.completed_at?.toISOString() ?? null,

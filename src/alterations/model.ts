@@ -17,8 +17,10 @@ export {
   type PlanStatusName,
   planStatusName,
   UNFINISHED_STATUSES,
+  type Verification,
+  VERIFICATIONS,
 } from '../vocabulary/plan.js';
-import { JOB_STATUS, type JobStatusName, PLAN_STATUS } from '../vocabulary/plan.js';
+import { JOB_STATUS, type JobStatusName, PLAN_STATUS, VERIFICATIONS } from '../vocabulary/plan.js';
 
 const rolloutControls = {
   rate: z
@@ -136,6 +138,10 @@ const PlanJobsSchema = z
       .max(10)
       .nullish()
       .openapi({ description: 'Only jobs with these statuses (names); absent: every job of the plan' }),
+    verifications: z.array(z.enum(VERIFICATIONS)).max(3).nullish().openapi({
+      description:
+        'Only jobs with these verifications; a job without one (failed, cancelled, or of a plan without verify) is chosen by `statuses` alone',
+    }),
   })
   .openapi('PlanJobsFilter', {
     description:
@@ -173,6 +179,29 @@ export const FilterSchema = z
       'Fields combine with AND; absent, null and [] mean no constraint. A filter with no constraint selects nothing unless emptyFilterSelectsAll is true.',
   });
 export type Filter = z.infer<typeof FilterSchema>;
+
+/** The longest a plan waits for an instance to come to match its `verify.expect`: a day. */
+export const VERIFY_MAX_SECONDS = 86_400;
+
+/**
+ * A plan's check of its effect: after a job completes, its instance must come to match `expect` within
+ * `withinSeconds` of the completion. `expect` is about the instances' state, so it may not name instances
+ * (`workflowInstanceIds`) or a plan's jobs (`planJobs`).
+ */
+export const VerifySchema = z
+  .strictObject({
+    expect: FilterSchema.superRefine((f, ctx) => {
+      for (const field of ['workflowInstanceIds', 'planJobs'] as const)
+        if (f[field] != null)
+          ctx.addIssue({ code: 'custom', path: [field], message: `verify.expect may not use ${field}` });
+    }),
+    withinSeconds: Int32.min(1).max(VERIFY_MAX_SECONDS),
+  })
+  .openapi('PlanVerify', {
+    description:
+      "Each completed job's instance must come to match `expect` within `withinSeconds` (1 to 86400) of the job's completion",
+  });
+export type Verify = z.infer<typeof VerifySchema>;
 export type TimestampFilter = z.infer<typeof TimestampFilterSchema>;
 export type ActivityFilter = z.infer<typeof ActivityFilterSchema>;
 export type IncidentFilter = z.infer<typeof IncidentFilterSchema>;

@@ -6,6 +6,8 @@ import { INT32_MAX } from '../vocabulary/input.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { JobCounts, JobView, PlanSummaryView, PlanView } from './views.js';
+import { countVerifications, type VerificationCounts } from './verification.js';
+import { JOB_COLUMNS, type JobRow, jobView } from './job-views.js';
 import { mapInSlices } from '../vocabulary/time-slice.js';
 import type { Approval, PrincipalRef } from './governance.js';
 import { type Schedule, scheduleState } from './schedule.js';
@@ -36,6 +38,7 @@ import {
   type PlanStatus,
   type Rollout,
   planStatusName,
+  type Verify,
 } from './model.js';
 
 export interface SubmitRequest {
@@ -47,6 +50,8 @@ export interface SubmitRequest {
   approval?: { required: true } | null | undefined;
   /** When the plan may run (section 10): notBefore and weekly windows. */
   schedule?: Schedule | null | undefined;
+  /** How the plan checks its effect: each completed job's instance must come to match `expect` in time. */
+  verify?: Verify | null | undefined;
 }
 
 /** What the API adds to a submission: who submitted it, and the approval it awaits (null: none needed). */
@@ -59,20 +64,6 @@ export interface Submission {
 
 export type { JobCounts, JobView, PlanView } from './views.js';
 export type { PlanRow } from './plan-store/index.js';
-
-export interface JobRow {
-  plan_id: string;
-  ord: number;
-  id: string;
-  instance_id: string;
-  status: JobStatus;
-  log: LogEntry[] | null;
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
-}
-
-const JOB_COLUMNS = 'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at';
 
 /** How many instance ids a row of alteration_job_sets holds (src/db/migrations/008_job_sets.sql). */
 export const JOB_SET_SIZE = 1000;
@@ -161,7 +152,7 @@ export function requestHash(
   alterations: readonly Alteration[],
   filter: Filter,
   rollout?: Rollout | null,
-  governance: { approval?: { required: true } | null; schedule?: Schedule | null } = {},
+  governance: { approval?: { required: true } | null; schedule?: Schedule | null; verify?: Verify | null } = {},
 ): string {
   // A plan without rollout controls, approval request or schedule keeps the hash it always had.
   const body: Record<string, unknown> = { alterations, filter: meaningfulFilter(filter) };
@@ -169,6 +160,11 @@ export function requestHash(
   if (r) body.rollout = r;
   if (governance.approval) body.approval = governance.approval;
   if (governance.schedule) body.schedule = governance.schedule;
+  if (governance.verify)
+    body.verify = {
+      expect: meaningfulFilter(governance.verify.expect),
+      withinSeconds: governance.verify.withinSeconds,
+    };
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
@@ -186,7 +182,8 @@ export async function submitPlan(
 ): Promise<{ planId: string; created: boolean }> {
   const id = req.id ?? newId();
   const schedule = req.schedule && (req.schedule.notBefore || req.schedule.windows?.length) ? req.schedule : null;
-  const hash = requestHash(req.alterations, req.filter, req.rollout, { approval: req.approval, schedule });
+  const verify = req.verify ?? null;
+  const hash = requestHash(req.alterations, req.filter, req.rollout, { approval: req.approval, schedule, verify });
   const rollout = normalRollout(req.rollout);
   const approval = submission.approval ?? null;
   const inserted = await insertPlan(db, {
@@ -201,6 +198,7 @@ export async function submitPlan(
     approval,
     schedule,
     retryOf: submission.retryOf ?? null,
+    verify,
   });
   if (inserted) return { planId: id, created: true };
   const existing = await planIdentity(db, id);
@@ -216,9 +214,9 @@ export async function submitPlan(
  */
 async function countJobs(
   db: Queryable,
-  plans: readonly Pick<PlanRow, 'id' | 'job_total' | 'cancelled_count'>[],
-): Promise<Map<string, JobCounts>> {
-  const counts = new Map<string, JobCounts>();
+  plans: readonly Pick<PlanRow, 'id' | 'job_total' | 'cancelled_count' | 'verify'>[],
+): Promise<Map<string, Counted>> {
+  const counts = new Map<string, Counted>();
   if (plans.length === 0) return counts;
   const { rows } = await db.query<{ plan_id: string; completed: number; failed: number }>(
     `SELECT plan_id, sum(completed)::int AS completed, sum(failed)::int AS failed
@@ -226,6 +224,10 @@ async function countJobs(
     [plans.map((p) => p.id)],
   );
   const done = new Map(rows.map((r) => [r.plan_id, r]));
+  const verifications = await countVerifications(
+    db,
+    plans.filter((p) => p.verify).map((p) => p.id),
+  );
   for (const p of plans) {
     const total = p.job_total ?? 0;
     const completed = done.get(p.id)?.completed ?? 0;
@@ -238,18 +240,27 @@ async function countJobs(
       completed,
       failed,
       cancelled,
+      verification: verifications.get(p.id) ?? { verified: 0, unverified: 0, pending: 0 },
     });
   }
   return counts;
 }
 
-function planView(r: PlanRow, counts: JobCounts): PlanView {
+/** A plan's job counts, with its verification counts beside them (a plan without `verify` ignores those). */
+type Counted = JobCounts & { verification: VerificationCounts };
+
+function planView(r: PlanRow, counts: Counted): PlanView {
   const { id, ...rest } = planState(r, counts);
   return { id, alterations: r.alterations, workflowInstanceFilter: r.filter, ...rest };
 }
 
 /** What a plan and its summary share: all but the alterations and the filter. */
-function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterations' | 'workflowInstanceFilter'> {
+function planState(
+  r: PlanStateRow,
+  { verification: v, ...counts }: Counted,
+): Omit<PlanView, 'alterations' | 'workflowInstanceFilter'> {
+  // With `verify`, a completed job has succeeded only once Verified.
+  const notSucceeded = counts.failed + (r.verify ? counts.completed - v.verified : 0);
   return {
     id: r.id,
     status: r.status,
@@ -262,7 +273,8 @@ function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterati
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
     retryOf: r.retry_of,
-    outcome: r.status === PLAN_STATUS.Completed ? planOutcome(counts.total, counts.failed) : null,
+    outcome: r.status === PLAN_STATUS.Completed ? planOutcome(counts.total, notSucceeded) : null,
+    verification: r.verify ? { expect: r.verify.expect, withinSeconds: r.verify.withinSeconds, ...v } : null,
     approval: r.approval ?? null,
     schedule: r.schedule ?? null,
     resumesAt:
@@ -272,45 +284,6 @@ function planState(r: PlanStateRow, counts: JobCounts): Omit<PlanView, 'alterati
 
 /** The log of a revert job that found its instance changed since the plan it reverts. */
 export const revertFailureMessage = (planId: string) => `Instance changed since plan ${planId}; not reverted`;
-
-/**
- * A Completed job stores no log: each of the plan's alterations succeeded at its completion time (a revert
- * job: its instance was restored).
- */
-export function jobLog(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): LogEntry[] {
-  if (r.log) return r.log;
-  if (r.status !== JOB_STATUS.Completed || !r.completed_at) return [];
-  const timestamp = r.completed_at.toISOString();
-  if (plan.revert_of !== null) {
-    return [
-      {
-        message: `Restored to its state before plan ${plan.revert_of}`,
-        logLevel: LOG_LEVEL.Information,
-        timestamp,
-        eventName: 'Alteration reverted',
-      },
-    ];
-  }
-  return plan.alterations.map((a) => ({
-    message: `${a.type} succeeded`,
-    logLevel: LOG_LEVEL.Information,
-    timestamp,
-    eventName: `Alteration ${a.type} succeeded`,
-  }));
-}
-
-function jobView(r: JobRow, plan: Pick<PlanRow, 'alterations' | 'revert_of'>): JobView {
-  return {
-    id: r.id,
-    planId: r.plan_id,
-    workflowInstanceId: r.instance_id,
-    status: r.status,
-    log: jobLog(r, plan),
-    createdAt: r.created_at.toISOString(),
-    startedAt: r.started_at?.toISOString() ?? null,
-    completedAt: r.completed_at?.toISOString() ?? null,
-  };
-}
 
 const planRow = readPlan;
 
@@ -371,7 +344,8 @@ async function jobPage(
       const found = await db.query<JobRow>(
         `SELECT s.plan_id, o.ord, coalesce(j.id, wfa_job_id(s.plan_id, s.created_at, o.ord)) AS id, m.instance_id,
                 CASE WHEN ${JOB_UNWRITTEN} THEN $4::smallint ELSE j.status END AS status, j.log, s.created_at,
-                j.started_at, CASE WHEN ${JOB_UNWRITTEN} THEN $5::timestamptz ELSE j.completed_at END AS completed_at
+                j.started_at, CASE WHEN ${JOB_UNWRITTEN} THEN $5::timestamptz ELSE j.completed_at END AS completed_at,
+                j.verification, j.verified_at, j.verification_note
            ${jobsInRange('$2', '$3')}
            AND ($6::smallint IS NULL OR CASE WHEN ${JOB_UNWRITTEN} THEN $4::smallint ELSE j.status END = $6)
           ORDER BY o.ord LIMIT $7`,

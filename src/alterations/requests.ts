@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { Int32 } from '../vocabulary/input.js';
-import { AlterationSchema, FilterSchema, RolloutSchema } from './model.js';
+import { AlterationSchema, FilterSchema, RolloutSchema, VerifySchema } from './model.js';
 import { ScheduleSchema } from './schedule.js';
 
 /**
@@ -43,6 +43,7 @@ export const SubmitSchema = z
     schedule: ScheduleSchema.nullish().openapi({
       description: 'When the plan may run: not before a moment, and only inside weekly windows in a time zone',
     }),
+    verify: VerifySchema.nullish(),
   })
   .openapi('SubmitAlterationPlanRequest');
 

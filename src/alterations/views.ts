@@ -8,6 +8,7 @@ import {
   PLAN_OUTCOMES,
   PLAN_STATUS,
   RolloutSchema,
+  VERIFICATIONS,
 } from './model.js';
 import { ScheduleSchema } from './schedule.js';
 
@@ -96,6 +97,16 @@ export const PlanSchema = z
       .string()
       .nullable()
       .openapi({ description: 'The plan whose failed jobs this plan retries (retry-failed); null for other plans' }),
+    verification: z
+      .object({
+        expect: FilterSchema,
+        withinSeconds: z.number().int(),
+        verified: z.number().int(),
+        unverified: z.number().int(),
+        pending: z.number().int().openapi({ description: 'Completed jobs whose instance is still to match in time' }),
+      })
+      .nullable()
+      .openapi({ description: "The plan's verify and how its completed jobs stand against it; null without verify" }),
     outcome: z
       .enum(PLAN_OUTCOMES)
       .nullable()
@@ -140,6 +151,12 @@ export const JobSchema = z
       .number()
       .int()
       .openapi({ description: enumDescription(JOB_STATUS) }),
+    verification: z
+      .enum(VERIFICATIONS)
+      .nullable()
+      .openapi({
+        description: "Whether the instance came to match the plan's verify.expect in time; null without verify",
+      }),
     log: z.array(LogEntrySchema),
     createdAt: z.string(),
     startedAt: z.string().nullable(),
@@ -157,7 +174,7 @@ export const InstanceChangeSchema = z
       .int()
       .openapi({ description: enumDescription(JOB_STATUS) }),
     verification: z
-      .enum(['Pending', 'Verified', 'Unverified'])
+      .enum(VERIFICATIONS)
       .nullable()
       .openapi({ description: "Whether the instance came to match the plan's verify.expect; null without verify" }),
     alterationTypes: z.array(z.string()).openapi({ description: "The plan's alteration types (Revert for a revert)" }),

@@ -70,6 +70,7 @@ export async function submitPlanCommand(
     filter: body.filter,
     approval: stored.status === PLAN_STATUS.AwaitingApproval ? stored.approval : null,
     scheduled: stored.schedule !== null,
+    verify: stored.verification !== null,
   });
   return { planId };
 }
@@ -160,14 +161,23 @@ export async function retryFailedCommand(
   if (plan.revertOf)
     throw new ConflictError(`Plan ${planId} is a revert: revert plan ${plan.revertOf} again to restore what it left`);
   const include = new Set(body.include ?? RETRY_INCLUDES);
-  // Verification (Unverified jobs) is not recorded yet: what a retry takes is the failed jobs.
-  const left = include.has('Failed') ? plan.jobCounts.failed : 0;
-  if (left === 0) throw new ConflictError(`Plan ${planId} has nothing left to retry: no job of it failed`);
+  const failed = include.has('Failed');
+  const unverified = include.has('Unverified') && plan.verification !== null;
+  const left = (failed ? plan.jobCounts.failed : 0) + (unverified ? plan.verification!.unverified : 0);
+  if (left === 0)
+    throw new ConflictError(
+      `Plan ${planId} has nothing left to retry: no job of it ${[...include].join(' or ').toLowerCase()}`,
+    );
+  // A failed job has no verification: it is chosen by its status alone; a completed one only when Unverified.
+  const statuses = [...(failed ? (['Failed'] as const) : []), ...(unverified ? (['Completed'] as const) : [])];
   const request: SubmitRequest = {
     ...(body.id !== undefined ? { id: body.id } : {}),
     alterations: plan.alterations,
-    filter: { planJobs: { planId, statuses: ['Failed'] } },
+    filter: { planJobs: { planId, statuses, ...(unverified ? { verifications: ['Unverified' as const] } : {}) } },
     ...(plan.rollout ? { rollout: plan.rollout } : {}),
+    ...(plan.verification
+      ? { verify: { expect: plan.verification.expect, withinSeconds: plan.verification.withinSeconds } }
+      : {}),
   };
   return submitPlanCommand(deps, principal, request, { retryOf: planId });
 }

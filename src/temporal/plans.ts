@@ -48,6 +48,8 @@ export interface PlanMetadata {
   approval?: { requestedBy: { kind: string; name: string }; expiresAt: string } | null;
   /** The plan has a schedule: it runs only in its maintenance windows (section 10). */
   scheduled?: boolean;
+  /** The plan checks its effect (section 12). */
+  verify?: boolean;
 }
 
 /**
@@ -93,6 +95,7 @@ async function startThrough(
             ? { approval: { expiresAt: Date.parse(plan.approval.expiresAt), requestedBy: plan.approval.requestedBy } }
             : {}),
           ...(plan?.scheduled ? { scheduled: true } : {}),
+          ...(plan?.verify ? { verify: true } : {}),
         },
       ],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
@@ -198,6 +201,7 @@ async function storedPlanMetadata(pool: pg.Pool, planId: string): Promise<PlanMe
         revertOf: row.revert_of,
         approval: row.awaiting,
         scheduled: row.scheduled,
+        verify: row.verify,
       }
     : undefined;
 }

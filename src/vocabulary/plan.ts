@@ -40,6 +40,10 @@ export const UNFINISHED_STATUSES: readonly PlanStatus[] = [
   PLAN_STATUS.AwaitingApproval,
 ];
 
+/** Whether a completed job's instance came to match its plan's `verify.expect` in time (stored as 0, 1, 2). */
+export const VERIFICATIONS = ['Pending', 'Verified', 'Unverified'] as const;
+export type Verification = (typeof VERIFICATIONS)[number];
+
 /** Job status: integers on the wire, names accepted in requests. */
 export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4 } as const;
 export type JobStatusName = keyof typeof JOB_STATUS;

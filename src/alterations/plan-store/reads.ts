@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
 import { NotFoundError } from '../../errors.js';
 import { type Approval, JOB_STATUS, PLAN_STATUS, type PlanStatus, UNFINISHED_STATUSES } from '../../vocabulary/plan.js';
-import type { Alteration, Filter } from '../model.js';
+import type { Alteration, Filter, Verify } from '../model.js';
 import { PLAN_COLUMNS, PLAN_SUMMARY_COLUMNS, type PlanRow, type PlanSummaryRow } from './rows.js';
 
 /** Reading plans: the read models', the Temporal adapter's and the metrics' questions. */
@@ -41,8 +41,9 @@ export async function readPlanStart(db: Queryable, planId: string) {
     revert_of: string | null;
     awaiting: Approval | null;
     scheduled: boolean;
+    verify: boolean;
   }>(
-    `SELECT tenant_id, alterations, filter, revert_of, schedule IS NOT NULL AS scheduled,
+    `SELECT tenant_id, alterations, filter, revert_of, schedule IS NOT NULL AS scheduled, verify IS NOT NULL AS verify,
             CASE WHEN status = ${PLAN_STATUS.AwaitingApproval} AND approval ->> 'state' = 'Pending' THEN approval END AS awaiting
        FROM alteration_plans WHERE id = $1`,
     [planId],
@@ -146,4 +147,16 @@ export async function readPlanAlterations(
     [planIds, tenantKey],
   );
   return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** A plan's tenant and `verify` (its checks read them). */
+export async function readPlanVerify(
+  db: Queryable,
+  planId: string,
+): Promise<{ tenant_id: string; verify: Verify | null } | undefined> {
+  const { rows } = await db.query<{ tenant_id: string; verify: Verify | null }>(
+    'SELECT tenant_id, verify FROM alteration_plans WHERE id = $1',
+    [planId],
+  );
+  return rows[0];
 }

@@ -1,4 +1,4 @@
-import type { Alteration, Filter, Rollout } from '../model.js';
+import type { Alteration, Filter, Rollout, Verify } from '../model.js';
 import type { Schedule } from '../schedule.js';
 import {
   type Approval,
@@ -33,6 +33,7 @@ export interface PlanRow {
   pause_reason: PauseReason | null;
   revert_of: string | null;
   retry_of: string | null;
+  verify: Verify | null;
   steering: number;
   submitted_by: PrincipalRef | null;
   approval: Approval | null;
@@ -44,7 +45,7 @@ export interface PlanRow {
 export type PlanStateRow = Omit<PlanRow, 'alterations' | 'filter'>;
 
 export const PLAN_COLUMNS =
-  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, retry_of, steering, submitted_by, approval, schedule, resumes_at';
+  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, retry_of, verify, steering, submitted_by, approval, schedule, resumes_at';
 
 /**
  * The columns of a plan summary: neither the alterations nor the filter, which may be large, but what Postgres

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Queryable } from '../../db/pool.js';
 import { NotFoundError } from '../../errors.js';
 import { type Approval, PLAN_STATUS, type PrincipalRef } from '../../vocabulary/plan.js';
-import type { Alteration, Filter, Rollout } from '../model.js';
+import type { Alteration, Filter, Rollout, Verify } from '../model.js';
 import type { Schedule } from '../schedule.js';
 import { PLAN_COLUMNS, type PlanRow, REVERT_COUNTS } from './rows.js';
 
@@ -22,14 +22,16 @@ export interface NewPlan {
   revertOf?: string | null;
   /** The plan whose failed jobs this one retries. */
   retryOf?: string | null;
+  /** How the plan checks its effect. */
+  verify?: Verify | null;
 }
 
 /** Stores a plan (AwaitingApproval when it carries an approval, else Pending); false when its id is taken. */
 export async function insertPlan(db: Queryable, p: NewPlan): Promise<boolean> {
   const { rowCount } = await db.query(
     `INSERT INTO alteration_plans
-       (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule, revert_of, retry_of)
-     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13)
+       (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule, revert_of, retry_of, verify)
+     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb)
      ON CONFLICT (id) DO NOTHING`,
     [
       p.id,
@@ -45,6 +47,7 @@ export async function insertPlan(db: Queryable, p: NewPlan): Promise<boolean> {
       p.schedule && JSON.stringify(p.schedule),
       p.revertOf ?? null,
       p.retryOf ?? null,
+      p.verify ? JSON.stringify(p.verify) : null,
     ],
   );
   return rowCount === 1;

@@ -1,0 +1,190 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { connect, event, orderApproval, writeLine } from '../support/workflows.js';
+
+/**
+ * Did it work (contract section 12): a plan's `verify` on real Postgres and Temporal. Cancelling the wait of an
+ * instance that waits on one event finishes it; one that waits on two goes on waiting on the other, so the same
+ * plan fixes the first kind and not the second.
+ */
+let h: Harness;
+
+const RUN = Date.now().toString(36);
+const twoWaits = {
+  definitionId: 'two-waits',
+  root: {
+    type: 'Elsa.Flowchart',
+    id: 'flow1',
+    start: 'start',
+    activities: [writeLine('start', 'started'), event('wait', 'approve'), event('other', 'other')],
+    connections: [connect('start', 'wait'), connect('start', 'other')],
+  },
+};
+
+async function suspended(definitionId: string): Promise<string> {
+  const r = await h.request('POST', '/workflow-instances', { body: { definitionId } });
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  return r.body.workflowInstanceId as string;
+}
+
+async function submit(body: Record<string, unknown>) {
+  const r = await h.request('POST', '/alterations/submit', { body });
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  return r.body.planId as string;
+}
+
+const plan = async (planId: string) => (await h.request('GET', `/alterations/${planId}`)).body;
+const finished = (planId: string, timeoutMs = 30_000) =>
+  eventually(
+    async () => {
+      const view = await plan(planId);
+      return [4, 5, 6].includes(view.plan?.status) ? view : undefined;
+    },
+    `plan ${planId} to finish`,
+    timeoutMs,
+  );
+
+async function matched(filter: unknown): Promise<string[]> {
+  const r = await h.request('POST', '/alterations/dry-run', { body: filter });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return [...(r.body.workflowInstanceIds as string[])].sort();
+}
+const sorted = (list: string[]) => [...list].sort();
+
+const cancelWait = [{ type: 'CancelActivity', activityId: 'wait' }];
+
+beforeAll(async () => {
+  h = await createHarness();
+  for (const body of [orderApproval('one-wait'), twoWaits]) {
+    const r = await h.request('POST', '/workflow-definitions', { body });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+  }
+});
+afterAll(() => h?.close());
+
+describe('verify', () => {
+  const fixed: string[] = [];
+  const notFixed: string[] = [];
+  const planId = `verify-mixed-${RUN}`;
+
+  it('verifies the instances the change fixed and not the others, once their time is up, and only then completes', async () => {
+    for (let i = 0; i < 3; i++) fixed.push(await suspended('one-wait'));
+    for (let i = 0; i < 2; i++) notFixed.push(await suspended('two-waits'));
+    const verify = { expect: { statuses: ['Finished'] }, withinSeconds: 3 };
+    await submit({
+      id: planId,
+      alterations: cancelWait,
+      filter: { workflowInstanceIds: [...fixed, ...notFixed] },
+      verify,
+    });
+    // Every job completes; the plan stays Running while two are Pending verification.
+    const applied = await eventually(async () => {
+      const view = await plan(planId);
+      return view.plan.jobCounts.completed === 5 ? view : undefined;
+    }, 'the jobs to complete');
+    expect(applied.plan.status).not.toBe(4);
+
+    const done = await finished(planId);
+    expect(done.plan).toMatchObject({
+      status: 4,
+      outcome: 'someFailed',
+      jobCounts: { total: 5, completed: 5, failed: 0 },
+      verification: { expect: { statuses: ['Finished'] }, withinSeconds: 3, verified: 3, unverified: 2, pending: 0 },
+    });
+    // Completed only once the deadline passed: at least withinSeconds after the last job completed.
+    const lastJob = Math.max(...done.jobs.map((j: { completedAt: string }) => Date.parse(j.completedAt)));
+    expect(Date.parse(done.plan.completedAt) - lastJob).toBeGreaterThanOrEqual(3_000);
+
+    const byInstance = new Map(done.jobs.map((j: { workflowInstanceId: string }) => [j.workflowInstanceId, j]));
+    for (const id of fixed) expect(byInstance.get(id)).toMatchObject({ status: 2, verification: 'Verified' });
+    for (const id of notFixed) {
+      const job = byInstance.get(id) as { status: number; verification: string; log: Record<string, unknown>[] };
+      expect(job).toMatchObject({ status: 2, verification: 'Unverified' });
+      expect(job.log.at(-1)).toEqual({
+        message: 'Not verified within 3 s: the instance is Running/Suspended',
+        logLevel: 3,
+        timestamp: expect.any(String),
+        eventName: 'Verification failed',
+      });
+    }
+    // The list of plans and an instance's changes say it too.
+    const listed = await h.request('GET', '/alterations?limit=100');
+    const summary = listed.body.items.find((p: { id: string }) => p.id === planId);
+    expect(summary.verification).toMatchObject({ verified: 3, unverified: 2, pending: 0 });
+    const changes = await h.request('GET', `/workflow-instances/${notFixed[0]}/alterations`);
+    expect(changes.body.items[0]).toMatchObject({ planId, verification: 'Unverified' });
+  });
+
+  it("selects a plan's jobs by verification, and retries the unverified ones with the same verify", async () => {
+    expect(await matched({ planJobs: { planId, verifications: ['Verified'] } })).toEqual(sorted(fixed));
+    expect(await matched({ planJobs: { planId, verifications: ['Unverified'] } })).toEqual(sorted(notFixed));
+
+    const r = await h.request('POST', `/alterations/${planId}/retry-failed`, { body: { id: `${planId}-again` } });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    const retry = await finished(`${planId}-again`);
+    expect(retry.plan).toMatchObject({
+      retryOf: planId,
+      workflowInstanceFilter: {
+        planJobs: { planId, statuses: ['Failed', 'Completed'], verifications: ['Unverified'] },
+      },
+      verification: { expect: { statuses: ['Finished'] }, withinSeconds: 3 },
+    });
+    expect(sorted(retry.jobs.map((j: { workflowInstanceId: string }) => j.workflowInstanceId))).toEqual(
+      sorted(notFixed),
+    );
+    // Nothing failed and nothing left unverified by the first plan's fixed instances: only Failed asked, 409.
+    const none = await h.request('POST', `/alterations/${planId}/retry-failed`, { body: { include: ['Failed'] } });
+    expect(none.status).toBe(409);
+  });
+
+  it('checks a deadline that passed while the worker was stopped once it runs again', async () => {
+    const id = await suspended('two-waits');
+    const durable = `verify-durable-${RUN}`;
+    await submit({
+      id: durable,
+      alterations: cancelWait,
+      filter: { workflowInstanceIds: [id] },
+      verify: { expect: { statuses: ['Finished'] }, withinSeconds: 2 },
+    });
+    await eventually(async () => {
+      const view = await plan(durable);
+      return view.plan.jobCounts.completed === 1 ? view : undefined;
+    }, 'the job to complete');
+    await h.stopWorker();
+    await sleep(3_000);
+    // No process checks meanwhile: the job is still Pending, the plan Running.
+    const waiting = await plan(durable);
+    expect(waiting.plan.status).toBe(3);
+    expect(waiting.plan.verification).toMatchObject({ pending: 1, unverified: 0 });
+    await h.startWorker();
+    const done = await finished(durable);
+    expect(done.plan.verification).toMatchObject({ verified: 0, unverified: 1, pending: 0 });
+    expect(done.plan.outcome).toBe('allFailed');
+  });
+
+  it('verifies at once what matches at once, and names what is wrong with a verify', async () => {
+    const id = await suspended('one-wait');
+    const quick = await submit({
+      alterations: cancelWait,
+      filter: { workflowInstanceIds: [id] },
+      verify: { expect: { statuses: ['Finished'], hasIncidents: false }, withinSeconds: 3600 },
+    });
+    const done = await finished(quick);
+    expect(done.plan).toMatchObject({ outcome: 'allSucceeded', verification: { verified: 1, pending: 0 } });
+
+    const bad = async (verify: unknown) => {
+      const r = await h.request('POST', '/alterations/submit', {
+        body: { alterations: cancelWait, filter: { workflowInstanceIds: [id] }, verify },
+      });
+      expect(r.status).toBe(400);
+      return r.body.errors.map((e: { path: string }) => e.path);
+    };
+    expect(await bad({ expect: { workflowInstanceIds: [id] }, withinSeconds: 10 })).toContain(
+      '/verify/expect/workflowInstanceIds',
+    );
+    expect(await bad({ expect: { planJobs: { planId } }, withinSeconds: 10 })).toContain('/verify/expect/planJobs');
+    expect(await bad({ expect: {}, withinSeconds: 0 })).toContain('/verify/withinSeconds');
+    expect(await bad({ expect: {}, withinSeconds: 86_401 })).toContain('/verify/withinSeconds');
+  });
+});
