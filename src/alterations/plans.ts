@@ -30,8 +30,6 @@ import {
   type Filter,
   JOB_STATUS,
   type JobStatus,
-  LOG_LEVEL,
-  type LogEntry,
   isFinished,
   planOutcome,
   PLAN_STATUS,

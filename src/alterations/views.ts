@@ -151,12 +151,9 @@ export const JobSchema = z
       .number()
       .int()
       .openapi({ description: enumDescription(JOB_STATUS) }),
-    verification: z
-      .enum(VERIFICATIONS)
-      .nullable()
-      .openapi({
-        description: "Whether the instance came to match the plan's verify.expect in time; null without verify",
-      }),
+    verification: z.enum(VERIFICATIONS).nullable().openapi({
+      description: "Whether the instance came to match the plan's verify.expect in time; null without verify",
+    }),
     log: z.array(LogEntrySchema),
     createdAt: z.string(),
     startedAt: z.string().nullable(),
