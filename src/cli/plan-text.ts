@@ -72,13 +72,20 @@ export function showPlan(p: PlanView): string {
   return [
     `${safeCell(p.id)}  ${planStatusText(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
     `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(alterationText(a))).join(', ')}`,
+    ...(p.retryOf ? [`  retries what plan ${safeCell(p.retryOf)} did not get done`] : []),
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
     ...approvalLines(p),
     ...(p.resumesAt ? [`  paused by its schedule; goes on by itself at ${p.resumesAt}`] : []),
     `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
     `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
+    ...(p.verification ? [`  ${verificationText(p.verification)}`] : []),
     `  created ${p.createdAt}${p.completedAt ? `, finished ${p.completedAt}` : ''}`,
   ].join('\n');
+}
+
+/** `verify within 5 s: 2 verified, 2 not verified, 0 pending` */
+export function verificationText(v: NonNullable<PlanView['verification']>): string {
+  return `verify within ${n(v.withinSeconds)} s: ${n(v.verified)} verified, ${n(v.unverified)} not verified, ${n(v.pending)} pending`;
 }
 
 /** Who asked for approval, and who decided or until when it stands (section "Change management"). */

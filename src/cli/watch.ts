@@ -4,6 +4,7 @@ import { type Client, type PlanEvent, type PlanView, ProblemError } from '../cli
 import { StreamLimitError } from '../client/sse.js';
 import { Interrupted } from './failure.js';
 import { duration, n, planStatusName, planStatusText, safeCell, stackedBar } from './format.js';
+import { verificationText } from './plan-text.js';
 
 interface WatchIo {
   json: boolean;
@@ -82,7 +83,8 @@ function barLine(isTty: boolean) {
 /**
  * Follows a plan through its event stream to the end: a progress bar with done/total, instances per
  * second, ETA and failures (redrawn in place on a terminal, a line every few seconds otherwise; JSON
- * lines with --json). The exit code: 0 when the plan Completed with no failed job, 1 otherwise. Ctrl-C
+ * lines with --json). The exit code: 0 when the plan Completed with no failed job (and, with verify, none
+ * not verified), 1 otherwise. Ctrl-C
  * ends the watch, not the plan: the bar's line is ended and the command to watch it again said (exit 130).
  */
 export async function watchPlan(client: Client, planId: string, io: WatchIo): Promise<number> {
@@ -136,7 +138,9 @@ async function follow(client: Client, planId: string, io: WatchIo, bar: Bar, sig
   bar.end();
   if (!final) throw new Error(`The event stream of plan ${planId} ended before the plan did`);
   printFinal(final, planId, io);
-  return final.status === PLAN_STATUS.Completed && final.jobCounts.failed === 0 ? 0 : 1;
+  // With verify, a job whose instance did not come to match in time did not work either.
+  const unverified = final.verification?.unverified ?? 0;
+  return final.status === PLAN_STATUS.Completed && final.jobCounts.failed === 0 && unverified === 0 ? 0 : 1;
 }
 
 /**
@@ -197,6 +201,7 @@ function printFinal(final: PlanView, planId: string, io: WatchIo): void {
   io.out(
     `${planStatusText(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
       (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
-      (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : ''),
+      (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : '') +
+      (final.verification ? `\n  ${verificationText(final.verification)}` : ''),
   );
 }

@@ -138,6 +138,14 @@ describe('the README walk-through', () => {
     expect(out).toMatch(/card-check v1 +Running\/Faulted/);
     expect(out).toMatch(/charge +Elsa\.Fault +card declined/);
     expect(out).toMatch(/\n2\n/);
+    // Find, fix, verify: the group, its counts, a retry that fixes two of four, the retry of exactly the rest.
+    expect(out).toMatch(/^4 +price-sync v1 +copy \(Elsa\.SetVariable\) +\S/m);
+    expect(out).toMatch(/^copy +Elsa\.SetVariable +0 +0 +4\s*$/m);
+    expect(out).toContain('verify within 5 s: 2 verified, 2 not verified, 0 pending');
+    expect(out).toMatch(/Not verified within 5 s: the instance is Running\/Faulted, /);
+    expect(out).toContain('Retrying what plan retry-copy-1 did not get done with plan retry-copy-2');
+    expect(out).toContain('verify within 5 s: 2 verified, 0 not verified, 0 pending');
+    expect(out).toMatch(/^retry-copy-2 +Completed +ScheduleActivity .*\nretry-copy-1 +Completed +ScheduleActivity /m);
     // Change management.
     expect(out).toMatch(/Created user carol \(/);
     expect(out).toMatch(/carol +alterations:view,alterations:approve +ADMIN_API_KEY \(key\)/);
@@ -155,11 +163,14 @@ describe('the README walk-through', () => {
       'approve-suspended.json',
       'cancel-order-2.json',
       'card-check.json',
+      'fix-input.json',
       'migrate.json',
       'nightly.json',
       'order-approval-v2.json',
       'order-approval.json',
+      'price-sync.json',
       'raise-limits.json',
+      'retry-copy.json',
       'schedule-set.json',
       'unapprove.json',
     ]);

@@ -11,8 +11,10 @@ export const scheduleActivity = defineAlterationType({
     const def = currentDefinition(s, defs);
     if (!findActivity(def.root, a.activityId)) return `Activity with ID ${a.activityId} not found`;
     if (!s.scheduled.includes(a.activityId)) s.scheduled.push(a.activityId);
-    // A suspended instance has work again; a faulted one stays faulted until it is retried.
-    if (s.subStatus === 'Suspended') s.subStatus = 'Pending';
+    // Scheduling an activity that has an incident again is its retry: its incidents are resolved (running it may
+    // record a new one), and an instance left with none has work again, as a suspended one has.
+    s.incidents = s.incidents.filter((i) => i.activityId !== a.activityId);
+    if (s.subStatus === 'Suspended' || (s.subStatus === 'Faulted' && s.incidents.length === 0)) s.subStatus = 'Pending';
     return undefined;
   },
   summary: (a) => `ScheduleActivity ${a.activityId}`,

@@ -135,18 +135,24 @@ function addJobs(plans: Command, cli: Cli): void {
     .command('jobs <planId>')
     .description("a page of a plan's jobs")
     .option('--failed', 'only failed jobs, with their log')
+    .option('--log', "every job's verification (with verify) and log")
     .option('--limit <n>', 'page size (1 to 1000)', count, 100)
     .option('--after <cursor>', 'the page after this cursor (as the hint of the previous page gives it)')
     .option('--all', 'every page to the end, printed as they arrive')
-    .action(async (planId: string, o: { failed?: boolean; limit: number } & PagingOptions) => {
+    .action(async (planId: string, o: { failed?: boolean; log?: boolean; limit: number } & PagingOptions) => {
       const c = await cli.client();
       const query = { ...(o.failed ? { status: 'Failed' } : {}), limit: o.limit };
       await printPages((after) => c.plans.jobs(planId, { ...query, ...(after ? { after } : {}) }), o, cli.paging(), {
-        columns: o.failed ? ['instance', 'status', 'log'] : ['instance', 'status'],
+        columns: o.log
+          ? ['instance', 'status', 'verification', 'log']
+          : o.failed
+            ? ['instance', 'status', 'log']
+            : ['instance', 'status'],
         row: (j) => ({
           instance: j.workflowInstanceId,
           status: jobStatusName(j.status),
-          log: o.failed ? j.log.map((l) => l.message).join('; ') : undefined,
+          verification: j.verification ?? '-',
+          log: o.failed || o.log ? j.log.map((l) => l.message).join('; ') : undefined,
         }),
         more: cli.more,
       });
