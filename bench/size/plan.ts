@@ -9,6 +9,7 @@ import {
   DEFINITION,
   DEFINITION_ID,
   PLAN_ALTERATIONS,
+  PLAN_VERIFY,
   PLAN_TIMEOUT_MS,
   PLAN_VALUE,
   POLL_MS,
@@ -99,6 +100,7 @@ export async function runPlan(api: Api, filter: unknown) {
   const submit = await api<{ planId: string }>('POST', '/alterations/submit', {
     alterations: PLAN_ALTERATIONS,
     filter,
+    ...(PLAN_VERIFY ? { verify: PLAN_VERIFY } : {}),
   });
   const submitMs = performance.now() - t0;
   expectStatus(submit, 202, 'submit');
