@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { ValidationError } from '../errors.js';
+import { decodePageCursor, encodePageCursor } from '../vocabulary/page-cursor.js';
 import type { IncidentGroup } from './instance-views.js';
 
 /** How much of an incident's message makes its group: longer messages differ only in their tails. */
@@ -22,32 +22,20 @@ interface GroupRow {
 type Position = [count: number, definitionId: string, version: number, activityId: string, message: string];
 
 const encodeCursor = (r: GroupRow) =>
-  Buffer.from(
-    JSON.stringify(['ig', r.count, r.definition_id, r.version, r.activity_id, r.message] satisfies ['ig', ...Position]),
-  ).toString('base64url');
+  encodePageCursor('ig', [r.count, r.definition_id, r.version, r.activity_id, r.message] satisfies Position);
 
-/** Strict, although cursors are signed: a crafted cursor is a 400, never a value SQL chokes on. */
-function decodeCursor(cursor: string): Position {
-  try {
-    const p = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(p) &&
-      p.length === 6 &&
-      p[0] === 'ig' &&
-      Number.isInteger(p[1]) &&
-      typeof p[2] === 'string' &&
-      Number.isInteger(p[3]) &&
-      typeof p[4] === 'string' &&
-      typeof p[5] === 'string'
-    )
-      return [p[1] as number, p[2], p[3] as number, p[4], p[5]];
-  } catch {
-    // fall through
-  }
-  throw new ValidationError('The cursor is not valid', [
-    { path: '/query/after', message: 'Not a cursor of this list' },
-  ]);
-}
+const decodeCursor = (cursor: string): Position =>
+  decodePageCursor(
+    cursor,
+    'ig',
+    (p): p is Position =>
+      p.length === 5 &&
+      Number.isInteger(p[0]) &&
+      typeof p[1] === 'string' &&
+      Number.isInteger(p[2]) &&
+      typeof p[3] === 'string' &&
+      typeof p[4] === 'string',
+  );
 
 /**
  * The tenant's open incidents grouped by definition, version, activity and message (its first 200 characters),

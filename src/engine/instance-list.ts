@@ -1,6 +1,6 @@
 import { escapeLike } from '../db/sql.js';
+import { decodePageCursor, encodePageCursor } from '../vocabulary/page-cursor.js';
 import type { Queryable } from '../db/pool.js';
-import { ValidationError } from '../errors.js';
 import type { InstanceStatus, InstanceSubStatus } from './instance-state.js';
 import type { InstanceSummary } from './instance-views.js';
 
@@ -37,31 +37,19 @@ function validPosition(p: string): boolean {
   return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === p.slice(0, 23);
 }
 
-const encodeCursor = (row: SummaryRow) =>
-  Buffer.from(JSON.stringify(['wi', row.position, row.id])).toString('base64url');
+const encodeCursor = (row: SummaryRow) => encodePageCursor('wi', [row.position, row.id]);
 
-/** Strict, although cursors are signed: a crafted position is a 400, never a value SQL chokes on. */
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(parts) &&
-      parts.length === 3 &&
-      parts[0] === 'wi' &&
-      typeof parts[1] === 'string' &&
-      validPosition(parts[1]) &&
-      typeof parts[2] === 'string' &&
-      CURSOR_ID.test(parts[2])
-    ) {
-      return [parts[1], parts[2]];
-    }
-  } catch {
-    // fall through
-  }
-  throw new ValidationError('The cursor is not valid', [
-    { path: '/query/after', message: 'Not a cursor returned by this endpoint' },
-  ]);
-}
+const decodeCursor = (cursor: string): [string, string] =>
+  decodePageCursor(
+    cursor,
+    'wi',
+    (p): p is [string, string] =>
+      p.length === 2 &&
+      typeof p[0] === 'string' &&
+      validPosition(p[0]) &&
+      typeof p[1] === 'string' &&
+      CURSOR_ID.test(p[1]),
+  );
 
 /**
  * A page of the tenant's instances, newest first (created_at DESC, id DESC), filters combined with AND.

@@ -32,6 +32,12 @@ function openDefinitionCursor(key: Uint8Array, sealed: string): string {
 
 const VIEW = DEFINITIONS_VIEW;
 
+/** A route about one version of a definition: the latest, or ?version=N. */
+const ONE_VERSION = {
+  params: z.object({ definitionId: z.string() }),
+  query: z.strictObject({ version: QueryInt32.min(1).optional() }),
+};
+
 /** The latest version, or the given one, of a definition of the tenant; a 404 naming it when there is none. */
 async function foundDefinition(db: Queryable, tenantKey: string, definitionId: string, version: number | undefined) {
   const def = await findDefinition(db, tenantKey, definitionId, version);
@@ -59,10 +65,7 @@ const read = secureRoute(VIEW, {
   path: '/workflow-definitions/{definitionId}',
   tags: ['Workflow definitions'],
   summary: 'Read the latest version of a definition, or ?version=N',
-  request: {
-    params: z.object({ definitionId: z.string() }),
-    query: z.strictObject({ version: QueryInt32.min(1).optional() }),
-  },
+  request: ONE_VERSION,
   responses: { 200: jsonContent(DefinitionSchema, 'The definition version'), ...problems(400, 401, 403, 404) },
 });
 
@@ -123,10 +126,7 @@ const counts = secureRoute(INSTANCES_VIEW, {
   tags: ['Workflow definitions'],
   summary:
     "How many of a version's unfinished instances wait on each of its activities, have it scheduled, or have an incident on it (the latest version, or ?version=N); every activity listed, zeros included",
-  request: {
-    params: z.object({ definitionId: z.string() }),
-    query: z.strictObject({ version: QueryInt32.min(1).optional() }),
-  },
+  request: ONE_VERSION,
   responses: { 200: jsonContent(ActivityCountsSchema, 'The counts'), ...problems(400, 401, 403, 404) },
 });
 
