@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
-import { localActivities } from '../support/plans.js';
+import { localActivities, recordedHistory } from '../support/plans.js';
 import { chain, lit, writeLine } from '../support/workflows.js';
 
 const HTTP = 'Elsa.Connections.Http.HttpConnectionConfiguration';
@@ -118,10 +118,17 @@ describe('resilience strategies', () => {
     // The workflow made the call three times inside its workflow tasks (its connection answers within
     // WORKER_INLINE_CALL_MAX_MS: a local activity each, no activity task), waiting the strategy's backoff
     // (200 ms, then 400 ms) between attempts on durable timers.
-    const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
-    expect(localActivities(history.events!).filter((type) => type === 'callOutbound')).toHaveLength(3);
-    expect(history.events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
-    expect(timerDurations(history.events!)).toEqual([200, 400]);
+    // (Read once the task that recorded the call's outcome completed: the instance is Finished in Postgres a moment
+    // before its markers are in the history.)
+    const events = await recordedHistory(
+      h,
+      `workflow-instance-${i.id}`,
+      (e) => localActivities(e).includes('finishOutboundCall'),
+      "the call's outcome in the history",
+    );
+    expect(localActivities(events).filter((type) => type === 'callOutbound')).toHaveLength(3);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    expect(timerDurations(events)).toEqual([200, 400]);
   });
 
   it('retry a call on the calls task queue the same way, its connection answering within more than the inline bound', async () => {
@@ -131,14 +138,19 @@ describe('resilience strategies', () => {
     expect(i.subStatus).toBe('Finished');
     expect(calls).toBe(3);
     // Three activity tasks on the calls task queue, the strategy's backoff between them on durable timers.
-    const history = await h.client.workflow.getHandle(`workflow-instance-${i.id}`).fetchHistory();
-    const callsMade = history.events!.filter(
+    const events = await recordedHistory(
+      h,
+      `workflow-instance-${i.id}`,
+      (e) => localActivities(e).includes('finishOutboundCall'),
+      "the call's outcome in the history",
+    );
+    const callsMade = events.filter(
       (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callOutbound',
     );
     expect(callsMade).toHaveLength(3);
     expect(callsMade[0]!.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe(`${h.taskQueue}-calls`);
-    expect(localActivities(history.events!)).not.toContain('callOutbound');
-    expect(timerDurations(history.events!)).toEqual([200, 400]);
+    expect(localActivities(events)).not.toContain('callOutbound');
+    expect(timerDurations(events)).toEqual([200, 400]);
   });
 
   it('record the fault as an incident once the attempts run out', async () => {

@@ -48,3 +48,31 @@ export const localActivities = (
         ]
       : [],
   );
+
+type HistoryEvents = NonNullable<
+  Awaited<ReturnType<ReturnType<Harness['client']['workflow']['getHandle']>['fetchHistory']>>['events']
+>;
+
+/**
+ * A workflow's history once `recorded` holds for it. What a workflow task's local activities did shows in Postgres
+ * while the task runs; their markers reach the history only when the task completes, which a busy worker may do
+ * a moment later: a test that read the history as soon as Postgres showed the outcome could miss them.
+ */
+export const recordedHistory = (
+  h: Harness,
+  workflowId: string,
+  recorded: (events: HistoryEvents) => boolean,
+  what: string,
+): Promise<HistoryEvents> =>
+  eventually(async () => {
+    const { events } = await h.client.workflow.getHandle(workflowId).fetchHistory();
+    return events && recorded(events) ? events : undefined;
+  }, what);
+
+/** The results of a history's local activities (their markers' `result` payloads, as JSON), in order. */
+export const localResults = (events: HistoryEvents): unknown[] =>
+  events.flatMap((e) =>
+    e.markerRecordedEventAttributes?.markerName === 'core_local_activity'
+      ? [payloadJson(e.markerRecordedEventAttributes.details?.result?.payloads?.[0])]
+      : [],
+  );
