@@ -141,6 +141,11 @@ export interface PlanWorkflowProgress {
   total: number | null;
   completed: number;
   failed: number;
+  /** Jobs left alone: their instance no longer matched a filter fixed while the plan awaited approval. */
+  skipped?: number;
+  /** Of a plan with `verify`, as its last check found them: completed jobs Verified and Unverified. */
+  verified?: number;
+  unverified?: number;
   /** Jobs that will not run: those left when the plan was cancelled. */
   cancelled?: number;
   /** Jobs without a result yet (in flight or still to start); null until the jobs are generated. */
@@ -300,7 +305,7 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         progress: plan.progress(),
         ...(window ? { windowClosesAt: window.closesAt } : {}),
       });
-    if (input.verify && patched(VERIFY_PATCH)) await verifyEffect(planId, show);
+    if (input.verify && patched(VERIFY_PATCH)) await verifyEffect(planId, state, show);
     await (localSteps ? local.completePlan : completePlan)(planId);
     return show('Completed');
   } catch (err) {
@@ -326,10 +331,15 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
  */
 async function verifyEffect(
   planId: string,
+  state: PlanWorkflowProgress,
   show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
 ): Promise<void> {
   for (let wait = VERIFY_FIRST_WAIT_MS; ; wait = Math.min(wait * 2, VERIFY_LONGEST_WAIT_MS)) {
     const check = await local.checkVerification(planId);
+    if (check.verified !== undefined) {
+      state.verified = check.verified;
+      state.unverified = check.unverified ?? 0;
+    }
     if (!check.verifying || check.pending === 0) return;
     show('Running', `verifying: ${check.pending} job(s) still to match verify.expect`);
     await sleep(Math.max(100, Math.min(wait, check.nextDeadlineInMs ?? wait)));
@@ -506,7 +516,8 @@ function initialState(carried: PlanProgress | undefined): PlanWorkflowProgress {
     completed: carried?.completed ?? 0,
     failed: carried?.failed ?? 0,
     cancelled: 0,
-    pending: carried ? carried.total - (carried.completed ?? 0) - (carried.failed ?? 0) : null,
+    skipped: carried?.skipped ?? 0,
+    pending: carried ? carried.total - (carried.completed ?? 0) - (carried.failed ?? 0) - (carried.skipped ?? 0) : null,
     batchesDone: carried?.batchesDone ?? 0,
     // Known once the batch size in force is: the batches are counted, never derived from the configured
     // size, which a rate or a canary does not keep to.
@@ -535,14 +546,16 @@ function showProgress(
   if (plan) {
     state.completed = plan.counts.completed;
     state.failed = plan.counts.failed;
+    state.skipped = plan.counts.skipped;
     state.batchesDone = plan.counts.batchesDone;
     state.pauseReason = plan.pauseReason;
     state.batches = state.batchesDone + plan.batchesLeft();
   }
-  const done = state.completed + state.failed;
+  const skipped = state.skipped ?? 0;
+  const done = state.completed + state.failed + skipped;
   state.cancelled = status === 'Cancelled' && state.total !== null ? Math.max(0, state.total - done) : 0;
   state.pending = state.total === null ? null : Math.max(0, state.total - done - state.cancelled);
-  state.outcome = status === 'Completed' ? planOutcome(state.total ?? 0, state.failed) : null;
+  state.outcome = status === 'Completed' ? planOutcome((state.total ?? 0) - skipped, state.failed) : null;
   const of =
     state.total === null
       ? ''
@@ -553,7 +566,13 @@ function showProgress(
       : state.outcome === 'allFailed'
         ? ` (all ${number(state.failed)} jobs failed)`
         : '';
-  const cancelled = state.cancelled ? ` · ${number(state.cancelled)} cancelled` : '';
+  const cancelled = `${state.cancelled ? ` · ${number(state.cancelled)} cancelled` : ''}${
+    skipped ? ` · ${number(skipped)} skipped` : ''
+  }${
+    state.verified !== undefined
+      ? ` · ${number(state.verified)} verified · ${number(state.unverified ?? 0)} unverified`
+      : ''
+  }`;
   const line = note
     ? `**${status}** · ${note}`
     : `**${status}**${why} · ${number(done)} jobs done${of} · ${number(state.failed)} failed${cancelled} · batch ${state.batchesDone} of ${state.batches ?? '?'}`;

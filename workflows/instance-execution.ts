@@ -19,7 +19,13 @@ import type { Activities } from '../activities/index.js';
 import type { CallActivities, CallResult } from '../activities/calls.js';
 import { callsTaskQueue } from './task-queues.js';
 import { activityGaveUp, TRANSIENT_RETRY } from './retry.js';
-import { DEFINITION_ATTRIBUTE, INSTANCE_STATUS_ATTRIBUTE, PLAN_TENANT_ATTRIBUTE } from './search-attributes.js';
+import {
+  DEFINITION_ATTRIBUTE,
+  INSTANCE_STATUS_ATTRIBUTE,
+  PLAN_IDS_ATTRIBUTE,
+  PLAN_IDS_KEPT,
+  PLAN_TENANT_ATTRIBUTE,
+} from './search-attributes.js';
 import {
   type InstanceStory,
   type StoryResult,
@@ -287,6 +293,8 @@ const CALL_WAKE_PATCH = 'instance-call-wake';
  * on the calls task queue: a marker where a run without it records an activity task and a workflow task.
  */
 const INLINE_CALLS_PATCH = 'instance-inline-calls';
+/** A word that names the plan that made the change adds it to the search attribute AlterationPlanIds. */
+const PLAN_IDS_PATCH = 'instance-plan-ids';
 /**
  * The patches a run takes without asking `patched()`, by the level of the release that started it: the relay
  * starts every new run with `patchLevel: PATCH_LEVEL`, so that its history carries no patch marker and no
@@ -294,13 +302,14 @@ const INLINE_CALLS_PATCH = 'instance-inline-calls';
  * Temporal). Runs recorded before carry no level and ask as they did. A patch added later gets the next level,
  * never one that exists: a run started at level 1 must replay the same under whatever code replays it.
  */
-export const PATCH_LEVEL = 3;
+export const PATCH_LEVEL = 4;
 const PATCH_LEVELS: Readonly<Record<string, number>> = {
   [LIFELONG_PATCH]: 1,
   [STORY_PATCH]: 1,
   [LOCAL_STEPS_PATCH]: 1,
   [CALL_WAKE_PATCH]: 2,
   [INLINE_CALLS_PATCH]: 3,
+  [PLAN_IDS_PATCH]: 4,
 };
 /** `patched(id)`, answered by the run's level where the level covers the patch. */
 const takes = (input: InstanceExecutionInput, id: string): boolean =>
@@ -368,10 +377,16 @@ async function lifelong(input: InstanceExecutionInput, inbox: Inbox): Promise<In
     t?.story !== undefined && takes(input, STORY_PATCH);
   const startedAs = workflowInfo().typedSearchAttributes.get(INSTANCE_STATUS_ATTRIBUTE);
   let shownStatus: string | undefined = startedAs ?? (known ? `${known.status}/${known.subStatus}` : undefined);
+  let planIds = workflowInfo().typedSearchAttributes.get(PLAN_IDS_ATTRIBUTE) ?? [];
   const show = (t: InstanceTidings) => {
     const status = `${t.status}/${t.subStatus}`;
     if (input.searchAttributes && status !== shownStatus)
       upsertSearchAttributes([{ key: INSTANCE_STATUS_ATTRIBUTE, value: status }]);
+    const planId = t.story?.planId;
+    if (input.searchAttributes && planId && !planIds.includes(planId) && takes(input, PLAN_IDS_PATCH)) {
+      planIds = [...planIds, planId].slice(-PLAN_IDS_KEPT);
+      upsertSearchAttributes([{ key: PLAN_IDS_ATTRIBUTE, value: planIds }]);
+    }
     if (shown && t.version !== shown.version) upsertMemo({ version: t.version });
     shownStatus = status;
     shown = t;

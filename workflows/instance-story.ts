@@ -43,7 +43,12 @@ export interface InstanceStory {
   lastIncident?: string;
   /** What committed the change the word tells, when known: `plan {planId}`. */
   cause?: string;
+  /** The plan that committed it, when a plan did (its id whole, where `cause` may be clipped). */
+  planId?: string;
 }
+
+/** How `cause` names a plan (migration 019's `wfa.cause`, set by a plan's batch): `plan {planId}`. */
+export const PLAN_CAUSE = 'plan ';
 
 /** What the workflow knows of where its instance stands: the relay's word (InstanceTidings), or a step's. */
 export interface StoryStanding {

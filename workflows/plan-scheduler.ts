@@ -18,6 +18,8 @@ export interface PlanProgress {
   nextOrd: number;
   completed?: number;
   failed?: number;
+  /** Jobs Skipped (their instance no longer matched a filter fixed for approval). Absent when none. */
+  skipped?: number;
   batchesDone?: number;
   /** Ranges a batch skipped because the plan was Paused: run again first. */
   redo?: [number, number][];
@@ -34,8 +36,8 @@ export interface PlanProgress {
 
 /** What a batch activity answers that steers the plan (src/alterations/processing.ts BatchResult). */
 export interface BatchOutcome {
-  /** Jobs of the batch's range completed and failed in all, whichever attempt committed them. */
-  batch: { completed: number; failed: number };
+  /** Jobs of the batch's range completed, failed and skipped in all, whichever attempt committed them. */
+  batch: { completed: number; failed: number; skipped?: number };
   /** The plan ended (cancelled, failed): no further batch. */
   stop: boolean;
   /** The batch read Paused and did nothing: its range runs again after the resume. */
@@ -142,7 +144,7 @@ export interface SchedulerOptions {
 
 export class PlanScheduler {
   /** Jobs and batches done, over every run of the plan. */
-  readonly counts: { completed: number; failed: number; batchesDone: number };
+  readonly counts: { completed: number; failed: number; skipped: number; batchesDone: number };
   private readonly total: number;
   private readonly batchSize: number;
   private readonly window: number;
@@ -177,6 +179,7 @@ export class PlanScheduler {
     this.counts = {
       completed: carried?.completed ?? 0,
       failed: carried?.failed ?? 0,
+      skipped: carried?.skipped ?? 0,
       batchesDone: carried?.batchesDone ?? 0,
     };
     this.nextOrd = carried?.nextOrd ?? 0;
@@ -286,6 +289,7 @@ export class PlanScheduler {
     }
     this.counts.completed += outcome.batch.completed;
     this.counts.failed += outcome.batch.failed;
+    this.counts.skipped += outcome.batch.skipped ?? 0;
     this.counts.batchesDone++;
     const ratio = this.controlNow.rollout?.stopOnFailureRatio;
     const finished = this.counts.completed + this.counts.failed;
@@ -331,6 +335,7 @@ export class PlanScheduler {
       canaryDone: this.canaryDone,
       throttle: this.throttle,
       control: this.controlNow,
+      ...(this.counts.skipped > 0 ? { skipped: this.counts.skipped } : {}),
       // Only when set: a run that never stepped aside carries what runs carried before.
       ...(this.steppedAside.size > 0 ? { steppedAside: [...this.steppedAside] } : {}),
       ...(this.asideUntil > 0 ? { asideUntil: this.asideUntil } : {}),

@@ -18,6 +18,14 @@ export const INSTANCE_STATUS_ATTRIBUTE = defineSearchAttributeKey(
   SearchAttributeType.KEYWORD,
 );
 export const DEFINITION_ATTRIBUTE = defineSearchAttributeKey('WorkflowDefinitionId', SearchAttributeType.KEYWORD);
+/**
+ * The last plans whose change its workflow was told of (at most PLAN_IDS_KEPT, oldest first), so that
+ * `AlterationPlanIds = "{planId}"` lists in the UI the instances a plan touched. A change its workflow is not told
+ * of (a variable set on a suspended instance: nothing for the workflow to do) does not show here; the API's
+ * `GET /workflow-instances/{id}/alterations` lists every plan.
+ */
+export const PLAN_IDS_ATTRIBUTE = defineSearchAttributeKey('AlterationPlanIds', SearchAttributeType.KEYWORD_LIST);
+export const PLAN_IDS_KEPT = 10;
 
 /** Every search attribute the service uses: registered at start (src/temporal/search-attributes.ts). */
 export const SEARCH_ATTRIBUTES = [
@@ -26,4 +34,5 @@ export const SEARCH_ATTRIBUTES = [
   PLAN_TYPES_ATTRIBUTE,
   INSTANCE_STATUS_ATTRIBUTE,
   DEFINITION_ATTRIBUTE,
+  PLAN_IDS_ATTRIBUTE,
 ] as const;

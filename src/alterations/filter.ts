@@ -226,6 +226,38 @@ function activityCondition(
                  WHERE r.instance_id = i.id) = ${param(2 ** distinct.length - 1, '::bigint')})`;
 }
 
+/** Which of these instances the filter selects in the tenant now. */
+export async function stillMatching(
+  db: Queryable,
+  filter: Filter,
+  tenantKey: string,
+  ids: readonly string[],
+): Promise<Set<string>> {
+  const compiled = compileFilter(filter, tenantKey);
+  if (!compiled.selects || ids.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT i.id FROM workflow_instances i WHERE ${compiled.where} AND i.id = ANY($${compiled.params.length + 1}::text[])`,
+    [...compiled.params, ids],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * How many instances the filter selects in the tenant now that are not among plan `planId`'s set (its job sets):
+ * those that came to match after the set was fixed.
+ */
+export async function countJoined(db: Queryable, filter: Filter, tenantKey: string, planId: string): Promise<number> {
+  const compiled = compileFilter(filter, tenantKey);
+  if (!compiled.selects) return 0;
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (
+       SELECT i.id FROM workflow_instances i WHERE ${compiled.where}
+       EXCEPT SELECT unnest(s.instance_ids) FROM alteration_job_sets s WHERE s.plan_id = $${compiled.params.length + 1}) joined`,
+    [...compiled.params, planId],
+  );
+  return rows[0]!.n;
+}
+
 /** Dry-run: the ids a filter selects in the tenant, by creation time then id. Creates nothing. */
 export async function selectInstanceIds(db: Queryable, filter: Filter, tenantKey: string): Promise<string[]> {
   const compiled = compileFilter(filter, tenantKey);

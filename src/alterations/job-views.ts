@@ -24,6 +24,14 @@ export interface JobRow {
 export const JOB_COLUMNS =
   'plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, verification, verified_at, verification_note';
 
+/** The log of a job whose instance no longer matched its plan's filter when its batch ran (status Skipped). */
+export const skippedEntry = (at: Date): LogEntry => ({
+  message: "No longer matches the plan's filter",
+  logLevel: LOG_LEVEL.Warning,
+  timestamp: at.toISOString(),
+  eventName: 'Skipped',
+});
+
 /**
  * A Completed job stores no log: each of the plan's alterations succeeded at its completion time (a revert
  * job: its instance was restored).

@@ -216,8 +216,8 @@ async function countJobs(
 ): Promise<Map<string, Counted>> {
   const counts = new Map<string, Counted>();
   if (plans.length === 0) return counts;
-  const { rows } = await db.query<{ plan_id: string; completed: number; failed: number }>(
-    `SELECT plan_id, sum(completed)::int AS completed, sum(failed)::int AS failed
+  const { rows } = await db.query<{ plan_id: string; completed: number; failed: number; skipped: number }>(
+    `SELECT plan_id, sum(completed)::int AS completed, sum(failed)::int AS failed, sum(skipped)::int AS skipped
        FROM alteration_batch_counts WHERE plan_id = ANY($1::text[]) GROUP BY plan_id`,
     [plans.map((p) => p.id)],
   );
@@ -230,14 +230,16 @@ async function countJobs(
     const total = p.job_total ?? 0;
     const completed = done.get(p.id)?.completed ?? 0;
     const failed = done.get(p.id)?.failed ?? 0;
+    const skipped = done.get(p.id)?.skipped ?? 0;
     const cancelled = p.cancelled_count;
     counts.set(p.id, {
       total,
-      pending: total - completed - failed - cancelled,
+      pending: total - completed - failed - skipped - cancelled,
       running: 0,
       completed,
       failed,
       cancelled,
+      skipped,
       verification: verifications.get(p.id) ?? { verified: 0, unverified: 0, pending: 0 },
     });
   }
@@ -271,7 +273,9 @@ function planState(
     pauseReason: r.status === PLAN_STATUS.Paused ? (r.pause_reason ?? 'manual') : null,
     revertOf: r.revert_of,
     retryOf: r.retry_of,
-    outcome: r.status === PLAN_STATUS.Completed ? planOutcome(counts.total, notSucceeded) : null,
+    // Skipped jobs were left alone on purpose: the outcome is that of the jobs that ran.
+    outcome: r.status === PLAN_STATUS.Completed ? planOutcome(counts.total - counts.skipped, notSucceeded) : null,
+    drift: fixedForApproval(r) ? { skipped: counts.skipped, joined: r.drift_joined } : null,
     verification: r.verify ? { expect: r.verify.expect, withinSeconds: r.verify.withinSeconds, ...v } : null,
     approval: r.approval ?? null,
     schedule: r.schedule ?? null,
@@ -279,6 +283,10 @@ function planState(
       r.status === PLAN_STATUS.Paused && r.pause_reason === 'schedule' ? (r.resumes_at?.toISOString() ?? null) : null,
   };
 }
+
+/** A plan whose set was fixed while it waited for approval (at submission or when its jobs were made): it runs that set. */
+const fixedForApproval = (r: Pick<PlanStateRow, 'approval' | 'revert_of'>) =>
+  r.approval !== null && r.revert_of === null;
 
 /** The log of a revert job that found its instance changed since the plan it reverts. */
 export const revertFailureMessage = (planId: string) => `Instance changed since plan ${planId}; not reverted`;
@@ -320,7 +328,7 @@ async function jobPage(
 ): Promise<Page<JobView>> {
   const afterOrd = opts.after ? (decodeCursor(opts.after, ['ord'])[0] as number) : -1;
   const rows: JobRow[] = [];
-  if (opts.status === JOB_STATUS.Completed || opts.status === JOB_STATUS.Failed) {
+  if (opts.status === JOB_STATUS.Completed || opts.status === JOB_STATUS.Failed || opts.status === JOB_STATUS.Skipped) {
     // Only processed jobs have these statuses, and every processed job has its row.
     const found = await db.query<JobRow>(
       `SELECT ${JOB_COLUMNS} FROM alteration_jobs

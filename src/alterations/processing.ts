@@ -6,6 +6,9 @@ import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import type { PlanControl } from '../vocabulary/plan.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
+import { countJoined, stillMatching } from './filter.js';
+import { skippedEntry } from './job-views.js';
+import { BORN_PENDING } from './verification.js';
 import { scheduleState } from './schedule.js';
 import {
   completePlanRow,
@@ -15,6 +18,7 @@ import {
   pauseFor,
   type PlanRow,
   readControl,
+  readDriftSource,
   readForBatch,
 } from './plan-store/index.js';
 import {
@@ -30,6 +34,7 @@ import {
 import {
   type Alteration,
   AlterationSchema,
+  FilterSchema,
   isFinished,
   JOB_STATUS,
   LOG_LEVEL,
@@ -82,8 +87,8 @@ export interface BatchResult {
   /** Jobs this attempt processed, and how many of them failed. */
   processed: number;
   failed: number;
-  /** Jobs of the batch's range completed and failed in all, whichever attempt committed them. */
-  batch: { completed: number; failed: number };
+  /** Jobs of the batch's range completed, failed and skipped in all, whichever attempt committed them. */
+  batch: { completed: number; failed: number; skipped: number };
   dispatched: number;
   /** The plan was cancelled (or otherwise ended): process no further batches. */
   stop: boolean;
@@ -147,6 +152,8 @@ interface BatchOutcome {
   toDispatch: number;
   processed: number;
   failed: number;
+  /** Jobs that ended Skipped (their instance no longer matched the plan's filter), not among `processed`. */
+  skipped?: number;
   control: PlanControl;
 }
 
@@ -202,6 +209,9 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     const paused = { ...control, status: PLAN_STATUS.Paused, pauseReason: 'schedule' as const };
     return { ...nothing, control: { ...paused, steering: control.steering + 0.5 } };
   }
+  // The set was fixed while the plan waited for approval: what no longer matches its filter is left alone.
+  const skipped =
+    plan.approval !== null && plan.revert_of === null ? await skipDrifted(client, plan, args, started) : 0;
   const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
   const setBased = deps.setBased !== false && setsVariablesOnly(alterations) && plan.revert_of === null;
   if (setBased) {
@@ -209,7 +219,7 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     if (done) return { ...done, control };
   }
   const jobs = await unwrittenJobs(client, plan, args);
-  if (jobs.length === 0) return nothing;
+  if (jobs.length === 0) return { ...nothing, skipped };
   // Without row locks, unless a first attempt went stale: the writes below check each row's revision.
   const locked = args.locked === true;
   const instances = await readInstances(
@@ -226,13 +236,54 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   if (!locked) await confirmRefusals(client, jobs, outcomes, instances);
   await saveInstances(client, deps.definitions, outcomes, now, instances, slice, !locked);
   const failed = outcomes.filter((o) => !o.ok).length;
-  await writeJobs(deps, client, args, jobs, outcomes, instances, { started, now, failed }, slice);
+  const verification = plan.verify ? BORN_PENDING : null;
+  await writeJobs(deps, client, args, jobs, outcomes, instances, { started, now, failed, verification }, slice);
   return {
     toDispatch: outcomes.filter((o) => o.ok && o.state && hasRunnableWork(o.state)).length,
     processed: jobs.length,
     failed,
+    skipped,
     control,
   };
+}
+
+/**
+ * A batch of a plan whose set was fixed while it waited for approval: the range's jobs whose instance no longer
+ * matches the plan's filter (or is gone) end Skipped, their instances untouched, counted with the batch. The
+ * jobs left are then read and altered as any batch's (never by the set-based statement, which takes only a range
+ * without job rows). Answers how many were skipped.
+ */
+async function skipDrifted(client: pg.PoolClient, plan: PlanRow, args: BatchArgs, at: Date): Promise<number> {
+  const jobs = await unwrittenJobs(client, plan, args);
+  if (jobs.length === 0) return 0;
+  const filter = FilterSchema.parse(plan.filter);
+  const matching = await stillMatching(
+    client,
+    filter,
+    plan.tenant_id,
+    jobs.map((j) => j.instance_id),
+  );
+  const gone = jobs.filter((j) => !matching.has(j.instance_id));
+  if (gone.length === 0) return 0;
+  const log = [skippedEntry(at)];
+  const rows = gone.map((j) => ({
+    ord: j.ord,
+    id: j.pending_id ?? undefined,
+    created_at: j.created_at.toISOString(),
+    instance_id: j.instance_id,
+  }));
+  await client.query(
+    `WITH jobs AS (
+       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at)
+       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, u.created_at, u.ord)), u.instance_id, $2, $3::jsonb, u.created_at, $4, $4
+         FROM jsonb_to_recordset($5::jsonb) AS u(ord int, id text, created_at timestamptz, instance_id text)
+       ON CONFLICT (plan_id, ord) DO UPDATE SET status = EXCLUDED.status, log = EXCLUDED.log,
+              started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at)
+     INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed, skipped) VALUES ($1, $6, 0, 0, $7)
+     ON CONFLICT (plan_id, from_ord) DO UPDATE SET skipped = alteration_batch_counts.skipped + EXCLUDED.skipped`,
+    [args.planId, JOB_STATUS.Skipped, JSON.stringify(log), at, JSON.stringify(rows), args.fromOrd, gone.length],
+  );
+  return gone.length;
 }
 
 /**
@@ -258,6 +309,7 @@ async function runSetBasedBatch(
     started,
     now: nowBy(deps.clock),
     recordUndo: deps.recordUndo !== false,
+    verification: plan.verify ? BORN_PENDING : null,
   };
   const slice = new TimeSlice();
   let met = metVersions(args.planId);
@@ -372,7 +424,7 @@ async function writeJobs(
   jobs: readonly BatchJob[],
   outcomes: readonly ApplyOutcome[],
   instances: ReadonlyMap<string, AlterableState>,
-  at: { started: Date; now: Date; failed: number },
+  at: { started: Date; now: Date; failed: number; verification: number | null },
   slice: TimeSlice,
 ): Promise<void> {
   const written = deps.recordUndo === false ? [] : await beforeImages(jobs, outcomes, instances, slice);
@@ -401,15 +453,17 @@ async function writeJobs(
       log: o.ok ? undefined : o.log,
       undo: w ? w.undo : undefined,
       revision: w ? w.revision : undefined,
+      verification: o.ok ? (at.verification ?? undefined) : undefined,
     };
   });
   await client.query(
     `WITH jobs AS (
-       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision)
+       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at, undo, revision, verification)
        SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, coalesce(u.created_at, $2), u.ord)), u.instance_id, u.status, u.log,
-              coalesce(u.created_at, $2), $3, $4, u.undo, u.revision
+              coalesce(u.created_at, $2), $3, $4, u.undo, u.revision, u.verification
          FROM jsonb_to_recordset($5::jsonb)
-              AS u(ord int, id text, created_at timestamptz, instance_id text, status smallint, log jsonb, undo jsonb, revision int8))
+              AS u(ord int, id text, created_at timestamptz, instance_id text, status smallint, log jsonb, undo jsonb, revision int8,
+                   verification smallint))
      INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed) VALUES ($1, $6, $7, $8)
      ON CONFLICT (plan_id, from_ord) DO UPDATE
        SET completed = alteration_batch_counts.completed + EXCLUDED.completed, failed = alteration_batch_counts.failed + EXCLUDED.failed`,
@@ -443,7 +497,7 @@ function beforeImages(
   );
 }
 
-const NOTHING_DONE = { processed: 0, failed: 0, batch: { completed: 0, failed: 0 }, dispatched: 0 };
+const NOTHING_DONE = { processed: 0, failed: 0, batch: { completed: 0, failed: 0, skipped: 0 }, dispatched: 0 };
 
 /** What a batch that stepped aside answers: nothing done, its range to run again (src/alterations/step-aside.ts). */
 export async function steppedAside(deps: ProcessingDeps, planId: string): Promise<BatchResult> {
@@ -471,10 +525,10 @@ async function reportBatch(deps: ProcessingDeps, args: BatchArgs, outcome: Batch
   // committed, then failed and was retried into the pause, which reported nothing done. Its jobs are
   // counted once all the same (the workflow counted none of that paused run's). What the jobs left for the
   // instances' workflows committed with them, in the outbox (migration 011).
-  let batch = { completed: processed - failed, failed };
+  let batch = { completed: processed - failed, failed, skipped: outcome.skipped ?? 0 };
   if (args.redispatch || processed === 0) {
-    const { rows: counted } = await deps.pool.query<{ completed: number; failed: number }>(
-      'SELECT completed, failed FROM alteration_batch_counts WHERE plan_id = $1 AND from_ord = $2',
+    const { rows: counted } = await deps.pool.query<{ completed: number; failed: number; skipped: number }>(
+      'SELECT completed, failed, skipped FROM alteration_batch_counts WHERE plan_id = $1 AND from_ord = $2',
       [args.planId, args.fromOrd],
     );
     batch = counted[0] ?? batch;
@@ -555,7 +609,12 @@ export function readPlanControl(deps: ProcessingDeps, planId: string): Promise<P
  * took the plan over mid-way): that is an error to see, never a Completed plan with jobs that did not run.
  */
 export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
-  const plan = await completePlanRow(deps.pool, planId, nowBy(deps.clock));
+  // A set fixed for approval: how many instances match the filter now that were not in it (the plan's drift).
+  const source = await readDriftSource(deps.pool, planId);
+  const joined = source
+    ? await countJoined(deps.pool, FilterSchema.parse(source.filter), source.tenant_id, planId)
+    : null;
+  const plan = await completePlanRow(deps.pool, planId, nowBy(deps.clock), joined);
   if (plan && !isFinished(plan.status) && (plan.job_total ?? 0) > plan.done) {
     throw new Error(
       `${(plan.job_total ?? 0) - plan.done} of ${plan.job_total} jobs have no result, so the plan cannot be completed`,

@@ -154,6 +154,8 @@ export interface SetBasedBatch {
   now: Date;
   outcomes: ReadonlyMap<string, PatchEntry[]>;
   recordUndo: boolean;
+  /** What each job's `verification` is written with: Pending for a plan with `verify`, else null. */
+  verification: number | null;
 }
 
 export interface SetBasedResult {
@@ -207,7 +209,7 @@ export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Prom
           AND (SELECT taken FROM chk)
        RETURNING w.id
      ), ins AS (
-       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision)
+       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision, verification)
        SELECT $1::text, i.ords[o.k], wfa_job_id($1::text, i.made[o.k], i.ords[o.k]), o.id, $8::smallint,
               i.made[o.k], $4::timestamptz, $5::timestamptz,
               CASE WHEN $9::boolean THEN
@@ -219,7 +221,7 @@ export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Prom
                                FROM jsonb_array_elements(o.entries) WITH ORDINALITY AS x(p, n)
                               WHERE NOT (o.variables ? (p->>0) AND o.variables->(p->>0) = p->2)), '[]'::jsonb)
               END,
-              CASE WHEN $9::boolean THEN o.revision + 1 END
+              CASE WHEN $9::boolean THEN o.revision + 1 END, $10::smallint
          FROM o CROSS JOIN ids i WHERE (SELECT taken FROM chk)
      ), counted AS (
        INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed)
@@ -238,6 +240,7 @@ export async function runSetBased(client: pg.PoolClient, b: SetBasedBatch): Prom
       b.tenantId,
       JOB_STATUS.Completed,
       b.recordUndo,
+      b.verification,
     ],
   );
   return rows[0]!;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { compileFilter } from './filter.js';
-import { JOB_STATUS, LOG_LEVEL, type LogEntry, type Verification, VERIFICATIONS, type Verify } from './model.js';
+import { LOG_LEVEL, type LogEntry, type Verification, VERIFICATIONS, type Verify } from './model.js';
 import { readPlanVerify } from './plan-store/index.js';
 
 /**
@@ -13,6 +13,8 @@ import { readPlanVerify } from './plan-store/index.js';
  */
 
 const CODE: Record<Verification, number> = { Pending: 0, Verified: 1, Unverified: 2 };
+/** What a job of a plan with `verify` is written with when it completes: Pending, until a check finds it otherwise. */
+export const BORN_PENDING = CODE.Pending;
 export const verificationName = (code: number | null): Verification | null =>
   code === null ? null : (VERIFICATIONS[code] ?? null);
 
@@ -51,22 +53,21 @@ export interface VerificationCheck {
   pending: number;
   /** Milliseconds until the earliest Pending job's deadline (null: none Pending). */
   nextDeadlineInMs: number | null;
+  /** Once none is Pending: the plan's jobs Verified and Unverified (absent while some are Pending). */
+  verified?: number;
+  unverified?: number;
 }
 
 /**
- * One check of a plan's effect: its completed jobs not yet Pending become so (once, after its batches), those
- * whose instance matches `expect` now become Verified, and those whose time has passed Unverified. Idempotent: a
+ * One check of a plan's effect: its completed jobs (written Pending by their batch) whose instance matches
+ * `expect` now become Verified, and those whose time has passed Unverified. Idempotent: a
  * check run twice (a retried activity) finds nothing more to do.
  */
 export async function checkVerification(db: Queryable, planId: string, now: Date): Promise<VerificationCheck> {
   const plan = await readPlanVerify(db, planId);
   if (!plan?.verify) return { verifying: false, pending: 0, nextDeadlineInMs: null };
   const verify: Verify = plan.verify;
-  await db.query(
-    `UPDATE alteration_jobs SET verification = ${CODE.Pending}
-      WHERE plan_id = $1 AND status = ${JOB_STATUS.Completed} AND verification IS NULL`,
-    [planId],
-  );
+  // A batch writes each completed job of the plan Pending (BORN_PENDING): a check reads only those still Pending.
   const expect = compileFilter({ ...verify.expect, emptyFilterSelectsAll: true }, plan.tenant_id);
   const n = expect.params.length;
   await db.query(
@@ -94,9 +95,12 @@ export async function checkVerification(db: Queryable, planId: string, now: Date
     [planId],
   );
   const { pending, first } = rows[0]!;
+  // The last check says how it ended (one read of the plan's jobs, once).
+  const ended = pending === 0 ? (await countVerifications(db, [planId])).get(planId) : undefined;
   return {
     verifying: true,
     pending,
+    ...(pending === 0 ? { verified: ended?.verified ?? 0, unverified: ended?.unverified ?? 0 } : {}),
     nextDeadlineInMs: first ? Math.max(0, first.getTime() + verify.withinSeconds * 1000 - now.getTime()) : null,
   };
 }

@@ -42,6 +42,10 @@ export const JobCountsSchema = z.object({
   completed: z.number().int(),
   failed: z.number().int(),
   cancelled: z.number().int(),
+  skipped: z.number().int().openapi({
+    description:
+      "Jobs left alone: the plan's set was fixed while it awaited approval, and the instance no longer matched its filter when the job's batch ran",
+  }),
 });
 export type JobCounts = z.infer<typeof JobCountsSchema>;
 
@@ -114,6 +118,19 @@ export const PlanSchema = z
         description:
           'How the jobs of a Completed plan ended: allSucceeded, someFailed, allFailed (every job failed; the plan ' +
           'is Completed all the same, as the contract says) or noJobs (the filter matched nothing); null unless Completed',
+      }),
+    drift: z
+      .object({
+        skipped: z.number().int().openapi({ description: 'Jobs skipped: their instance no longer matched the filter' }),
+        joined: z.number().int().nullable().openapi({
+          description:
+            'Instances matching the filter when the plan completed that were not in its set (not added); null until it completed',
+        }),
+      })
+      .nullable()
+      .openapi({
+        description:
+          'How the instances moved against a set fixed while the plan awaited approval; null for a plan that needed none',
       }),
     approval: ApprovalSchema.nullable().openapi({
       description: 'The approval the plan needed; null when it needed none',

@@ -65,6 +65,7 @@ export function showPlan(p: PlanView): string {
       { value: c.completed, char: '█' },
       { value: c.failed, char: '▓' },
       { value: c.cancelled, char: '▒' },
+      { value: c.skipped, char: '·' },
     ],
     c.total,
   );
@@ -76,11 +77,18 @@ export function showPlan(p: PlanView): string {
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),
     ...approvalLines(p),
     ...(p.resumesAt ? [`  paused by its schedule; goes on by itself at ${p.resumesAt}`] : []),
-    `  ${bar}  ${n(c.completed + c.failed + c.cancelled)}/${n(c.total)}`,
-    `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}   ░ pending ${n(c.pending)}`,
+    `  ${bar}  ${n(c.completed + c.failed + c.cancelled + c.skipped)}/${n(c.total)}`,
+    `  █ completed ${n(c.completed)}   ▓ failed ${n(c.failed)}   ▒ cancelled ${n(c.cancelled)}${c.skipped ? `   · skipped ${n(c.skipped)}` : ''}   ░ pending ${n(c.pending)}`,
     ...(p.verification ? [`  ${verificationText(p.verification)}`] : []),
+    ...(p.drift ? [`  ${driftText(p.drift)}`] : []),
     `  created ${p.createdAt}${p.completedAt ? `, finished ${p.completedAt}` : ''}`,
   ].join('\n');
+}
+
+/** `set fixed for approval: 2 skipped (no longer matched), 1 joined (matches now, not added)` */
+export function driftText(d: NonNullable<PlanView['drift']>): string {
+  const joined = d.joined === null ? '' : `, ${n(d.joined)} joined (match now, not added)`;
+  return `set fixed for approval: ${n(d.skipped)} skipped (no longer matched)${joined}`;
 }
 
 /** `verify within 5 s: 2 verified, 2 not verified, 0 pending` */

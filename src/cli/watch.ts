@@ -4,7 +4,7 @@ import { type Client, type PlanEvent, type PlanView, ProblemError } from '../cli
 import { StreamLimitError } from '../client/sse.js';
 import { Interrupted } from './failure.js';
 import { duration, n, planStatusName, planStatusText, safeCell, stackedBar } from './format.js';
-import { verificationText } from './plan-text.js';
+import { driftText, verificationText } from './plan-text.js';
 
 interface WatchIo {
   json: boolean;
@@ -49,7 +49,7 @@ async function* planEvents(
       return;
     }
     const c = plan.jobCounts;
-    const done = c.completed + c.failed + c.cancelled;
+    const done = c.completed + c.failed + c.cancelled + c.skipped;
     const now = Date.now();
     if (sample && now > sample.at) rate = Math.round(((done - sample.done) * 1000) / (now - sample.at));
     sample = { at: now, done };
@@ -157,7 +157,7 @@ function progressPrinter(planId: string, io: WatchIo, bar: Bar): (p: Progress) =
       // Said once per pause, on its own line: the watch goes on until the plan ends.
       bar.end();
       io.out(
-        `Paused (${safeCell(p.pauseReason ?? 'manual')}) after ${n(c.completed + c.failed + c.cancelled)} of ${n(c.total)}: wfa plans resume ${safeCell(planId)}`,
+        `Paused (${safeCell(p.pauseReason ?? 'manual')}) after ${n(c.completed + c.failed + c.cancelled + c.skipped)} of ${n(c.total)}: wfa plans resume ${safeCell(planId)}`,
       );
     }
     lastPause = p.status === PLAN_STATUS.Paused ? p.pauseReason : undefined;
@@ -177,7 +177,7 @@ function progressPrinter(planId: string, io: WatchIo, bar: Bar): (p: Progress) =
 /** `██░░ 6,000/100,000 6% · 9,960/s · ETA 9s · 0 failed · Running` */
 function progressLine(p: Progress): string {
   const c = p.jobCounts;
-  const finished = c.completed + c.failed + c.cancelled;
+  const finished = c.completed + c.failed + c.cancelled + c.skipped;
   const eta = p.instancesPerSecond > 0 ? duration((c.total - finished) / p.instancesPerSecond) : '?';
   const bar = stackedBar(
     [
@@ -199,9 +199,10 @@ function printFinal(final: PlanView, planId: string, io: WatchIo): void {
   const c = final.jobCounts;
   if (io.json) return io.out(JSON.stringify({ event: 'done', ...final }));
   io.out(
-    `${planStatusText(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled of ${n(c.total)}` +
+    `${planStatusText(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled${c.skipped ? `, ${n(c.skipped)} skipped` : ''} of ${n(c.total)}` +
       (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
       (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : '') +
-      (final.verification ? `\n  ${verificationText(final.verification)}` : ''),
+      (final.verification ? `\n  ${verificationText(final.verification)}` : '') +
+      (final.drift ? `\n  ${driftText(final.drift)}` : ''),
   );
 }

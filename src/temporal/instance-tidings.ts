@@ -6,7 +6,7 @@
  * (`EngineDeps.tidings`, src/temporal/worker.ts), as the engine is below the workflows' layer.
  */
 import type { InstanceTidings } from '../../workflows/instance-execution.js';
-import { clip, type InstanceStory, STORY_LIMITS } from '../../workflows/instance-story.js';
+import { clip, type InstanceStory, PLAN_CAUSE, STORY_LIMITS } from '../../workflows/instance-story.js';
 import type { Queryable } from '../db/pool.js';
 import { workflowWorkSql } from '../engine/instance-state.js';
 
@@ -107,5 +107,7 @@ function storyOf(row: Standing & { cause?: string | null }): InstanceStory {
       ? { lastIncident: clip(`${name(incident.activityId)}: ${incident.message ?? ''}`, STORY_LIMITS.incident) }
       : {}),
     ...(row.cause ? { cause: clip(row.cause, STORY_LIMITS.cause) } : {}),
+    // Whole (a plan id has at most 100 characters): the workflow lists it in AlterationPlanIds.
+    ...(row.cause?.startsWith(PLAN_CAUSE) ? { planId: row.cause.slice(PLAN_CAUSE.length) } : {}),
   };
 }

@@ -44,8 +44,11 @@ export const UNFINISHED_STATUSES: readonly PlanStatus[] = [
 export const VERIFICATIONS = ['Pending', 'Verified', 'Unverified'] as const;
 export type Verification = (typeof VERIFICATIONS)[number];
 
-/** Job status: integers on the wire, names accepted in requests. */
-export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4 } as const;
+/**
+ * Job status: integers on the wire, names accepted in requests. Skipped: the plan's set was fixed while it waited
+ * for approval, and the job's instance no longer matched the plan's filter when its batch ran (left as it was).
+ */
+export const JOB_STATUS = { Pending: 0, Running: 1, Completed: 2, Failed: 3, Cancelled: 4, Skipped: 5 } as const;
 export type JobStatusName = keyof typeof JOB_STATUS;
 export type JobStatus = (typeof JOB_STATUS)[JobStatusName];
 

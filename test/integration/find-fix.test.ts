@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { instanceWorkflowId } from '../../src/temporal/names.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
 import { chain, fault, orderApproval, writeLine } from '../support/workflows.js';
 
@@ -280,6 +281,16 @@ describe('what happened to an instance', () => {
     );
     expect(second.body.items.map((c: { planId: string }) => c.planId)).toEqual([PLAN]);
     expect(second.body.nextCursor).toBeNull();
+
+    // The workflows of the instances the plan changed name it in AlterationPlanIds (the payments' jobs failed:
+    // their instances were not changed, and their workflows were told nothing).
+    const listed = await eventually(async () => {
+      const found: string[] = [];
+      for await (const w of h.client.workflow.list({ query: `AlterationPlanIds = "${PLAN}"` }))
+        found.push(w.workflowId);
+      return found.length >= ids.orders.length ? found.sort() : undefined;
+    }, 'the plan in AlterationPlanIds of its instances');
+    expect(listed).toEqual(sorted(ids.orders.map(instanceWorkflowId)));
 
     // An instance no plan touched: none. Unknown, or another tenant's: 404.
     expect((await h.request('GET', `/workflow-instances/${ids.refunds[0]}/alterations`)).body.items).toEqual([]);

@@ -95,6 +95,7 @@ describe('submitting and processing a plan', () => {
       completed: 120,
       failed: 0,
       cancelled: 0,
+      skipped: 0,
     });
     expect(Date.parse(body.plan.startedAt)).toBeGreaterThanOrEqual(Date.parse(body.plan.createdAt));
     expect(Date.parse(body.plan.completedAt)).toBeGreaterThanOrEqual(Date.parse(body.plan.startedAt));

@@ -121,7 +121,7 @@ describe('the window of batches in flight', () => {
     for (const b of started) s.batchEnded(b, ran(b, control()), 5);
     expect(s.next(5, 0, false)).toEqual({ kind: 'done' });
     expect(s.unfinished).toBe(false);
-    expect(s.counts).toEqual({ completed: 150, failed: 0, batchesDone: 2 });
+    expect(s.counts).toEqual({ completed: 150, failed: 0, skipped: 0, batchesDone: 2 });
   });
 });
 
@@ -319,7 +319,7 @@ describe('pausing and stopping', () => {
     // The next new range, started soon after, does not step aside either.
     expect(s.next(2, 1, false)).toEqual({ kind: 'start', batch: { fromOrd: 200, toOrd: 300 }, mayStepAside: false });
     // Nothing counted for the batch that stepped aside.
-    expect(s.counts).toEqual({ completed: 100, failed: 0, batchesDone: 1 });
+    expect(s.counts).toEqual({ completed: 100, failed: 0, skipped: 0, batchesDone: 1 });
   });
 
   it('lets the next batch step aside once the one that might have came back without doing so', () => {
@@ -422,7 +422,7 @@ describe('continue-as-new', () => {
       [300, 400],
       [400, 500],
     ]);
-    expect(next.counts).toEqual({ completed: 293, failed: 7, batchesDone: 3 });
+    expect(next.counts).toEqual({ completed: 293, failed: 7, skipped: 0, batchesDone: 3 });
   });
 
   it('ends a run early when Temporal suggests it, and a paused run too', () => {

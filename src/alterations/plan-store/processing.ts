@@ -136,17 +136,30 @@ export async function completePlanRow(
   db: Queryable,
   planId: string,
   now: Date,
+  driftJoined: number | null = null,
 ): Promise<{ status: PlanStatus; job_total: number | null; done: number } | undefined> {
   const { rows } = await db.query<{ status: PlanStatus; job_total: number | null; done: number }>(
-    `WITH counted AS (SELECT coalesce(sum(completed + failed), 0)::int AS done FROM alteration_batch_counts WHERE plan_id = $1),
+    `WITH counted AS (SELECT coalesce(sum(completed + failed + skipped), 0)::int AS done FROM alteration_batch_counts WHERE plan_id = $1),
           updated AS (
-            UPDATE alteration_plans SET status = $2, completed_at = $3, pause_reason = NULL
+            UPDATE alteration_plans SET status = $2, completed_at = $3, pause_reason = NULL, drift_joined = $5
              WHERE id = $1 AND status = ANY($4::smallint[]) AND coalesce(job_total, 0) <= (SELECT done FROM counted)
             RETURNING id)
      SELECT CASE WHEN EXISTS (SELECT 1 FROM updated) THEN $2::smallint ELSE p.status END AS status, p.job_total,
             (SELECT done FROM counted) AS done
        FROM alteration_plans p WHERE p.id = $1`,
-    [planId, PLAN_STATUS.Completed, now, UNFINISHED_STATUSES],
+    [planId, PLAN_STATUS.Completed, now, UNFINISHED_STATUSES, driftJoined],
+  );
+  return rows[0];
+}
+
+/** What a plan's drift is worked out from: its filter and tenant, when its set was fixed while it awaited approval. */
+export async function readDriftSource(
+  db: Queryable,
+  planId: string,
+): Promise<{ tenant_id: string; filter: unknown } | undefined> {
+  const { rows } = await db.query<{ tenant_id: string; filter: unknown }>(
+    'SELECT tenant_id, filter FROM alteration_plans WHERE id = $1 AND approval IS NOT NULL AND revert_of IS NULL',
+    [planId],
   );
   return rows[0];
 }

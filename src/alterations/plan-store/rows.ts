@@ -39,13 +39,15 @@ export interface PlanRow {
   approval: Approval | null;
   schedule: Schedule | null;
   resumes_at: Date | null;
+  /** A finished plan whose set was fixed for approval: the instances matching its filter then, not in its set. */
+  drift_joined: number | null;
 }
 
 /** A plan row without its body (alterations and filter): what a summary reads. */
 export type PlanStateRow = Omit<PlanRow, 'alterations' | 'filter'>;
 
 export const PLAN_COLUMNS =
-  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, retry_of, verify, steering, submitted_by, approval, schedule, resumes_at';
+  'id, tenant_id, alterations, filter, request_hash, status, job_total, cancelled_count, created_at, started_at, completed_at, failure, rollout, pause_reason, revert_of, retry_of, verify, steering, submitted_by, approval, schedule, resumes_at, drift_joined';
 
 /**
  * The columns of a plan summary: neither the alterations nor the filter, which may be large, but what Postgres

@@ -37,7 +37,7 @@ export async function cancelPlanRow(
   await client.query(
     `UPDATE alteration_plans p
         SET status = $2, completed_at = $3,
-            cancelled_count = cancelled_count + coalesce(p.job_total - (SELECT sum(completed + failed) FROM alteration_batch_counts c WHERE c.plan_id = p.id), p.job_total, 0)::int,
+            cancelled_count = cancelled_count + coalesce(p.job_total - (SELECT sum(completed + failed + skipped) FROM alteration_batch_counts c WHERE c.plan_id = p.id), p.job_total, 0)::int,
             pause_reason = NULL, resumes_at = NULL, steering = steering + 1,
             approval = CASE WHEN status = ${PLAN_STATUS.AwaitingApproval}
                             THEN approval || jsonb_build_object('state', 'Withdrawn', 'decidedAt', to_jsonb($4::text),

@@ -15,7 +15,7 @@ const PlanEventSchema = z
     event: z.enum(['progress', 'done']),
     data: z.string().openapi({
       description:
-        'JSON. progress: {status, jobCounts, instancesPerSecond, pauseReason, resumesAt, approval: {state, decidedBy, decidedAt, comment} | null}; done: the finished plan (as GET /alterations/{planId} `plan`)',
+        'JSON. progress: {status, jobCounts, instancesPerSecond, pauseReason, resumesAt, approval: {state, decidedBy, decidedAt, comment} | null, verification, drift} (verification and drift as in the plan view); done: the finished plan (as GET /alterations/{planId} `plan`)',
     }),
   })
   .openapi('PlanEvent');
@@ -27,8 +27,8 @@ const events = secureRoute(VIEW, {
   summary:
     'Live progress of a plan as server-sent events: `progress` at once and on change, then `done`; the stream ends',
   description:
-    'Each `progress` event carries `{status, jobCounts, instancesPerSecond, pauseReason, resumesAt, approval}` ' +
-    '(approval: its state, who decided, when, the comment; null when the plan needed none); the last event, `done`, ' +
+    'Each `progress` event carries `{status, jobCounts, instancesPerSecond, pauseReason, resumesAt, approval, verification, drift}` ' +
+    '(approval: its state, who decided, when, the comment; null when the plan needed none; verification and drift as in the plan view); the last event, `done`, ' +
     'carries the finished plan view. Read from Postgres, so any API node serves any plan; a client that reconnects gets ' +
     'the current state at once.',
   request: { params: z.object({ planId: z.string() }) },
@@ -53,6 +53,8 @@ export function planEventRoutes(streams: TenantCounter, shutdown?: AbortSignal) 
             comment: plan.approval.comment,
           }
         : null,
+      verification: plan.verification,
+      drift: plan.drift,
     })),
   );
   return app;

@@ -19,6 +19,7 @@ export const JOB_FILTERS: Record<string, { label: string; status?: JobStatus }> 
   completed: { label: 'Completed', status: JOB_STATUS.Completed },
   pending: { label: 'Pending', status: JOB_STATUS.Pending },
   cancelled: { label: 'Cancelled', status: JOB_STATUS.Cancelled },
+  skipped: { label: 'Skipped', status: JOB_STATUS.Skipped },
 };
 
 /** What an action did, said on the plan's page afterwards (`?notice=`). */
@@ -46,7 +47,8 @@ export function temporalLink(c: Context<AppEnv>, planId: string): string | undef
 }
 
 export const planPath = (id: string) => `/console/plans/${encodeURIComponent(id)}`;
-export const done = (p: PlanView) => p.jobCounts.completed + p.jobCounts.failed + p.jobCounts.cancelled;
+export const done = (p: PlanView) =>
+  p.jobCounts.completed + p.jobCounts.failed + p.jobCounts.cancelled + p.jobCounts.skipped;
 
 export function StatusForm(props: {
   plan: PlanView;
