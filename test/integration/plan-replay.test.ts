@@ -415,6 +415,33 @@ describe('the instance workflow', () => {
     await finishesAsRecordedAndReplays(history, ran, version);
   });
 
+  // Recorded by the workflow code of patch level 4 (PATCH_LEVEL 4, patch `instance-plan-ids`), on 2026-11-29: the
+  // lives of level 3 again, the migrated and the cancelled one told so by a plan's word (`story.planId`), which
+  // their workflows added to the search attribute AlterationPlanIds. Code that upserted it otherwise for these runs,
+  // or asked patched() for it, would fail them as nondeterministic.
+  it.each([
+    ['instance-history-level4-migrated-finished.bin', ['start', 'wait', 'done'], 2],
+    ['instance-history-level4-cancelled.bin', undefined, 1],
+    ['instance-history-level4-faulted.bin', undefined, 1],
+    ['instance-history-level4-call-suspended-finished.bin', ['start', 'call', 'wait', 'set'], 1],
+    ['instance-history-level4-call-woken-finished.bin', ['start', 'call'], 1],
+    ['instance-history-level4-call-queued-finished.bin', ['start', 'call'], 1],
+  ])('replays %s, a run started at patch level 4', async (name, ran, version) => {
+    const history = await fixture(name);
+    const events = history.events ?? [];
+    const input = payloadJson(events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+    expect(input).toMatchObject({ patchLevel: 4 });
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).not.toContain('core_patch');
+    const planIds = events.flatMap((e) => {
+      const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+      return fields?.AlterationPlanIds ? [payloadJson(fields.AlterationPlanIds)] : [];
+    });
+    if (name.includes('migrated') || name.includes('cancelled')) expect(planIds).toEqual([[expect.any(String)]]);
+    else expect(planIds).toEqual([]);
+    await finishesAsRecordedAndReplays(history, ran, version);
+  });
+
   it.each([
     ['instance-history-per-dispatch-suspended.bin', ['start', 'wait'], 'Running/Suspended'],
     ['instance-history-per-dispatch-finished.bin', ['set'], 'Finished/Finished'],
