@@ -11,9 +11,17 @@ export interface Shell {
   user?: Pick<Principal, 'name' | 'tenantId'> | undefined;
 }
 
-export type NavKey = 'plans' | 'instances' | 'new-plan' | 'approvals' | 'users';
+/** The console's first page after signing in: the Dashboard (section 12). */
+export const HOME_PATH = '/console/dashboard';
+
+export type NavKey =
+  'dashboard' | 'incidents' | 'definitions' | 'plans' | 'instances' | 'new-plan' | 'approvals' | 'users';
 
 const NAV: { key: NavKey; href: string; label: string }[] = [
+  // The fleet at a glance, what is broken, and where (section 12).
+  { key: 'dashboard', href: '/console/dashboard', label: 'Dashboard' },
+  { key: 'incidents', href: '/console/incidents', label: 'Incidents' },
+  { key: 'definitions', href: '/console/definitions', label: 'Definitions' },
   { key: 'plans', href: '/console/plans', label: 'Plans' },
   { key: 'instances', href: '/console/instances', label: 'Instances' },
   { key: 'new-plan', href: '/console/new-plan', label: 'New plan' },

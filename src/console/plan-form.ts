@@ -38,6 +38,8 @@ export const TIMESTAMP_OPERATORS = [
 ] as const;
 export const MAX_ACTIVITY_FILTERS = 20;
 export const MAX_TIMESTAMP_FILTERS = 10;
+export const MAX_INCIDENT_FILTERS = 20;
+export const INCIDENT_FILTER_KEYS = ['activityId', 'activityType', 'messageContains'] as const;
 export const MAX_ALTERATIONS = 100;
 
 /** An alteration as its row holds it: each field of its type (by the property it fills) as text. */
@@ -71,6 +73,7 @@ export interface PlanForm {
   emptyFilterSelectsAll: boolean;
   activityFilters: { activityId: string; nodeId: string; name: string; status: string }[];
   timestampFilters: { column: string; operator: string; timestamp: string }[];
+  incidentFilters: Record<(typeof INCIDENT_FILTER_KEYS)[number], string>[];
   alterations: AlterationRow[];
   rate: string;
   canary: string;
@@ -78,6 +81,9 @@ export interface PlanForm {
   notBefore: string;
   windows: WindowRow[];
   approvalRequired: boolean;
+  /** `verify`: the filter its instances must come to match (JSON), and within how many seconds. */
+  verifyExpect: string;
+  verifyWithin: string;
   previewLimit: string;
 }
 
@@ -92,6 +98,7 @@ export const emptyForm = (): PlanForm => ({
   emptyFilterSelectsAll: false,
   activityFilters: [],
   timestampFilters: [],
+  incidentFilters: [],
   alterations: [],
   rate: '',
   canary: '',
@@ -99,6 +106,8 @@ export const emptyForm = (): PlanForm => ({
   notBefore: '',
   windows: [],
   approvalRequired: false,
+  verifyExpect: '',
+  verifyWithin: '',
   previewLimit: '10',
 });
 
@@ -139,6 +148,12 @@ export function formFromFields(f: URLSearchParams): PlanForm {
     };
     if (row.timestamp.trim() !== '') form.timestampFilters.push(row);
   }
+  for (let i = 0; i < MAX_INCIDENT_FILTERS; i++) {
+    const row = Object.fromEntries(
+      INCIDENT_FILTER_KEYS.map((k) => [k, get(`if-${i}-${k}`)]),
+    ) as PlanForm['incidentFilters'][number];
+    if (Object.values(row).some((v) => v.trim() !== '')) form.incidentFilters.push(row);
+  }
   for (let i = 0; i < MAX_ALTERATIONS; i++) {
     const type = get(`a-${i}-type`);
     if (!isAlterationType(type)) continue;
@@ -163,6 +178,8 @@ export function formFromFields(f: URLSearchParams): PlanForm {
     if (row.days.length || row.from || row.to) form.windows.push(row);
   }
   form.approvalRequired = get('approval-required') === 'true';
+  form.verifyExpect = get('v-expect').trim();
+  form.verifyWithin = get('v-within').trim();
   form.previewLimit = get('preview-limit').trim() || '10';
   return form;
 }
@@ -201,6 +218,9 @@ export function formFromBody(body: unknown): PlanForm {
   form.timestampFilters = listOf(filter.timestampFilters, MAX_TIMESTAMP_FILTERS).map((t) =>
     textsOf(t, ['column', 'operator', 'timestamp']),
   );
+  form.incidentFilters = listOf(filter.incidentFilters, MAX_INCIDENT_FILTERS).map((x) =>
+    textsOf(x, INCIDENT_FILTER_KEYS),
+  );
   for (const a of listOf(b.alterations, MAX_ALTERATIONS)) {
     const type = text(a?.type);
     if (!isAlterationType(type)) continue;
@@ -222,6 +242,9 @@ export function formFromBody(body: unknown): PlanForm {
   }));
   const approval = (b.approval && typeof b.approval === 'object' ? b.approval : {}) as Record<string, unknown>;
   form.approvalRequired = approval.required === true;
+  const verify = (b.verify && typeof b.verify === 'object' ? b.verify : {}) as Record<string, unknown>;
+  form.verifyExpect = verify.expect === undefined ? '' : JSON.stringify(verify.expect);
+  form.verifyWithin = text(verify.withinSeconds);
   return form;
 }
 
@@ -280,6 +303,15 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
       timestamp: t.timestamp.trim(),
     }));
   }
+  if (form.incidentFilters.length) {
+    filter.incidentFilters = form.incidentFilters.map((x) =>
+      Object.fromEntries(
+        Object.entries(x)
+          .filter(([, v]) => v.trim() !== '')
+          .map(([k, v]) => [k, v.trim()]),
+      ),
+    );
+  }
   if (form.emptyFilterSelectsAll) filter.emptyFilterSelectsAll = true;
   const alterations = form.alterations.map((a) => {
     const alteration: Record<string, unknown> = { type: a.type };
@@ -312,6 +344,14 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
     };
   }
   if (form.approvalRequired) body.approval = { required: true };
+  if (form.verifyExpect || form.verifyWithin) {
+    const expect = valueOf(form.verifyExpect);
+    const within = numberOf(form.verifyWithin);
+    body.verify = {
+      ...(expect !== undefined ? { expect } : {}),
+      ...(within !== undefined ? { withinSeconds: within } : {}),
+    };
+  }
   return body;
 }
 
@@ -366,6 +406,7 @@ export function fieldIdOf(path: string): string | undefined {
   if (top === 'limit') return 'preview-limit';
   if (top === 'rollout' && key) return `r-${key}`;
   if (top === 'approval') return 'approval-required';
+  if (top === 'verify') return key === 'withinSeconds' ? 'v-within' : 'v-expect';
   if (top === 'schedule') {
     if (key === 'notBefore') return 's-notBefore';
     if (key === 'windows') {
@@ -382,6 +423,8 @@ export function fieldIdOf(path: string): string | undefined {
     if ((LIST_FIELDS as readonly { key: string }[]).some((f) => f.key === key)) return `f-${key}`;
     if (key === 'activityFilters')
       return index === undefined ? 'activity-filters' : sub ? `af-${index}-${sub}` : `af-${index}-activityId`;
+    if (key === 'incidentFilters')
+      return index === undefined ? 'incident-filters' : sub ? `if-${index}-${sub}` : `if-${index}-activityId`;
     if (key === 'timestampFilters')
       return index === undefined ? 'timestamp-filters' : sub ? `tf-${index}-${sub}` : `tf-${index}-timestamp`;
     return `f-${key}`;

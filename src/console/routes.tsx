@@ -8,8 +8,10 @@ import type { TenantCounter } from '../shares.js';
 import { IMMUTABLE, loadAssets } from './assets.js';
 import { ProblemBox, problemOf } from './components.js';
 import { checkInputRule } from './form.js';
-import { Layout, renderPage } from './layout.js';
+import { HOME_PATH, Layout, renderPage } from './layout.js';
 import { approvalsRoutes } from './pages/approvals.js';
+import { definitionsRoutes } from './pages/definitions.js';
+import { fleetRoutes } from './pages/fleet.js';
 import { instanceRoutes } from './pages/instance.js';
 import { instancesRoutes } from './pages/instances.js';
 import { newPlanRoutes } from './pages/new-plan.js';
@@ -84,7 +86,7 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
 
   app.get('/', (c) => {
     const identity = c.get('identity');
-    return c.redirect(identity && 'principal' in identity ? '/console/plans' : '/console/sign-in', 302);
+    return c.redirect(identity && 'principal' in identity ? HOME_PATH : '/console/sign-in', 302);
   });
   app.route('/', signInRoutes(shell));
 
@@ -110,6 +112,8 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
     c.header('cache-control', 'no-store');
     return c.json({ name: c.get('principal').name }, 200);
   });
+  app.route('/', fleetRoutes(shell));
+  app.route('/', definitionsRoutes(shell));
   app.route('/', plansRoutes(shell));
   app.route('/', newPlanRoutes(shell));
   app.get('/plans/:planId/events', (c) => {
@@ -118,6 +122,9 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
     return planEventStream(c, c.req.param('planId'), streams, shutdown, (plan) => ({
       resumesAt: plan.resumesAt,
       approvalState: plan.approval?.state ?? null,
+      startedAt: plan.startedAt,
+      verification: plan.verification,
+      drift: plan.drift,
     }));
   });
   app.route('/', planRoutes(shell));
@@ -127,7 +134,7 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   app.route('/', usersRoutes(shell));
 
   app.all('*', (c) => {
-    if (c.req.path === '/console/' && c.req.method === 'GET') return c.redirect('/console/plans', 302);
+    if (c.req.path === '/console/' && c.req.method === 'GET') return c.redirect(HOME_PATH, 302);
     return renderPage(
       c,
       <Layout shell={shell(c)} title="Not found">

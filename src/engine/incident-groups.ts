@@ -150,3 +150,20 @@ export async function activityCounts(
   }
   return [...counts.values()];
 }
+
+/** How many of the tenant's unfinished instances of one definition are in one sub-status. */
+export interface UnfinishedCount {
+  definitionId: string;
+  subStatus: string;
+  count: number;
+}
+
+/** The tenant's unfinished instances, counted per definition and sub-status (one pass over its Running ones). */
+export async function unfinishedCounts(db: Queryable, tenantKey: string): Promise<UnfinishedCount[]> {
+  const { rows } = await db.query<{ definition_id: string; sub_status: string; count: number }>(
+    `SELECT definition_id, sub_status, count(*)::int AS count FROM workflow_instances
+      WHERE tenant_id = $1 AND status = 'Running' GROUP BY definition_id, sub_status ORDER BY definition_id, sub_status`,
+    [tenantKey],
+  );
+  return rows.map((r) => ({ definitionId: r.definition_id, subStatus: r.sub_status, count: r.count }));
+}

@@ -9,7 +9,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type SpawnedService, spawnService } from '../support/spawned-service.js';
 import { seedInstances } from '../support/seed.js';
-import { approvalWithNote } from '../support/workflows.js';
+import { approvalWithNote, chain, fault, writeLine } from '../support/workflows.js';
 
 /**
  * The console (contract section 11) as its users see it: the service in a process of its own, a headless
@@ -93,7 +93,7 @@ function watch(page: Page) {
   });
 }
 
-/** A new context signed in as `name` through the sign-in form; its first page is on Plans. */
+/** A new context signed in as `name` through the sign-in form; its first page is the Dashboard. */
 async function signedIn(name: string): Promise<{ context: BrowserContext; page: Page }> {
   const context = await newContext();
   const page = await context.newPage();
@@ -101,7 +101,7 @@ async function signedIn(name: string): Promise<{ context: BrowserContext; page: 
   await page.getByLabel('Username').fill(name);
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Plans', level: 1 }).waitFor();
+  await page.getByRole('heading', { name: 'Dashboard', level: 1 }).waitFor();
   return { context, page };
 }
 
@@ -219,7 +219,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
 
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Plans', level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'Dashboard', level: 1 }).waitFor();
     const cookies = await context.cookies();
     expect(cookies).toHaveLength(1);
     const [cookie] = cookies;
@@ -354,6 +354,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
 
   it('lists plans newest first with live status, filters them by status, and pages them', async () => {
     const { context, page } = await signedIn(`op-${run}`);
+    await page.getByRole('link', { name: 'Plans', exact: true }).click();
     const rows = page.getByRole('region', { name: 'Plans, newest first' }).getByRole('row');
     await expectAccessible(page, 'Plans');
     await expectNoSidewaysScroll(page, 'Plans');
@@ -1117,6 +1118,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       key.body.key,
     );
     const { context, page } = await signedIn(`acme-${run}`);
+    await page.getByRole('link', { name: 'Plans', exact: true }).click();
     await page.getByRole('link', { name: acmePlan, exact: true }).waitFor();
     for (const other of [completedPlan, pausedPlan]) {
       expect(await page.getByRole('link', { name: other, exact: true }).count()).toBe(0);
@@ -1217,6 +1219,136 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     expect(await op.page.content()).toContain(secret);
     await op.context.close();
     expect((await call('POST', `/alterations/${planId}/cancel`)).status).toBe(202);
+  });
+
+  it('finds what is broken on the Dashboard and Incidents, retries it with verify, and retries what the retry did not fix', async () => {
+    const payments = `console-payments-${run}`;
+    const published = await call('POST', '/workflow-definitions', {
+      ...chain(payments, [writeLine('start', 'charging'), fault('charge', `Gateway timed out ${MARKUP}`)]),
+    });
+    expect(published.status, JSON.stringify(published.body)).toBe(201);
+    const faulted: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await call('POST', '/workflow-instances', { definitionId: payments });
+      expect(r.status).toBe(202);
+      faulted.push(r.body.workflowInstanceId);
+    }
+    await eventually(async () => {
+      const r = await call('GET', `/workflow-instances/incidents?definitionId=${payments}`);
+      return r.body.items[0]?.count === 3;
+    }, 'the three instances to fault');
+
+    const { context, page } = await signedIn(`op-${run}`);
+    // The Dashboard: unfinished instances per definition by sub-status, the largest incident groups, the plans.
+    const unfinished = page.getByRole('region', { name: 'Unfinished instances per definition' });
+    const row = unfinished.getByRole('row', { name: new RegExp(payments) });
+    await expect.poll(() => row.getByRole('link', { name: '3' }).count()).toBe(1);
+    await page.getByRole('heading', { name: 'Open incidents' }).waitFor();
+    await page
+      .getByRole('region', { name: 'Largest incident groups' })
+      .getByText(`Gateway timed out ${MARKUP}`)
+      .waitFor();
+    await page.getByRole('heading', { name: 'Awaiting approval' }).waitFor();
+    await expectAccessible(page, 'Dashboard');
+    await screenshot(page, 'dashboard');
+    await expectNoSidewaysScroll(page, 'Dashboard');
+
+    // Incidents: Retry these opens New plan with the group's filter, a ScheduleActivity and verify filled in.
+    await page.getByRole('link', { name: 'Incidents' }).click();
+    await page.getByRole('heading', { name: 'Incidents', level: 1 }).waitFor();
+    await expectAccessible(page, 'Incidents');
+    await screenshot(page, 'incidents');
+    const group = page.getByRole('row', { name: new RegExp(`${payments} v1`) });
+    await group.getByRole('button', { name: 'Retry these' }).click();
+    await page.getByRole('heading', { name: 'New plan', level: 1 }).waitFor();
+    expect(await page.getByLabel('Expect (filter JSON)').inputValue()).toBe('{"hasIncidents":false}');
+    expect(await page.getByLabel('Within (seconds)').inputValue()).toBe('300');
+    expect(JSON.parse(await page.getByLabel('Plan JSON').inputValue())).toEqual({
+      alterations: [{ type: 'ScheduleActivity', activityId: 'charge' }],
+      filter: {
+        definitionIds: [payments],
+        incidentFilters: [{ activityId: 'charge', messageContains: `Gateway timed out ${MARKUP}` }],
+      },
+      verify: { expect: { hasIncidents: false }, withinSeconds: 300 },
+    });
+    await expectAccessible(page, 'New plan from Retry these');
+    // The charge faults again: nothing is fixed. Two seconds say so sooner than five minutes.
+    await page.getByLabel('Within (seconds)').fill('2');
+    await page.getByLabel('Plan id (optional)').fill(`retry-these-${run}`);
+    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.waitForURL(`${base}/console/plans/retry-these-${run}?notice=submitted`);
+    await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the retry to complete', 60_000);
+    await page.reload();
+    expect(await page.locator('[data-field="unverified"]').innerText()).toBe('3');
+    expect(await page.locator('[data-field="verified"]').innerText()).toBe('0');
+    await expectAccessible(page, 'A plan with verify');
+    await screenshot(page, 'plan-verify');
+    // Retry failed: a new plan over the jobs not verified, named as the retry of this one.
+    await page.getByRole('button', { name: 'Retry failed' }).click();
+    await page.waitForURL(/\/console\/plans\/[^/?]+\?notice=submitted/);
+    const retryId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    expect(retryId).not.toBe(`retry-these-${run}`);
+    const retry = await call('GET', `/alterations/${retryId}`);
+    expect(retry.body.plan).toMatchObject({
+      retryOf: `retry-these-${run}`,
+      verification: { withinSeconds: 2 },
+      workflowInstanceFilter: { planJobs: { planId: `retry-these-${run}` } },
+    });
+
+    // An instance: the plans that changed it, and Retry where it has incidents.
+    await page.goto(`${base}/console/instances/${faulted[0]}`);
+    await page.getByRole('heading', { name: 'Changes' }).waitFor();
+    await page
+      .getByRole('region', { name: 'Plans that changed this instance' })
+      .getByRole('link', { name: `retry-these-${run}` })
+      .waitFor();
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('heading', { name: 'New plan', level: 1 }).waitFor();
+    expect(JSON.parse(await page.getByLabel('Plan JSON').inputValue())).toMatchObject({
+      filter: { workflowInstanceIds: [faulted[0]] },
+      verify: { expect: { hasIncidents: false } },
+    });
+    expect(dialogs).toEqual([]);
+    await context.close();
+  });
+
+  it('draws a definition version with its counts, and Migrate these drafts a migration to the latest version', async () => {
+    const { context, page } = await signedIn(`op-${run}`);
+    // A second version of the console's definition: version 1's instances may move to it.
+    const v2 = await call('POST', '/workflow-definitions', {
+      ...approvalWithNote(definitionId),
+      name: `Orders ${MARKUP}`,
+    });
+    expect(v2.status, JSON.stringify(v2.body)).toBe(201);
+    await page.getByRole('link', { name: 'Definitions' }).click();
+    await page.getByRole('heading', { name: 'Definitions', level: 1 }).waitFor();
+    await page.getByRole('link', { name: definitionId, exact: true }).click();
+    await page.getByRole('link', { name: 'Version 1' }).click();
+    const chart = page.getByRole('img', { name: new RegExp(`The flowchart of Orders .* version 1`) });
+    await chart.waitFor();
+    // Every seeded instance waits on "wait": the box says so, and so does the table.
+    const activities = page.getByRole('region', { name: 'Activities and their unfinished instances' });
+    const waitRow = activities.getByRole('row', { name: /^wait/ });
+    expect(Number((await waitRow.getByRole('cell').nth(1).innerText()).replace(/,/g, ''))).toBeGreaterThan(100);
+    await expectAccessible(page, 'A definition version');
+    await screenshot(page, 'definition');
+    await expectNoSidewaysScroll(page, 'A definition version');
+    await page.getByRole('button', { name: 'Migrate these' }).click();
+    await page.getByRole('heading', { name: 'New plan', level: 1 }).waitFor();
+    const json = JSON.parse(await page.getByLabel('Plan JSON').inputValue());
+    expect(json).toMatchObject({
+      alterations: [
+        {
+          type: 'Migrate',
+          targetVersion: 2,
+          activityMappings: expect.arrayContaining([{ source: 'wait', target: 'wait' }]),
+        },
+      ],
+      filter: { definitionIds: [definitionId], definitionVersionIds: [versionId], statuses: ['Running'] },
+    });
+    await page.getByText(/Drafted from version 1 to 2/).waitFor();
+    expect(dialogs).toEqual([]);
+    await context.close();
   });
 
   it('logged no CSP violation and opened no dialog on any page', () => {

@@ -50,15 +50,24 @@ function showPlan(state, labels) {
   if ('resumesAt' in state) setText('[data-field="resumesAt"]', when(state.resumesAt));
   if (state.approvalState) setText('[data-field="approvalState"]', state.approvalState);
   const c = state.jobCounts;
+  if (state.startedAt) setText('[data-field="startedAt"]', when(state.startedAt));
+  const v = state.verification;
+  if (v) {
+    setText('[data-field="verified"]', number(v.verified));
+    setText('[data-field="unverified"]', number(v.unverified));
+    setText('[data-field="verifyPending"]', number(v.pending));
+  }
+  if (state.drift && state.drift.joined !== null) setText('[data-field="joined"]', number(state.drift.joined));
   if (c) {
-    const done = c.completed + c.failed + c.cancelled;
+    const done = c.completed + c.failed + c.cancelled + (c.skipped || 0);
     const bar = document.querySelector('progress[data-field="progress"]');
     if (bar) {
       bar.max = Math.max(1, c.total);
       bar.value = done;
     }
     setText('[data-field="doneText"]', `${number(done)} of ${number(c.total)}`);
-    for (const k of ['completed', 'failed', 'cancelled', 'pending']) setText(`[data-field="${k}"]`, number(c[k]));
+    for (const k of ['completed', 'failed', 'cancelled', 'pending', 'skipped'])
+      if (c[k] !== undefined) setText(`[data-field="${k}"]`, number(c[k]));
   }
   if (state.instancesPerSecond !== undefined)
     setText('[data-field="instancesPerSecond"]', number(state.instancesPerSecond));

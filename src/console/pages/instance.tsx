@@ -1,13 +1,19 @@
 import { Hono } from 'hono';
 import { type AppEnv, callerTenant } from '../../api/context.js';
-import { ALTERATIONS_EXECUTE, INSTANCES_VIEW } from '../../auth/route-permissions.js';
+import { listInstanceChanges } from '../../alterations/instance-changes.js';
+import type { InstanceChange } from '../../alterations/views.js';
+import { ALTERATIONS_EXECUTE, ALTERATIONS_VIEW, INSTANCES_VIEW } from '../../auth/route-permissions.js';
 import { getInstanceView } from '../../engine/instances.js';
 import type { InstanceView } from '../../engine/instance-views.js';
 import { Table, Time, TimeFact } from '../components.js';
-import { jsonText } from '../format.js';
+import { JOB_STATUS_LABELS, jsonText } from '../format.js';
+import { planPath } from './plan-parts.js';
 import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage, type Shell } from '../layout.js';
 import { may, type ShellOf } from '../shell.js';
+
+/** The plans that changed the instance, the most recent this many. */
+const CHANGES_SHOWN = 20;
 
 /** Long histories are shown from their end, this many entries. */
 const SHOWN = 200;
@@ -20,6 +26,8 @@ function InstancePage(props: {
   instance: InstanceView;
   definitionName: string | null;
   canAlter: boolean;
+  changes: InstanceChange[];
+  moreChanges: boolean;
 }) {
   const i = props.instance;
   const records = i.activityRecords.slice(-SHOWN);
@@ -52,6 +60,17 @@ function InstancePage(props: {
             Alter this instance
           </a>
         </p>
+      ) : null}
+      {props.canAlter && i.incidents[0] ? (
+        <form method="get" action="/console/new-plan">
+          <input type="hidden" name="workflowInstanceId" value={i.id} />
+          <input type="hidden" name="incidentActivityId" value={i.incidents[0].activityId} />
+          <input type="hidden" name="incidentMessage" value={i.incidents[0].message} />
+          <button type="submit" class="secondary" aria-describedby="retry-hint">
+            Retry
+          </button>{' '}
+          <small id="retry-hint">{`Schedules ${i.incidents[0].activityId} again by a plan that verifies no incident is left.`}</small>
+        </form>
       ) : null}
       <h2>Variables</h2>
       <Table
@@ -86,6 +105,25 @@ function InstancePage(props: {
           ))}
         </ul>
       )}
+      <h2>Changes</h2>
+      <Table
+        label="Plans that changed this instance"
+        columns={['Plan', 'Alterations', 'Job', 'Verification', 'When']}
+        rows={props.changes}
+        empty={<p>No plan has changed this instance.</p>}
+        head={(ch) => <a href={planPath(ch.planId)}>{ch.planId}</a>}
+        cells={(ch) => (
+          <>
+            <td>{ch.alterationTypes.join(', ')}</td>
+            <td>{JOB_STATUS_LABELS[ch.status] ?? String(ch.status)}</td>
+            <td>{ch.verification ?? '—'}</td>
+            <td>
+              <Time iso={ch.completedAt} />
+            </td>
+          </>
+        )}
+      />
+      {props.moreChanges ? <p class="muted">The most recent changes; the API lists them all.</p> : null}
       <h2>Activities</h2>
       <Table
         label="Activity records"
@@ -133,6 +171,9 @@ export function instanceRoutes(shell: ShellOf) {
     const { pool, definitions } = c.get('deps');
     const instance = await getInstanceView(pool, definitions, callerTenant(c), c.req.param('id'));
     const definition = await definitions.byVersionId(pool, instance.definitionVersionId);
+    const changes = may(c, ALTERATIONS_VIEW)
+      ? await listInstanceChanges(pool, callerTenant(c), instance.id, { limit: CHANGES_SHOWN })
+      : { items: [], nextCursor: null };
     return renderPage(
       c,
       <InstancePage
@@ -140,6 +181,8 @@ export function instanceRoutes(shell: ShellOf) {
         instance={instance}
         definitionName={definition?.name ?? null}
         canAlter={may(c, ALTERATIONS_EXECUTE)}
+        changes={changes.items}
+        moreChanges={changes.nextCursor !== null}
       />,
     );
   });

@@ -10,6 +10,7 @@ import {
   LIST_FIELDS,
   MAX_ACTIVITY_FILTERS,
   MAX_TIMESTAMP_FILTERS,
+  MAX_INCIDENT_FILTERS,
   MAX_WINDOWS,
   type PlanForm,
   TIMESTAMP_COLUMNS,
@@ -111,6 +112,10 @@ export function FilterFields(props: { form: PlanForm; errors: Map<string, string
     ...form.timestampFilters,
     { column: 'CreatedAt', operator: 'GreaterThan', timestamp: '' },
   ].slice(0, MAX_TIMESTAMP_FILTERS);
+  const incidentRows = [...form.incidentFilters, { activityId: '', activityType: '', messageContains: '' }].slice(
+    0,
+    MAX_INCIDENT_FILTERS,
+  );
   return (
     <fieldset>
       <legend>
@@ -196,6 +201,26 @@ export function FilterFields(props: { form: PlanForm; errors: Map<string, string
                 value={row.status}
                 choices={ACTIVITY_STATUSES}
                 any="Any"
+              />
+            </>
+          )}
+        />
+        <FilterRows
+          id="incident-filters"
+          legend="Incident filters (an instance matches when it has an incident matching every field of a row, for each row)"
+          rowLegend="Incident filter"
+          rows={incidentRows}
+          errors={errors}
+          fields={(row, i) => (
+            <>
+              <TextField id={`if-${i}-activityId`} label="Activity id" value={row.activityId} errors={errors} />
+              <TextField id={`if-${i}-activityType`} label="Activity type" value={row.activityType} errors={errors} />
+              <TextField
+                id={`if-${i}-messageContains`}
+                label="Message contains"
+                value={row.messageContains}
+                errors={errors}
+                hint="Case-insensitive, 1 to 200 characters"
               />
             </>
           )}
@@ -430,6 +455,47 @@ export const POLICY_TEXT: Record<ApprovalPolicy['approval'], (p: ApprovalPolicy)
   above: (p) =>
     `This tenant's policy asks for approval when the filter matches more than ${plural(p.approvalThreshold ?? 0, 'instance')}.`,
 };
+
+/** `verify`: the filter each changed instance must come to match, and within how long (section 12). */
+export function VerifyFields(props: { form: PlanForm; errors: Map<string, string> }) {
+  const { form, errors } = props;
+  const error = errors.get('v-expect');
+  return (
+    <fieldset id="verify">
+      <legend>
+        <strong>Verify</strong>
+      </legend>
+      <p class="muted">
+        After a job completes, its instance must come to match this filter within the time given; the plan says which
+        did (Verified) and which did not (Unverified), and Retry failed retries those too. Leave both empty for none.
+      </p>
+      <div class="inline-fields">
+        <div>
+          <label for="v-expect">Expect (filter JSON)</label>
+          <textarea
+            id="v-expect"
+            name="v-expect"
+            rows={2}
+            {...invalid('v-expect', error)}
+            aria-describedby={[error ? 'v-expect-error' : '', 'v-expect-hint'].filter(Boolean).join(' ')}
+          >
+            {form.verifyExpect}
+          </textarea>
+          <FieldErrorText id="v-expect" message={error} />
+          <small id="v-expect-hint">{'A filter as in Plan JSON, e.g. {"hasIncidents": false}'}</small>
+        </div>
+        <TextField
+          id="v-within"
+          label="Within (seconds)"
+          value={form.verifyWithin}
+          errors={errors}
+          inputmode="numeric"
+          hint="1 to 86400"
+        />
+      </div>
+    </fieldset>
+  );
+}
 
 /** Ask for a second person's approval (section 10); the tenant's policy may ask for it anyway. */
 export function ApprovalFields(props: { form: PlanForm; errors: Map<string, string>; policy: ApprovalPolicy }) {

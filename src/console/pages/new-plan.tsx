@@ -37,7 +37,14 @@ import {
   planJsonText,
 } from '../plan-form.js';
 import { may, permissionName, requirePermission, type ShellOf } from '../shell.js';
-import { AlterationFields, ApprovalFields, FilterFields, ScheduleFields, TextField } from './new-plan-fields.js';
+import {
+  AlterationFields,
+  ApprovalFields,
+  FilterFields,
+  ScheduleFields,
+  TextField,
+  VerifyFields,
+} from './new-plan-fields.js';
 
 /** New plan is for those who may make plans. */
 const ACCESS: PageAccess = { title: 'New plan', nav: 'new-plan', what: 'make plans', permission: ALTERATIONS_EXECUTE };
@@ -148,6 +155,7 @@ function NewPlanPage(props: View) {
           </div>
         </fieldset>
         <ScheduleFields form={form} errors={errors} />
+        <VerifyFields form={form} errors={errors} />
         <ApprovalFields form={form} errors={errors} policy={props.policy} />
         <div class="inline-fields">
           <TextField
@@ -268,13 +276,30 @@ export function newPlanRoutes(shell: ShellOf) {
   const app = new Hono<AppEnv>();
   app.get('/new-plan', gate(shell, ACCESS), async (c) => {
     const form = formFromQuery(c.req.queries());
+    const outcome: Outcome = { errors: new Map() };
+    // Migrate these: the mappings drafted at once, to edit (a draft that cannot be made says why at its row).
+    const migrate = form.alterations[0];
+    if (migrate?.type === 'Migrate' && migrate.draftFrom) {
+      const drafted = await draftMappings(
+        c,
+        { filter: { definitionIds: form.lists.definitionIds ? [form.lists.definitionIds] : [] } },
+        migrate,
+        0,
+        'targetVersion',
+      );
+      if ('error' in drafted) outcome.errors = errorsByField([drafted.error]);
+      else {
+        migrate.values.activityMappings = mappingLines(drafted.mappings);
+        outcome.drafts = new Map([[0, drafted.note]]);
+      }
+    }
     return renderPage(
       c,
       <NewPlanPage
         shell={shell(c)}
         form={form}
         json={planJsonText(bodyFromForm(form))}
-        outcome={{ errors: new Map() }}
+        outcome={outcome}
         policy={await getPolicy(c.get('deps').pool, callerTenant(c))}
       />,
     );
@@ -475,5 +500,29 @@ export function formFromQuery(q: Record<string, string[]>): PlanForm {
   if (one('searchTerm')) form.searchTerm = one('searchTerm');
   if (one('from') === 'instances' && !Object.keys(bodyFromForm(form).filter as object).length)
     form.emptyFilterSelectsAll = true;
+  // Incidents' "Retry these" (and an instance's "Retry"): the instances with an incident at the activity whose
+  // message holds the group's, the activity scheduled again, verified when no incident is left within 5 minutes.
+  const faulted = one('incidentActivityId');
+  if (faulted) {
+    const message = one('incidentMessage').slice(0, 200);
+    form.incidentFilters = [{ activityId: faulted, activityType: '', messageContains: message }];
+    form.alterations = [{ ...emptyAlteration('ScheduleActivity'), values: { activityId: faulted } }];
+    form.verifyExpect = JSON.stringify({ hasIncidents: false });
+    form.verifyWithin = '300';
+  }
+  // Definitions' "Migrate these": the version's instances, a Migrate to the version named (its mappings drafted
+  // by the page from `migrateFrom`).
+  const from = one('migrateFrom');
+  if (from && one('definitionVersionId')) {
+    form.lists.definitionVersionIds = one('definitionVersionId');
+    form.statuses = ['Running'];
+    form.alterations = [
+      {
+        ...emptyAlteration('Migrate'),
+        values: { targetVersion: one('migrateTo'), activityMappings: '' },
+        draftFrom: from,
+      },
+    ];
+  }
   return form;
 }

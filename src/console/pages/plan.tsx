@@ -11,6 +11,7 @@ import {
   cancelPlanCommand,
   pausePlanCommand,
   resumePlanCommand,
+  retryFailedCommand,
   revertPlanCommand,
   rolloutPlanCommand,
 } from '../../api/plan-commands.js';
@@ -101,6 +102,31 @@ function PlanPage(props: {
           <dd data-field="cancelled">{count(c.cancelled)}</dd>
           <dt>Pending</dt>
           <dd data-field="pending">{count(c.pending)}</dd>
+          {plan.drift ? (
+            <>
+              <dt>Skipped</dt>
+              <dd data-field="skipped">{count(c.skipped)}</dd>
+              <dt>Joined since approval</dt>
+              <dd data-field="joined">
+                {plan.drift.joined === null ? 'known once the plan completes' : count(plan.drift.joined)}
+              </dd>
+            </>
+          ) : null}
+          {plan.verification ? (
+            <>
+              <dt>Verified</dt>
+              <dd data-field="verified">{count(plan.verification.verified)}</dd>
+              <dt>Unverified</dt>
+              <dd data-field="unverified">{count(plan.verification.unverified)}</dd>
+              <dt>Still to verify</dt>
+              <dd data-field="verifyPending">{count(plan.verification.pending)}</dd>
+              <dt>Verify</dt>
+              <dd>
+                {`within ${count(plan.verification.withinSeconds)} s of each job, the instance matches `}
+                <code>{JSON.stringify(plan.verification.expect)}</code>
+              </dd>
+            </>
+          ) : null}
           <dt>Speed</dt>
           <dd>
             <span data-field="instancesPerSecond">{finished ? '—' : '0'}</span> instances per second
@@ -121,6 +147,19 @@ function PlanPage(props: {
         <p class="muted" id="live" role="status" aria-live="polite">
           {finished ? 'The plan has finished.' : 'Reload the page for the latest progress.'}
         </p>
+        {props.canExecute &&
+        finished &&
+        plan.revertOf === null &&
+        (c.failed > 0 || (plan.verification?.unverified ?? 0) > 0) ? (
+          <form method="post" action={`${planPath(plan.id)}/retry-failed`}>
+            <button type="submit" aria-describedby="retry-failed-hint">
+              Retry failed
+            </button>{' '}
+            <small id="retry-failed-hint">
+              A new plan with the same alterations, rollout and verify over the jobs that failed or were not verified.
+            </small>
+          </form>
+        ) : null}
       </section>
       {plan.approval ? <ApprovalSection plan={plan} view={props.approval} /> : null}
       <section aria-labelledby="steer-heading">
@@ -165,7 +204,7 @@ function PlanPage(props: {
             </>
           ) : null}
           <TimeFact term="Created" iso={plan.createdAt} />
-          <TimeFact term="Started" iso={plan.startedAt} />
+          <TimeFact term="Started" iso={plan.startedAt} field="startedAt" />
           <TimeFact term="Finished" iso={plan.completedAt} field="completedAt" />
           <ScheduleFacts schedule={plan.schedule} />
           <dt>Temporal</dt>
@@ -331,6 +370,11 @@ export function planRoutes(shell: ShellOf) {
         stopOnFailureRatio: String(plan.rollout.stopOnFailureRatio ?? 'never'),
       },
     });
+  });
+  app.post('/plans/:planId/retry-failed', async (c) => {
+    requirePermission(c, ALTERATIONS_EXECUTE);
+    const retry = await retryFailedCommand(c.get('deps'), c.get('principal'), c.req.param('planId'), {});
+    return c.redirect(`${planPath(retry.planId)}?notice=submitted`, 303);
   });
   app.post('/plans/:planId/revert', async (c) => {
     requirePermission(c, ALTERATIONS_EXECUTE);

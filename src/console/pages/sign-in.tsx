@@ -5,7 +5,7 @@ import { type AppEnv, clientAddress } from '../../api/context.js';
 import type { Problem } from '../../api/problem.js';
 import { ProblemBox, problemOf } from '../components.js';
 import { field, readForm } from '../form.js';
-import { Layout, renderPage, type Shell } from '../layout.js';
+import { HOME_PATH, Layout, renderPage, type Shell } from '../layout.js';
 import { clearSessionCookie, setSessionCookie } from '../session.js';
 import type { ShellOf } from '../shell.js';
 
@@ -75,7 +75,7 @@ export function signInRoutes(shell: ShellOf) {
       const pair = await login(pool, tokens, username, password, clientAddress(c));
       setSessionCookie(c, pair.refreshToken);
       c.get('logger').info({ user: username }, 'console: signed in');
-      return c.redirect('/console/plans', 303);
+      return c.redirect(HOME_PATH, 303);
     } catch (err) {
       if (!(err instanceof DomainError)) throw err;
       const problem = await problemOf(err, c);
