@@ -103,6 +103,9 @@ describe('GET /alterations/{planId}/events', () => {
         pauseReason: null,
         resumesAt: null,
         approval: null,
+        // A plan without verify, that needed no approval.
+        verification: null,
+        drift: null,
       });
     }
   });
