@@ -1242,7 +1242,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     // The Dashboard: unfinished instances per definition by sub-status, the largest incident groups, the plans.
     const unfinished = page.getByRole('region', { name: 'Unfinished instances per definition' });
     const row = unfinished.getByRole('row', { name: new RegExp(payments) });
-    await expect.poll(() => row.getByRole('link', { name: '3' }).count()).toBe(1);
+    await expect.poll(() => row.getByRole('link', { name: '3', exact: true }).count()).toBe(1);
     await page.getByRole('heading', { name: 'Open incidents' }).waitFor();
     await page
       .getByRole('region', { name: 'Largest incident groups' })
