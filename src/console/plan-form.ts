@@ -275,6 +275,14 @@ const splitLines = (v: string) =>
     .map((s) => s.trim())
     .filter((s) => s !== '');
 
+/** A filter row's fields that were filled in, trimmed (a field left empty is no constraint). */
+const givenFields = (row: Record<string, string>) =>
+  Object.fromEntries(
+    Object.entries(row)
+      .filter(([, v]) => v.trim() !== '')
+      .map(([k, v]) => [k, v.trim()]),
+  );
+
 /** The submit body the form says, with only what was filled in (absent means no constraint). */
 export function bodyFromForm(form: PlanForm): Record<string, unknown> {
   const filter: Record<string, unknown> = {};
@@ -287,15 +295,7 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
   if (form.subStatuses.length) filter.subStatuses = form.subStatuses;
   if (form.hasIncidents) filter.hasIncidents = form.hasIncidents === 'true';
   if (form.isSystem) filter.isSystem = form.isSystem === 'true';
-  if (form.activityFilters.length) {
-    filter.activityFilters = form.activityFilters.map((a) =>
-      Object.fromEntries(
-        Object.entries(a)
-          .filter(([, v]) => v.trim() !== '')
-          .map(([k, v]) => [k, v.trim()]),
-      ),
-    );
-  }
+  if (form.activityFilters.length) filter.activityFilters = form.activityFilters.map(givenFields);
   if (form.timestampFilters.length) {
     filter.timestampFilters = form.timestampFilters.map((t) => ({
       column: t.column,
@@ -303,15 +303,7 @@ export function bodyFromForm(form: PlanForm): Record<string, unknown> {
       timestamp: t.timestamp.trim(),
     }));
   }
-  if (form.incidentFilters.length) {
-    filter.incidentFilters = form.incidentFilters.map((x) =>
-      Object.fromEntries(
-        Object.entries(x)
-          .filter(([, v]) => v.trim() !== '')
-          .map(([k, v]) => [k, v.trim()]),
-      ),
-    );
-  }
+  if (form.incidentFilters.length) filter.incidentFilters = form.incidentFilters.map(givenFields);
   if (form.emptyFilterSelectsAll) filter.emptyFilterSelectsAll = true;
   const alterations = form.alterations.map((a) => {
     const alteration: Record<string, unknown> = { type: a.type };

@@ -233,7 +233,10 @@ export function Jobs(props: {
         )}
         cells={(j) => (
           <>
-            <td>{JOB_STATUS_LABELS[j.status] ?? String(j.status)}</td>
+            <td>
+              {JOB_STATUS_LABELS[j.status] ?? String(j.status)}
+              {j.verification ? <small class="muted">{` · ${j.verification}`}</small> : null}
+            </td>
             <td>
               <JobLog job={j} />
             </td>
