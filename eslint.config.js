@@ -46,6 +46,7 @@ export default tseslint.config(
           'URLSearchParams',
           'URL',
           'EventSource',
+          'DOMParser',
           'setTimeout',
           'clearTimeout',
           'setInterval',

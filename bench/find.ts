@@ -1,5 +1,6 @@
 /**
- * What is broken, and where, at scale: the incident groups and a version's activity counts for a tenant of
+ * What is broken, and where, at scale: the incident groups, a version's activity counts and the Dashboard's
+ * instance statements for a tenant of
  * FIND_N instances (1,000,000) of which FIND_FAULTED (50,000) have an incident, in FIND_GROUPS (20) groups. The
  * statements the routes run (src/engine/incident-groups.ts), on an embedded Postgres of their own, on a vacuumed
  * table with statistics; the median of FIND_RUNS after one run that warms the cache.
@@ -15,7 +16,7 @@ import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { WorkflowDefinitionRequestSchema } from '../src/engine/definition-schema.js';
 import { publishDefinition } from '../src/engine/definitions.js';
-import { activityCounts, listIncidentGroups } from '../src/engine/incident-groups.js';
+import { activityCounts, listIncidentGroups, unfinishedCounts } from '../src/engine/incident-groups.js';
 import { DEFINITION, SEED_SQL } from './size/settings.js';
 import { round, seedWithoutWorkflows, stat } from './util.js';
 
@@ -82,6 +83,20 @@ try {
       if (waiting !== N - FAULTED) throw new Error(`${waiting} waiting on "wait", not ${N - FAULTED}`);
     },
   );
+  // The Dashboard's statements about instances (src/console/pages/fleet.tsx): the unfinished ones per definition
+  // and sub-status, then its five largest incident groups, one after the other as the page runs them.
+  const dashboard = await timed(
+    "the Dashboard's instance statements (unfinished counts, 5 largest groups)",
+    async () => ({
+      unfinished: await unfinishedCounts(pool, ''),
+      groups: await listIncidentGroups(pool, '', { limit: 5 }),
+    }),
+    (r) => {
+      const total = r.unfinished.reduce((sum, u) => sum + u.count, 0);
+      if (total !== N) throw new Error(`the unfinished counts hold ${total} instances, not ${N}`);
+      if (r.groups.items.length !== 5) throw new Error(`${r.groups.items.length} groups, not 5`);
+    },
+  );
   const results = {
     date: new Date().toISOString(),
     command: 'npx tsx bench/find.ts',
@@ -89,6 +104,7 @@ try {
     settings: { n: N, faulted: FAULTED, groups: GROUPS, runs: RUNS },
     incidentGroups: groups,
     activityCounts: counts,
+    dashboard,
   };
   await mkdir(path.dirname(RESULTS_FILE), { recursive: true });
   await writeFile(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);

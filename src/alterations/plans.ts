@@ -387,6 +387,27 @@ export async function listJobs(
   return jobPage(db, await planRow(db, tenantKey, planId), opts);
 }
 
+/**
+ * Every job of a plan (of one status, if given), a page of `pageSize` at a time, each page read on a connection
+ * of its own that goes back to the pool before the page is handed on: an export of any size holds one page in
+ * memory and no connection while its client reads.
+ */
+export async function* allJobs(
+  db: Queryable,
+  tenantKey: string,
+  planId: string,
+  opts: { status?: JobStatus | undefined; pageSize?: number },
+): AsyncGenerator<JobView[]> {
+  const plan = await planRow(db, tenantKey, planId);
+  let after: string | undefined;
+  for (;;) {
+    const page = await jobPage(db, plan, { status: opts.status, after, limit: opts.pageSize ?? 1000 });
+    if (page.items.length) yield page.items;
+    if (!page.nextCursor) return;
+    after = page.nextCursor;
+  }
+}
+
 /** How many jobs the plan read returns inline; the paged jobs endpoint reads the rest. */
 export const INLINE_JOBS = 1000;
 

@@ -102,6 +102,8 @@ export interface AppEnv {
     streamed?: boolean;
     /** What the request's credentials came to, found before routing (src/api/authorize.ts `identify`). */
     identity?: Identity;
+    /** A console page's banner: what is down that its user should know (Temporal unreachable). */
+    consoleBanner?: string;
   };
 }
 

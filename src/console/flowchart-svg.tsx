@@ -75,24 +75,16 @@ export function FlowchartSvg(props: { root: Flowchart; counts: readonly Activity
   }
   const width = PAD * 2 + (Math.max(...column.values()) + 1) * (BOX_W + GAP_X) - GAP_X;
   const height = PAD * 2 + Math.max(...rows.values()) * (BOX_H + GAP_Y) - GAP_Y;
-  const summary = [...placed.values()]
-    .map((p) => {
-      const c = p.counts;
-      return `${p.id}: ${c?.waiting ?? 0} waiting, ${c?.scheduled ?? 0} scheduled, ${c?.faulted ?? 0} faulted`;
-    })
-    .join('; ');
   return (
     <svg
       class="flowchart"
-      role="img"
-      aria-labelledby="flowchart-title flowchart-desc"
+      role="group"
+      aria-label={props.title}
       viewBox={`0 0 ${width} ${height}`}
       width={width}
       height={height}
       xmlns="http://www.w3.org/2000/svg"
     >
-      <title id="flowchart-title">{props.title}</title>
-      <desc id="flowchart-desc">{summary}</desc>
       <defs>
         <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto">
           <path d="M0,0 L10,5 L0,10 z" fill="#5f6b7a" />
@@ -116,8 +108,10 @@ export function FlowchartSvg(props: { root: Flowchart; counts: readonly Activity
         const c = p.counts;
         const faulted = (c?.faulted ?? 0) > 0;
         const busy = (c?.waiting ?? 0) + (c?.scheduled ?? 0) > 0;
+        // Each activity a labelled element a keyboard reaches (Tab) and a screen reader reads with its counts.
+        const label = `${p.id} (${p.label}): ${c?.waiting ?? 0} waiting, ${c?.scheduled ?? 0} scheduled, ${c?.faulted ?? 0} faulted`;
         return (
-          <g>
+          <g role="img" aria-label={label} tabindex="0" class="activity">
             <rect
               x={p.x}
               y={p.y}

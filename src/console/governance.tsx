@@ -141,13 +141,20 @@ export function DecisionForm(props: { planId: string; status: number; slot: stri
 /** Where a preview leaves the values out (the viewer may not read instances). */
 const VALUES_HIDDEN = 'Values are shown to those who may read instances (workflows/instances:view)';
 
+/** A preview shows this many instances open; the others fold under a summary. */
+const PREVIEW_OPEN = 3;
+
 export function PreviewResult(props: {
   preview: { matchedCount: number; items: PreviewItem[] };
   id?: string;
   heading?: string;
   level?: 2 | 3;
+  /** The form whose Submit plan the preview offers again below it (New plan). */
+  submitForm?: string;
 }) {
   const { preview } = props;
+  const succeed = preview.items.filter((i) => i.isSuccessful).length;
+  const article = (item: PreviewItem) => <PreviewArticle item={item} />;
   const id = props.id ?? 'preview-result';
   const headingId = props.id ? `${props.id}-heading` : 'preview-heading';
   const heading = props.heading ?? 'Preview';
@@ -157,49 +164,67 @@ export function PreviewResult(props: {
       <p role="status">
         {`${plural(preview.matchedCount, 'instance')} match. `}
         {preview.items.length
-          ? `What the plan would do to the first ${preview.items.length}, computed as it runs, nothing written:`
+          ? `Of the first ${preview.items.length}: ${succeed} would succeed, ${preview.items.length - succeed} would fail (computed as the plan runs, nothing written).`
           : ''}
       </p>
-      {preview.items.map((item) => (
-        <article>
-          <header>
-            <a href={`/console/instances/${encodeURIComponent(item.workflowInstanceId)}`}>{item.workflowInstanceId}</a>
-            {' · '}
-            <strong>{item.isSuccessful ? 'would succeed' : 'would fail'}</strong>
-          </header>
-          <ul>
-            {item.log.map((e) => (
-              <li class="wrap">
-                {`${LOG_LEVEL_LABELS[e.logLevel] ?? e.logLevel}: `}
-                {e.message}
-              </li>
-            ))}
-          </ul>
-          <Table
-            label={`Changes to ${item.workflowInstanceId}`}
-            columns={['Where', 'Before', 'After']}
-            rows={item.changes}
-            empty={<p class="muted">No change.</p>}
-            head={(ch) => <code>{ch.path}</code>}
-            cells={(ch) =>
-              'before' in ch ? (
-                <>
-                  <td>
-                    <code>{jsonText(ch.before)}</code>
-                  </td>
-                  <td>
-                    <code>{jsonText(ch.after)}</code>
-                  </td>
-                </>
-              ) : (
-                <td colspan={2} class="muted">
-                  {VALUES_HIDDEN}
-                </td>
-              )
-            }
-          />
-        </article>
-      ))}
+      {preview.items.slice(0, PREVIEW_OPEN).map(article)}
+      {preview.items.length > PREVIEW_OPEN ? (
+        <details>
+          <summary>{`The other ${preview.items.length - PREVIEW_OPEN} previewed instances`}</summary>
+          {preview.items.slice(PREVIEW_OPEN).map(article)}
+        </details>
+      ) : null}
+      {props.submitForm ? (
+        <p>
+          <button type="submit" form={props.submitForm} name="action" value="submit">
+            Submit plan
+          </button>
+        </p>
+      ) : null}
     </section>
+  );
+}
+
+/** One previewed instance: whether it would succeed, its log, and each change with its before and after. */
+function PreviewArticle({ item }: { item: PreviewItem }) {
+  return (
+    <article>
+      <header>
+        <a href={`/console/instances/${encodeURIComponent(item.workflowInstanceId)}`}>{item.workflowInstanceId}</a>
+        {' · '}
+        <strong>{item.isSuccessful ? 'would succeed' : 'would fail'}</strong>
+      </header>
+      <ul>
+        {item.log.map((e) => (
+          <li class="wrap">
+            {`${LOG_LEVEL_LABELS[e.logLevel] ?? e.logLevel}: `}
+            {e.message}
+          </li>
+        ))}
+      </ul>
+      <Table
+        label={`Changes to ${item.workflowInstanceId}`}
+        columns={['Where', 'Before', 'After']}
+        rows={item.changes}
+        empty={<p class="muted">No change.</p>}
+        head={(ch) => <code>{ch.path}</code>}
+        cells={(ch) =>
+          'before' in ch ? (
+            <>
+              <td>
+                <code>{jsonText(ch.before)}</code>
+              </td>
+              <td>
+                <code>{jsonText(ch.after)}</code>
+              </td>
+            </>
+          ) : (
+            <td colspan={2} class="muted">
+              {VALUES_HIDDEN}
+            </td>
+          )
+        }
+      />
+    </article>
   );
 }

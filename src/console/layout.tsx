@@ -9,6 +9,8 @@ import type { Asset, AssetName } from './assets.js';
 export interface Shell {
   assets: Record<AssetName, Asset>;
   user?: Pick<Principal, 'name' | 'tenantId'> | undefined;
+  /** What is down that the user should know, said at the top of the page. */
+  banner?: string | undefined;
 }
 
 /** The console's first page after signing in: the Dashboard (section 12). */
@@ -90,6 +92,11 @@ export function Layout(
           </nav>
         </header>
         <main id="main" tabindex={-1} {...data}>
+          {shell.banner ? (
+            <p class="banner" role="alert">
+              {shell.banner}
+            </p>
+          ) : null}
           {props.children}
         </main>
         <footer>

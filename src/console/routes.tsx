@@ -56,7 +56,11 @@ function wantsData(c: Context<AppEnv>): boolean {
  */
 export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   const assets = loadAssets();
-  const shell: ShellOf = (c) => ({ assets: assets.byName, user: c.get('principal') as Principal | undefined });
+  const shell: ShellOf = (c) => ({
+    assets: assets.byName,
+    user: c.get('principal') as Principal | undefined,
+    banner: c.get('consoleBanner'),
+  });
   const app = new Hono<AppEnv>();
 
   app.use('*', async (c, next) => {
@@ -106,6 +110,19 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
       });
     }
     return c.redirect(`/console/sign-in?why=${ended ? 'ended' : 'required'}`, 303);
+  });
+  // A page says so while Temporal is not reachable (the readiness /health/ready answers, cached): plans and
+  // the instances' steps wait until it is back, and the page would otherwise look as if nothing happened.
+  app.use('*', async (c, next) => {
+    if (c.req.method === 'GET' && !wantsData(c)) {
+      const ready = await c.get('deps').probes?.readiness();
+      if (ready && ready.checks.temporal !== 'ok')
+        c.set(
+          'consoleBanner',
+          'Temporal is not reachable: plans and the instances’ steps wait until it is back (see /health/ready).',
+        );
+    }
+    await next();
   });
   app.route('/', signOutRoute());
   app.get('/session', (c) => {

@@ -505,11 +505,14 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       alterations: [{ type: 'ModifyVariable', variableId: 'note', value: `changed ${MARKUP}` }],
       filter: { correlationIds: [`console-${run}-2`, `console-${run}-3`] },
     });
+    // The preview sums up what it would do, and offers Submit plan again below itself.
+    await preview.getByText('Of the first 2: 2 would succeed, 0 would fail').waitFor();
+    expect(await preview.getByRole('button', { name: 'Submit plan' }).count()).toBe(1);
     await expectAccessible(page, 'New plan with a preview');
     await screenshot(page, 'new-plan');
     await expectNoSidewaysScroll(page, 'New plan with a preview');
     await page.getByLabel('Plan id (optional)').fill(`form-${run}`);
-    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.getByRole('button', { name: 'Submit plan' }).first().click();
     await page.waitForURL(`${base}/console/plans/form-${run}?notice=submitted`);
     await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the plan to complete');
     const done = await call('GET', `/alterations/form-${run}`);
@@ -550,7 +553,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     expect(await page.getByLabel('Rate (instances per second)').inputValue()).toBe('100');
     await page.getByRole('button', { name: 'Preview' }).click();
     await page.getByRole('region', { name: 'Preview' }).getByRole('cell', { name: '"from JSON"' }).waitFor();
-    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.getByRole('button', { name: 'Submit plan' }).first().click();
     await page.waitForURL(`${base}/console/plans/json-${run}?notice=submitted`);
     expect((await call('GET', `/alterations/json-${run}`)).body.plan.rollout.rate).toBe(100);
     await context.close();
@@ -569,7 +572,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     };
     await json.fill(JSON.stringify(typo));
     for (const press of [1, 2]) {
-      await page.getByRole('button', { name: 'Submit plan' }).click();
+      await page.getByRole('button', { name: 'Submit plan' }).first().click();
       // Said at Plan JSON (the field it describes), with each unknown key's path.
       await page.getByText('/filter/correlationId: Unknown property "correlationId"').waitFor();
       await page.getByText('/rollout/canaryy: Unknown property "canaryy"').waitFor();
@@ -1069,9 +1072,9 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     // Edited by hand: the identity mapping is not needed (an activity not named keeps its id).
     await mappings.fill('wait -> await-approval');
     await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByRole('region', { name: 'Preview' }).getByText('would succeed').waitFor();
+    await page.getByRole('region', { name: 'Preview' }).getByText('would succeed', { exact: true }).waitFor();
     await page.getByLabel('Plan id (optional)').fill(`migrate-${run}`);
-    await page.getByRole('button', { name: 'Submit plan' }).click();
+    await page.getByRole('button', { name: 'Submit plan' }).first().click();
     await page.waitForURL(`${base}/console/plans/migrate-${run}?notice=submitted`);
     await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the migration to complete');
     const plan = (await call('GET', `/alterations/migrate-${run}`)).body.plan;
@@ -1278,9 +1281,17 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await page.getByRole('button', { name: 'Submit plan' }).click();
     await page.waitForURL(`${base}/console/plans/retry-these-${run}?notice=submitted`);
     await eventually(async () => (await statusOf(page).innerText()) === 'Completed', 'the retry to complete', 60_000);
-    await page.reload();
-    expect(await page.locator('[data-field="unverified"]').innerText()).toBe('3');
+    // Live, without a reload: the counts, and the jobs with their verification.
+    await eventually(
+      async () => (await page.locator('[data-field="unverified"]').innerText()) === '3',
+      'three jobs Unverified on the page',
+    );
     expect(await page.locator('[data-field="verified"]').innerText()).toBe('0');
+    const jobs = page.getByRole('region', { name: 'Jobs of the plan' });
+    await eventually(
+      async () => (await jobs.getByRole('cell', { name: 'Completed · Unverified' }).count()) === 3,
+      'the jobs Completed and Unverified on the page',
+    );
     await expectAccessible(page, 'A plan with verify');
     await screenshot(page, 'plan-verify');
     // Retry failed: a new plan over the jobs not verified, named as the retry of this one.
@@ -1302,6 +1313,8 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       .getByRole('region', { name: 'Plans that changed this instance' })
       .getByRole('link', { name: `retry-these-${run}` })
       .waitFor();
+    await expectAccessible(page, "An instance's Changes");
+    await screenshot(page, 'instance-changes');
     await page.getByRole('button', { name: 'Retry' }).click();
     await page.getByRole('heading', { name: 'New plan', level: 1 }).waitFor();
     expect(JSON.parse(await page.getByLabel('Plan JSON').inputValue())).toMatchObject({
@@ -1324,8 +1337,15 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await page.getByRole('heading', { name: 'Definitions', level: 1 }).waitFor();
     await page.getByRole('link', { name: definitionId, exact: true }).click();
     await page.getByRole('link', { name: 'Version 1' }).click();
-    const chart = page.getByRole('img', { name: new RegExp(`The flowchart of Orders .* version 1`) });
+    const chart = page.getByRole('group', { name: new RegExp(`The flowchart of Orders .* version 1`) });
     await chart.waitFor();
+    // Each activity a labelled element with its counts, reached by the keyboard.
+    const waiting = chart.getByRole('img', { name: /^wait \(Event\): \d+ waiting, 0 scheduled, 0 faulted$/ });
+    await waiting.waitFor();
+    expect(Number((await waiting.getAttribute('aria-label'))!.match(/: (\d+) waiting/)![1])).toBeGreaterThan(100);
+    await chart.getByRole('img', { name: 'start (WriteLine): 0 waiting, 0 scheduled, 0 faulted' }).focus();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.getAttribute("aria-label")')).toMatch(/^wait \(Event\)/);
     // Every seeded instance waits on "wait": the box says so, and so does the table.
     const activities = page.getByRole('region', { name: 'Activities and their unfinished instances' });
     const waitRow = activities.getByRole('row', { name: /^wait/ });

@@ -160,12 +160,12 @@ describe('a batch', () => {
     const results = attempts.map((a) => (a as PromiseFulfilledResult<BatchResult>).value);
     expect(results.map((r) => r.processed).sort()).toEqual([0, 600]);
     expect(results.map((r) => r.batch)).toEqual([
-      { completed: 600, failed: 0 },
-      { completed: 600, failed: 0 },
+      { completed: 600, failed: 0, skipped: 0 },
+      { completed: 600, failed: 0, skipped: 0 },
     ]);
     const again = await runJobBatch(deps(), { planId, fromOrd: 0, toOrd: 600, redispatch: true });
     expect(again.processed).toBe(0);
-    expect(again.batch).toEqual({ completed: 600, failed: 0 });
+    expect(again.batch).toEqual({ completed: 600, failed: 0, skipped: 0 });
     const { rows } = await idle.pool.query<{ jobs: number; once: number }>(
       `SELECT (SELECT count(*)::int FROM alteration_jobs WHERE plan_id = $1 AND status = 2) AS jobs,
               (SELECT count(*)::int FROM workflow_instances WHERE id = ANY($2::text[]) AND revision = 1 AND variables->>'amount' = '7') AS once`,
@@ -191,7 +191,7 @@ describe('a batch', () => {
       await other.query('COMMIT');
       const result = await batch;
       expect(result.processed).toBe(50);
-      expect(result.batch).toEqual({ completed: 50, failed: 0 });
+      expect(result.batch).toEqual({ completed: 50, failed: 0, skipped: 0 });
     } finally {
       other.release();
     }
@@ -241,7 +241,7 @@ describe('a batch', () => {
       await other.query('COMMIT');
       const result = await batch;
       // Read again locked, the instance is Running: its job succeeds like the others.
-      expect(result.batch).toEqual({ completed: 20, failed: 0 });
+      expect(result.batch).toEqual({ completed: 20, failed: 0, skipped: 0 });
     } finally {
       other.release();
     }

@@ -301,9 +301,9 @@ describe('a plan that only sets variables', () => {
     // more in each batch left to node.
     expect(looked).toEqual([1, 4, 3]);
     expect(batches.map((r) => r.result.batch)).toEqual([
-      { completed: 10, failed: 0 },
-      { completed: 0, failed: 10 },
-      { completed: 0, failed: 10 },
+      { completed: 10, failed: 0, skipped: 0 },
+      { completed: 0, failed: 10, skipped: 0 },
+      { completed: 0, failed: 10, skipped: 0 },
     ]);
   });
 
@@ -439,7 +439,7 @@ describe('a plan that only sets variables', () => {
       other.release();
     }
     const [{ result, sent }] = (await batch!) as unknown as [{ result: { batch: unknown }; sent: string[] }];
-    expect(result.batch).toEqual({ completed: 10, failed: 0 });
+    expect(result.batch).toEqual({ completed: 10, failed: 0, skipped: 0 });
     expect([took(sent, SET_BASED), took(sent, INSTANCE_READ)]).toEqual([true, false]);
     const { rows } = await h.pool.query(
       `SELECT w.revision, w.variables->>'note' AS note, (w.variables->>'amount')::int AS amount, j.revision AS written,
@@ -468,8 +468,8 @@ describe('a plan that only sets variables', () => {
     ]);
     expect(attempts.map((r) => r.processed).sort()).toEqual([0, 30]);
     expect(attempts.map((r) => r.batch)).toEqual([
-      { completed: 30, failed: 0 },
-      { completed: 30, failed: 0 },
+      { completed: 30, failed: 0, skipped: 0 },
+      { completed: 30, failed: 0, skipped: 0 },
     ]);
     const { rows } = await h.pool.query(
       `SELECT (SELECT count(*)::int FROM alteration_jobs WHERE plan_id = $1) AS jobs,
@@ -518,14 +518,14 @@ describe('a plan that only sets variables', () => {
       true,
     ]);
     expect(ra!.result).toEqual(rb!.result);
-    expect(ra!.result.batch).toEqual({ completed: 20, failed: 0 });
+    expect(ra!.result.batch).toEqual({ completed: 20, failed: 0, skipped: 0 });
     expect(await observed(pa, a)).toEqual(await observed(pb, b));
     const { rows } = await h.pool.query('SELECT id, status FROM alteration_jobs WHERE plan_id = $1 AND ord = 5', [pa]);
     expect(rows).toEqual([{ id: `legacy-${pa}`, status: 2 }]);
     // Run again (a retried attempt after the first committed): nothing left to do, nothing written twice.
     const [again] = await runBatches(setBased, pa, [[0, 20]]);
     expect(again!.result.processed).toBe(0);
-    expect(again!.result.batch).toEqual({ completed: 20, failed: 0 });
+    expect(again!.result.batch).toEqual({ completed: 20, failed: 0, skipped: 0 });
   });
 
   it("works out a version's outcome of many alterations in time slices: the event loop turns meanwhile", async () => {

@@ -1,10 +1,24 @@
 import { mayReadInstances } from '../authorize.js';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { checkFilterReferences, countInstances, instanceIdPages } from '../../alterations/filter.js';
 import { previewPlan, previewShown } from '../../alterations/preview.js';
-import { FilterSchema, JobStatusInput, PlanStatusInput, RolloutPatchSchema } from '../../alterations/model.js';
-import { getPlan, listJobs, listPlans } from '../../alterations/plans.js';
+import {
+  FilterSchema,
+  JobStatusInput,
+  type JobStatus,
+  PlanStatusInput,
+  RolloutPatchSchema,
+} from '../../alterations/model.js';
+import { allJobs, getPlan, listJobs, listPlans } from '../../alterations/plans.js';
+import {
+  exportLines,
+  csvHeader,
+  JOB_EXPORT_FORMATS,
+  JOB_EXPORT_TYPES,
+  type JobExportFormat,
+} from '../../alterations/job-export.js';
 import { retryInstances, runAlterations } from '../../alterations/run.js';
 import {
   JobSchema,
@@ -107,13 +121,30 @@ const readJobs = secureRoute(VIEW, {
   method: 'get',
   path: '/alterations/{planId}/jobs',
   tags: TAGS,
-  summary: "A page of a plan's jobs, in creation order",
+  summary: "A page of a plan's jobs, in creation order; or all of them as NDJSON or CSV (`format`)",
   request: {
     ...PlanParams,
-    query: z.strictObject({ status: JobStatusInput.optional(), ...PAGING }),
+    query: z.strictObject({
+      status: JobStatusInput.optional(),
+      ...PAGING,
+      format: z
+        .enum(['json', ...JOB_EXPORT_FORMATS])
+        .optional()
+        .openapi({
+          description:
+            'json (default): a page. ndjson or csv: every job of the plan (of `status`, if given; `after` and `limit` do not apply), streamed a page at a time, for keeping a record before the retention purges them',
+        }),
+    }),
   },
   responses: {
-    200: jsonContent(z.object({ items: z.array(JobSchema), nextCursor: z.string().nullable() }), 'A page of jobs'),
+    200: {
+      description: 'A page of jobs, or every job as NDJSON (one job a line) or CSV',
+      content: {
+        'application/json': { schema: z.object({ items: z.array(JobSchema), nextCursor: z.string().nullable() }) },
+        'application/x-ndjson': { schema: z.string() },
+        'text/csv': { schema: z.string() },
+      },
+    },
     ...problems(400, 401, 403, 404),
   },
 });
@@ -339,6 +370,7 @@ export function alterationRoutes() {
   app.openapi(readJobs, async (c) => {
     const { pool, tokens } = c.get('deps');
     const query = c.req.valid('query');
+    if (query.format === 'ndjson' || query.format === 'csv') return exportJobs(c, query.format, query.status);
     const after = openAfter(tokens.key, query.after);
     const page = await listJobs(pool, callerTenant(c), c.req.valid('param').planId, { ...query, after });
     return writtenJson(
@@ -386,4 +418,35 @@ export function alterationRoutes() {
     return c.json({ results }, 200);
   });
   return app;
+}
+
+/**
+ * Every job of a plan as NDJSON or CSV, a page at a time (`allJobs`): the plan is read, and its first page, before
+ * the answer starts, so an unknown plan is still a 404; a page that fails later breaks the answer off.
+ */
+async function exportJobs(c: Context<AppEnv>, format: JobExportFormat, status: JobStatus | undefined) {
+  const { pool } = c.get('deps');
+  const planId = c.req.param('planId')!;
+  const pages = allJobs(pool, callerTenant(c), planId, { status });
+  const first = await pages.next();
+  c.header('Content-Type', JOB_EXPORT_TYPES[format]);
+  c.header('Content-Disposition', `attachment; filename="plan-${planId}-jobs.${format}"`);
+  c.set('streamed', true);
+  const answer = stream(c, async (out) => {
+    let aborted = false;
+    out.onAbort(() => {
+      aborted = true;
+    });
+    try {
+      if (format === 'csv') await out.write(csvHeader());
+      for (let page = first; !page.done && !aborted; page = await pages.next())
+        await out.write(exportLines(page.value, format));
+    } catch (err) {
+      c.get('logger').warn({ err }, "a plan's job export failed after its first page; the answer is broken off");
+      await (out as unknown as { writer: WritableStreamDefaultWriter }).writer.abort(err).catch(() => undefined);
+    } finally {
+      await pages.return(undefined);
+    }
+  });
+  return asWrittenJson(answer);
 }

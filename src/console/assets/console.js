@@ -6,7 +6,8 @@
  * - a plan's actions (and the decisions on Approvals) post without leaving the page;
  * - the Plans list polls a small summary every 2 s;
  * - New plan keeps Plan JSON in step with the form while nobody edits it.
- * It writes text only (`textContent`), never HTML.
+ * It writes text only (`textContent`), never HTML it made; a plan's jobs section is taken whole from the page
+ * as the server renders it again (its own escaping), parsed inert by DOMParser.
  */
 
 const main = document.querySelector('main');
@@ -73,6 +74,30 @@ function showPlan(state, labels) {
     setText('[data-field="instancesPerSecond"]', number(state.instancesPerSecond));
 }
 
+/** The plan's jobs as the server shows them now: the page fetched again, its jobs section swapped in. */
+let jobsDue = 0;
+let jobsTimer;
+function refreshJobs() {
+  const wait = Math.max(0, jobsDue - Date.now());
+  if (jobsTimer) return;
+  jobsTimer = setTimeout(async () => {
+    jobsTimer = undefined;
+    jobsDue = Date.now() + 2000;
+    const current = document.querySelector('section[aria-labelledby="jobs"]');
+    if (!current) return;
+    try {
+      const r = await fetch(location.href, { headers: { accept: 'text/html' }, cache: 'no-store' });
+      if (!r.ok) return;
+      const page = new DOMParser().parseFromString(await r.text(), 'text/html');
+      const fresh = page.querySelector('section[aria-labelledby="jobs"]');
+      // Not while someone is inside it (a focused link, an open log): their place would be lost.
+      if (fresh && !current.contains(document.activeElement)) current.replaceWith(document.importNode(fresh, true));
+    } catch {
+      // The next event tries again.
+    }
+  }, wait);
+}
+
 function followPlan() {
   const url = main.dataset.eventsUrl;
   if (!url) return;
@@ -108,12 +133,18 @@ function followPlan() {
     if (ended) return;
     source = new EventSource(url);
     source.addEventListener('open', () => live('Live: this page follows the plan as it runs.'));
-    source.addEventListener('progress', (e) => showPlan(JSON.parse(e.data), labels));
+    source.addEventListener('progress', (e) => {
+      showPlan(JSON.parse(e.data), labels);
+      refreshJobs();
+    });
     source.addEventListener('done', (e) => {
       const plan = JSON.parse(e.data);
       showPlan({ ...plan, instancesPerSecond: 0 }, labels);
       if (plan.completedAt) setText('[data-field="completedAt"]', when(plan.completedAt));
       if (plan.approval) showPlan({ approvalState: plan.approval.state }, labels);
+      const retry = document.querySelector('form[data-retry-failed]');
+      if (retry) retry.hidden = !(plan.jobCounts.failed > 0 || (plan.verification && plan.verification.unverified > 0));
+      refreshJobs();
       stop('The plan has finished.');
     });
     source.addEventListener('error', () => {

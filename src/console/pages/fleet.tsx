@@ -75,7 +75,7 @@ function IncidentTable(props: { groups: readonly IncidentGroup[]; canAlter: bool
             {g.message}
           </td>
           <td>
-            <a href={`/console/instances/${encodeURIComponent(g.sampleInstanceIds[0] ?? '')}`}>{count(g.count)}</a>
+            <a href={instancesPath(g.definitionId, 'Faulted')}>{count(g.count)}</a>
           </td>
           <td>
             <Time iso={g.firstAt} />

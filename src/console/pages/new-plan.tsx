@@ -204,7 +204,7 @@ function NewPlanPage(props: View) {
           </button>
         </div>
       </form>
-      {outcome.preview ? <PreviewResult preview={outcome.preview} /> : null}
+      {outcome.preview ? <PreviewResult preview={outcome.preview} submitForm="plan-form" /> : null}
     </Layout>
   );
 }

@@ -147,11 +147,15 @@ function PlanPage(props: {
         <p class="muted" id="live" role="status" aria-live="polite">
           {finished ? 'The plan has finished.' : 'Reload the page for the latest progress.'}
         </p>
-        {props.canExecute &&
-        finished &&
-        plan.revertOf === null &&
-        (c.failed > 0 || (plan.verification?.unverified ?? 0) > 0) ? (
-          <form method="post" action={`${planPath(plan.id)}/retry-failed`}>
+        {props.canExecute && plan.revertOf === null ? (
+          // Shown once the plan has finished with jobs that failed or were not verified (the script shows it
+          // when the stream says so, without a reload).
+          <form
+            method="post"
+            action={`${planPath(plan.id)}/retry-failed`}
+            data-retry-failed
+            hidden={!(finished && (c.failed > 0 || (plan.verification?.unverified ?? 0) > 0))}
+          >
             <button type="submit" aria-describedby="retry-failed-hint">
               Retry failed
             </button>{' '}
