@@ -246,12 +246,14 @@ export function createActivities(deps: ActivityDeps) {
      * instance matches `verify.expect` now are Verified, those past their time Unverified; answers how many are
      * still Pending and when the earliest one's time is up.
      */
-    checkVerification(planId: string) {
-      return retryOnlyTransient(
+    async checkVerification(planId: string) {
+      const check = await retryOnlyTransient(
         'checkVerification',
         () => checkVerification(deps.pool, planId, deps.clock?.() ?? new Date()),
         deps.logger,
       );
+      deps.planMetrics?.jobsVerified?.(check.newlyVerified ?? 0, check.newlyUnverified ?? 0);
+      return check;
     },
     completePlan(planId: string) {
       return retryOnlyTransient('completePlan', () => completePlan(deps, planId), deps.logger);

@@ -76,7 +76,9 @@ export interface ProcessingDeps {
 /** What plan processing reports to the operator's metrics: node-wide counts, never a plan or a tenant. */
 export interface PlanMetrics {
   /** A batch committed this many jobs Completed and Failed (counted once: a retried attempt writes none). */
-  jobsFinished(completed: number, failed: number): void;
+  jobsFinished(completed: number, failed: number, skipped?: number): void;
+  /** A check of a plan's effect made this many jobs Verified and Unverified. */
+  jobsVerified?(verified: number, unverified: number): void;
   /** A batch activity started on this worker; the function returned is called when it ends, however. */
   batchStarted(): () => void;
 }
@@ -180,7 +182,8 @@ async function runJobBatchOnce(deps: ProcessingDeps, args: BatchArgs): Promise<B
     }
   }
   // Counted once committed, before anything that could fail the attempt: the jobs are written whatever follows.
-  if (outcome.processed > 0) deps.planMetrics?.jobsFinished(outcome.processed - outcome.failed, outcome.failed);
+  if (outcome.processed > 0 || outcome.skipped)
+    deps.planMetrics?.jobsFinished(outcome.processed - outcome.failed, outcome.failed, outcome.skipped ?? 0);
   return reportBatch(deps, args, outcome);
 }
 

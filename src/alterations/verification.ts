@@ -53,6 +53,9 @@ export interface VerificationCheck {
   pending: number;
   /** Milliseconds until the earliest Pending job's deadline (null: none Pending). */
   nextDeadlineInMs: number | null;
+  /** Jobs this check made Verified and Unverified (for the operator's metrics). */
+  newlyVerified?: number;
+  newlyUnverified?: number;
   /** Once none is Pending: the plan's jobs Verified and Unverified (absent while some are Pending). */
   verified?: number;
   unverified?: number;
@@ -70,14 +73,14 @@ export async function checkVerification(db: Queryable, planId: string, now: Date
   // A batch writes each completed job of the plan Pending (BORN_PENDING): a check reads only those still Pending.
   const expect = compileFilter({ ...verify.expect, emptyFilterSelectsAll: true }, plan.tenant_id);
   const n = expect.params.length;
-  await db.query(
+  const verified = await db.query(
     `UPDATE alteration_jobs j SET verification = ${CODE.Verified}, verified_at = $${n + 2}
        FROM workflow_instances i
       WHERE j.plan_id = $${n + 1} AND j.verification = ${CODE.Pending} AND i.id = j.instance_id AND ${expect.where}`,
     [...expect.params, planId, now],
   );
   // Past its deadline: Unverified, with what the instance is now (and its first incident), or that it is gone.
-  await db.query(
+  const unverified = await db.query(
     `UPDATE alteration_jobs j
         SET verification = ${CODE.Unverified}, verified_at = $3,
             verification_note = format('Not verified within %s s: the instance is %s', $2::int,
@@ -100,6 +103,8 @@ export async function checkVerification(db: Queryable, planId: string, now: Date
   return {
     verifying: true,
     pending,
+    newlyVerified: verified.rowCount ?? 0,
+    newlyUnverified: unverified.rowCount ?? 0,
     ...(pending === 0 ? { verified: ended?.verified ?? 0, unverified: ended?.unverified ?? 0 } : {}),
     nextDeadlineInMs: first ? Math.max(0, first.getTime() + verify.withinSeconds * 1000 - now.getTime()) : null,
   };

@@ -284,6 +284,8 @@ export function createClient(options: ClientOptions) {
         approval?: { required: true };
         /** Not before a moment, and only inside maintenance windows. */
         schedule?: Schedule;
+        /** Each changed instance must come to match `expect` within `withinSeconds` of its job. */
+        verify?: { expect: Filter; withinSeconds: number };
       }) => call<{ planId: string }>('POST', '/alterations/submit', shapes.planId, { body }),
       dryRun: (filter: Filter) =>
         call<{ workflowInstanceIds: string[] }>('POST', '/alterations/dry-run', shapes.dryRun, { body: filter }),

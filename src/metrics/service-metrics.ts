@@ -44,7 +44,8 @@ export interface ServiceMetrics extends PlanMetrics, CallObserver {
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const CALL_OUTCOMES: CallOutcome[] = ['success', 'http_error', 'refused', 'timeout', 'failed'];
 /** The job statuses a plan batch writes (a cancelled job is not written by a batch: it is read as Cancelled). */
-const FINISHED_JOB_STATUSES = ['Completed', 'Failed'] as const;
+const FINISHED_JOB_STATUSES = ['Completed', 'Failed', 'Skipped'] as const;
+const VERIFICATION_RESULTS = ['Verified', 'Unverified'] as const;
 
 /** Seconds; an event stream's request ends when its stream opens, so long streams do not skew these. */
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -105,6 +106,12 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     "Plan jobs finished by this worker's plan batches, by job status name",
     'status',
     FINISHED_JOB_STATUSES,
+  );
+  const verifications = countedFromZero(
+    'wfa_plan_job_verifications_total',
+    "Completed jobs of plans with verify that this worker's checks found Verified or Unverified, by result",
+    'result',
+    VERIFICATION_RESULTS,
   );
   const batches = new Gauge({
     name: 'wfa_plan_batches_in_flight',
@@ -220,9 +227,14 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
       requests.inc({ route, method: m, status: String(status) });
       requestSeconds.observe({ route, method: m }, seconds);
     },
-    jobsFinished(completed, failed) {
+    jobsFinished(completed, failed, skipped = 0) {
       if (completed > 0) jobs.inc({ status: 'Completed' }, completed);
       if (failed > 0) jobs.inc({ status: 'Failed' }, failed);
+      if (skipped > 0) jobs.inc({ status: 'Skipped' }, skipped);
+    },
+    jobsVerified(verified, unverified) {
+      if (verified > 0) verifications.inc({ result: 'Verified' }, verified);
+      if (unverified > 0) verifications.inc({ result: 'Unverified' }, unverified);
     },
     batchStarted() {
       batches.inc();

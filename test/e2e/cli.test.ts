@@ -539,6 +539,34 @@ describe('wfa, where a newcomer stumbled', () => {
       .filter((l) => l.includes('CancelActivity'))
       .map((l) => l.split(/\s+/)[0]);
     expect(planIds).toEqual([`cli-retry-${run}`, planId]);
+
+    // A retry of the faulted step, verified by --expect and --within: the step faults again, so none is verified.
+    const verified = `cli-verify-${run}`;
+    const schedule = await file('schedule.json', {
+      id: verified,
+      alterations: [{ type: 'ScheduleActivity', activityId: 'boom' }],
+      filter: { definitionIds: ['cli-fragile'], incidentFilters: [{ activityId: 'boom' }] },
+    });
+    const submitted = await wfa([
+      'plans',
+      'submit',
+      schedule,
+      '--expect',
+      '{"hasIncidents":false}',
+      '--within',
+      '1',
+      '--watch',
+    ]);
+    expect(submitted.code).toBe(1);
+    expect(submitted.out).toContain('verify within 1 s: 0 verified, 3 not verified, 0 pending');
+    const shown = await wfa(['plans', 'show', verified, '--json']);
+    expect(JSON.parse(shown.out).verification).toMatchObject({
+      expect: { hasIncidents: false },
+      withinSeconds: 1,
+    });
+    const half = await wfa(['plans', 'submit', schedule, '--expect', '{"hasIncidents":false}']);
+    expect(half.code).toBe(2);
+    expect(half.err).toContain('--expect and --within go together');
   });
 
   it('prints its version with --version and -V', async () => {

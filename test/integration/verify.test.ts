@@ -1,6 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planWorkflowId } from '../../src/temporal/names.js';
+import type { PlanWorkflowProgress } from '../../workflows/alteration-plan.js';
 import { createHarness, eventually, type Harness } from '../support/harness.js';
+import { samples, value } from '../support/metrics.js';
 import { connect, event, orderApproval, writeLine } from '../support/workflows.js';
 
 /**
@@ -63,6 +66,16 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
+/** The worker's counts of jobs its checks found Verified and Unverified (`/metrics`). */
+async function verifications() {
+  const res = await h.request('GET', '/metrics');
+  const all = samples(String(res.body));
+  return {
+    verified: value(all, 'wfa_plan_job_verifications_total', { result: 'Verified' }) ?? 0,
+    unverified: value(all, 'wfa_plan_job_verifications_total', { result: 'Unverified' }) ?? 0,
+  };
+}
+
 describe('verify', () => {
   const fixed: string[] = [];
   const notFixed: string[] = [];
@@ -72,6 +85,7 @@ describe('verify', () => {
     for (let i = 0; i < 3; i++) fixed.push(await suspended('one-wait'));
     for (let i = 0; i < 2; i++) notFixed.push(await suspended('two-waits'));
     const verify = { expect: { statuses: ['Finished'] }, withinSeconds: 3 };
+    const before = await verifications();
     await submit({
       id: planId,
       alterations: cancelWait,
@@ -108,6 +122,15 @@ describe('verify', () => {
         eventName: 'Verification failed',
       });
     }
+    // So do the plan workflow's result and details in Temporal, and the worker's metrics.
+    const result = (await h.client.workflow.getHandle(planWorkflowId(planId)).result()) as PlanWorkflowProgress;
+    expect(result).toMatchObject({ status: 'Completed', verified: 3, unverified: 2 });
+    expect(result.summary).toMatch(/ · 3 verified · 2 unverified/);
+    const after = await verifications();
+    expect({ verified: after.verified - before.verified, unverified: after.unverified - before.unverified }).toEqual({
+      verified: 3,
+      unverified: 2,
+    });
     // The list of plans and an instance's changes say it too.
     const listed = await h.request('GET', '/alterations?limit=100');
     const summary = listed.body.items.find((p: { id: string }) => p.id === planId);

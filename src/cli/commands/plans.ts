@@ -4,6 +4,7 @@ import type { Cli } from '../context.js';
 import { EMPTY_FILTER_SELECTS_NOTHING, filterOfFile, hasNoConstraint } from '../filters.js';
 import { jobStatusName, safeCell } from '../format.js';
 import { readJson } from '../input.js';
+import { CliFailure } from '../failure.js';
 import { count, positive, ratio } from '../options.js';
 import { type PagingOptions, printPages } from '../paging.js';
 import { dryRunText, planRow, previewText, showPlan } from '../plan-text.js';
@@ -53,6 +54,9 @@ interface SubmitOptions {
   requireApproval?: boolean;
   notBefore?: string;
   schedule?: string;
+  verify?: string;
+  expect?: string;
+  within?: number;
 }
 
 function addSubmit(plans: Command, cli: Cli): void {
@@ -67,8 +71,12 @@ function addSubmit(plans: Command, cli: Cli): void {
     .option('--require-approval', "ask for a second principal's approval, whatever the tenant's policy says")
     .option('--schedule <file>', "a schedule in FILE ({notBefore?, windows?}) instead of the plan file's")
     .option('--not-before <time>', 'start no earlier than this date-time with offset (2026-12-01T22:00:00+01:00)')
+    .option('--verify <file>', "a verify in FILE ({expect, withinSeconds}) instead of the plan file's")
+    .option('--expect <json>', 'verify: the filter each changed instance must come to match (JSON), with --within')
+    .option('--within <seconds>', 'verify: within this many seconds of its job (1 to 86400), with --expect', positive)
     .action(async (file: string, o: SubmitOptions) => {
       const body = await readJson<PlanFile>(file);
+      const verify = await verifyOf(o, body.verify);
       const c = await cli.client();
       // The options win over the file's rollout, control by control.
       const rollout = {
@@ -86,6 +94,7 @@ function addSubmit(plans: Command, cli: Cli): void {
         ...(Object.keys(rollout).length ? { rollout } : {}),
         ...(o.requireApproval ? { approval: { required: true as const } } : {}),
         ...(schedule ? { schedule } : {}),
+        ...(verify ? { verify } : {}),
       });
       // Said beside the answer, not instead of it: the plan is stored and ends Completed with no jobs.
       if (hasNoConstraint(body.filter) && !cli.options.json)
@@ -94,6 +103,24 @@ function addSubmit(plans: Command, cli: Cli): void {
       if (!cli.options.json) cli.io.out(`Submitted plan ${safeCell(planId)}`);
       cli.exitCode = await cli.watch(c, planId);
     });
+}
+
+/**
+ * The plan's verify as the options say it: a file (--verify), or --expect with --within (both, or a usage
+ * failure), else the plan file's own.
+ */
+async function verifyOf(o: SubmitOptions, given: PlanFile['verify']): Promise<PlanFile['verify']> {
+  if (o.verify !== undefined) return readJson<PlanFile['verify']>(o.verify);
+  if (o.expect === undefined && o.within === undefined) return given;
+  if (o.expect === undefined || o.within === undefined)
+    throw new CliFailure('--expect and --within go together (or give --verify FILE)', 2, 'usage');
+  let expect: unknown;
+  try {
+    expect = JSON.parse(o.expect);
+  } catch (err) {
+    throw new CliFailure(`--expect is not JSON: ${(err as Error).message}`, 2, 'usage');
+  }
+  return { expect, withinSeconds: o.within } as PlanFile['verify'];
 }
 
 /** watch, list, show and jobs: a plan as it runs and after. */
