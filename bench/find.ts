@@ -50,16 +50,17 @@ try {
   log(`seeding ${N.toLocaleString('en-US')} instances waiting on "wait"`);
   const t = performance.now();
   await seedWithoutWorkflows(pool, SEED_SQL, [def.id, N]);
-  // Every N/FAULTED-th instance faulted at one of the version's activities, with one of GROUPS messages.
+  // Every N/FAULTED-th instance (the j-th of them) faulted with message j % GROUPS, at the activity that message
+  // goes with: GROUPS groups.
   await seedWithoutWorkflows(
     pool,
     `WITH f AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM workflow_instances)
      UPDATE workflow_instances i
         SET sub_status = 'Faulted', bookmarks = '[]',
             incidents = jsonb_build_array(jsonb_build_object(
-              'activityId', (ARRAY['start', 'wait', 'set'])[1 + f.k % 3],
+              'activityId', (ARRAY['start', 'wait', 'set'])[1 + (f.k / $1) % $2 % 3],
               'activityType', 'Elsa.Fault',
-              'message', 'Payment gateway timed out, cause ' || (f.k % $2) || ': ' || repeat('x', 150),
+              'message', 'Payment gateway timed out, cause ' || ((f.k / $1) % $2) || ': ' || repeat('x', 150),
               'timestamp', to_char(now() - f.k * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
        FROM f WHERE f.id = i.id AND f.k % $1 = 0`,
     [Math.floor(N / FAULTED), GROUPS],
@@ -73,6 +74,7 @@ try {
     (r) => {
       const total = r.items.reduce((sum, g) => sum + g.count, 0);
       if (total !== FAULTED) throw new Error(`the groups hold ${total} instances, not ${FAULTED}`);
+      if (r.items.length !== GROUPS) throw new Error(`${r.items.length} groups, not ${GROUPS}`);
     },
   );
   const counts = await timed(

@@ -316,28 +316,15 @@ export function alterationRoutes() {
     const first = await pages.next();
     c.header('Content-Type', 'application/json');
     c.set('streamed', true);
-    const answer = stream(c, async (out) => {
-      let aborted = false;
-      out.onAbort(() => {
-        aborted = true;
-      });
-      try {
-        await out.write('{"workflowInstanceIds":[');
-        let sep = '';
-        for (let page = first; !page.done && !aborted; page = await pages.next()) {
-          await out.write(sep + page.value.json);
-          sep = ',';
-        }
-        await out.write(']}\n');
-      } catch (err) {
-        // A page failed after the answer began (the database went away, a statement timed out): the
-        // response is broken off, so that no client takes a cut answer for a whole one (a 200 that ends
-        // normally would look complete at the HTTP level).
-        c.get('logger').warn({ err }, 'a streamed dry-run failed after its first page; the answer is broken off');
-        await (out as unknown as { writer: WritableStreamDefaultWriter }).writer.abort(err).catch(() => undefined);
-      } finally {
-        await pages.return(undefined);
-      }
+    let sep = '';
+    const answer = streamPages(c, first, pages, 'a streamed dry-run', {
+      head: '{"workflowInstanceIds":[',
+      page: (p) => {
+        const text = sep + p.json;
+        sep = ',';
+        return text;
+      },
+      tail: ']}\n',
     });
     return asWrittenJson(answer);
   });
@@ -432,21 +419,41 @@ async function exportJobs(c: Context<AppEnv>, format: JobExportFormat, status: J
   c.header('Content-Type', JOB_EXPORT_TYPES[format]);
   c.header('Content-Disposition', `attachment; filename="plan-${planId}-jobs.${format}"`);
   c.set('streamed', true);
-  const answer = stream(c, async (out) => {
+  const answer = streamPages(c, first, pages, "a plan's job export", {
+    head: format === 'csv' ? csvHeader() : '',
+    page: (jobs) => exportLines(jobs, format),
+    tail: '',
+  });
+  return asWrittenJson(answer);
+}
+
+/**
+ * An answer streamed a page at a time from `pages` (whose first page was read before the answer started, so a
+ * failing first query is still a problem+json answer): `head`, each page as `page` writes it, `tail`. A page that
+ * fails after the answer began (the database went away, a statement timed out) breaks the response off, so that
+ * no client takes a cut answer for a whole one (a 200 that ends normally would look complete at the HTTP level).
+ */
+function streamPages<T>(
+  c: Context<AppEnv>,
+  first: IteratorResult<T>,
+  pages: AsyncGenerator<T>,
+  what: string,
+  write: { head: string; page: (page: T) => string; tail: string },
+) {
+  return stream(c, async (out) => {
     let aborted = false;
     out.onAbort(() => {
       aborted = true;
     });
     try {
-      if (format === 'csv') await out.write(csvHeader());
-      for (let page = first; !page.done && !aborted; page = await pages.next())
-        await out.write(exportLines(page.value, format));
+      if (write.head) await out.write(write.head);
+      for (let page = first; !page.done && !aborted; page = await pages.next()) await out.write(write.page(page.value));
+      if (write.tail) await out.write(write.tail);
     } catch (err) {
-      c.get('logger').warn({ err }, "a plan's job export failed after its first page; the answer is broken off");
+      c.get('logger').warn({ err }, `${what} failed after its first page; the answer is broken off`);
       await (out as unknown as { writer: WritableStreamDefaultWriter }).writer.abort(err).catch(() => undefined);
     } finally {
       await pages.return(undefined);
     }
   });
-  return asWrittenJson(answer);
 }
