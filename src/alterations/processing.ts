@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Logger } from '../logger.js';
 import { isUniqueViolation, SQLSTATE, sqlState } from '../db/errors.js';
 import { withTransaction } from '../db/pool.js';
 import type { DefinitionCache } from '../engine/definitions.js';
@@ -611,12 +612,19 @@ export function readPlanControl(deps: ProcessingDeps, planId: string): Promise<P
  * add up to the plan's total. Fewer means batches were skipped (a worker that sized them otherwise, say,
  * took the plan over mid-way): that is an error to see, never a Completed plan with jobs that did not run.
  */
-export async function completePlan(deps: ProcessingDeps, planId: string): Promise<void> {
-  // A set fixed for approval: how many instances match the filter now that were not in it (the plan's drift).
+export async function completePlan(deps: ProcessingDeps & { logger?: Logger }, planId: string): Promise<void> {
+  // A set fixed for approval: how many instances match the filter now that were not in it (the plan's drift). A
+  // figure to report, never a reason to hold the plan: a count that fails (a statement timeout on a large tenant)
+  // leaves it unknown (null).
   const source = await readDriftSource(deps.pool, planId);
-  const joined = source
-    ? await countJoined(deps.pool, FilterSchema.parse(source.filter), source.tenant_id, planId)
-    : null;
+  let joined: number | null = null;
+  if (source) {
+    try {
+      joined = await countJoined(deps.pool, FilterSchema.parse(source.filter), source.tenant_id, planId);
+    } catch (err) {
+      deps.logger?.warn({ err, planId }, "a plan's drift (instances that joined its filter) could not be counted");
+    }
+  }
   const plan = await completePlanRow(deps.pool, planId, nowBy(deps.clock), joined);
   if (plan && !isFinished(plan.status) && (plan.job_total ?? 0) > plan.done) {
     throw new Error(

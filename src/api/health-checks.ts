@@ -78,6 +78,15 @@ export class CachedProbes {
     private readonly maxAgeMs = PROBE_MAX_AGE_MS,
   ) {}
 
+  /**
+   * What the last check found of Postgres and Temporal, however old, without waiting (a new check starts in the
+   * background when it is stale): for a page that says what is down and must not wait on a slow check to say it.
+   */
+  lastKnown(): Readiness['checks'] | undefined {
+    if (!this.last || performance.now() - this.last.at >= this.maxAgeMs) void this.readiness().catch(() => undefined);
+    return this.last?.result.checks;
+  }
+
   /** The readiness of this process, at most `maxAgeMs` old (the worker's state is read now: it costs nothing). */
   async readiness(): Promise<Readiness> {
     const now = performance.now();

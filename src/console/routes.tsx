@@ -115,8 +115,10 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   // the instances' steps wait until it is back, and the page would otherwise look as if nothing happened.
   app.use('*', async (c, next) => {
     if (c.req.method === 'GET' && !wantsData(c)) {
-      const ready = await c.get('deps').probes?.readiness();
-      if (ready && ready.checks.temporal !== 'ok')
+      // What the last readiness check found, never waited for: a check that is slow because Temporal is away
+      // must not hold the page (a stale answer starts a new check in the background, for the next page).
+      const checks = c.get('deps').probes?.lastKnown();
+      if (checks && checks.temporal !== 'ok')
         c.set(
           'consoleBanner',
           'Temporal is not reachable: plans and the instances’ steps wait until it is back (see /health/ready).',

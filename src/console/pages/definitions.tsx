@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { type AppEnv, callerTenant } from '../../api/context.js';
 import { ValidationError } from '../../errors.js';
+import { INT32_MAX } from '../../vocabulary/input.js';
 import { NotFoundError } from '../../errors.js';
 import { ALTERATIONS_EXECUTE, DEFINITIONS_VIEW, INSTANCES_VIEW } from '../../auth/route-permissions.js';
 import { findDefinition, listLatestDefinitions } from '../../engine/definitions.js';
@@ -29,7 +30,7 @@ const LIST_LIMIT = 200;
 function versionOf(raw: string | undefined): number | undefined {
   if (raw === undefined || raw === '') return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1)
+  if (!Number.isInteger(n) || n < 1 || n > INT32_MAX)
     throw new ValidationError('The version is not valid', [
       { path: '/query/version', message: 'A whole number, 1 or more' },
     ]);
@@ -78,6 +79,7 @@ export function definitionsRoutes(shell: ShellOf) {
     const latest = def.isLatest ? def : await findDefinition(pool, tenant, definitionId);
     const canCount = may(c, INSTANCES_VIEW);
     const counts = canCount ? await activityCounts(pool, tenant, def.id, def.root.activities) : [];
+    const byActivity = new Map(counts.map((x) => [x.activityId, x]));
     const canMigrate = may(c, ALTERATIONS_EXECUTE) && latest !== undefined && latest.version > def.version;
     const versions = Array.from({ length: latest?.version ?? def.version }, (_, i) => i + 1);
     const title = `${def.name ?? def.definitionId} version ${def.version}`;
@@ -125,7 +127,7 @@ export function definitionsRoutes(shell: ShellOf) {
         <Table
           label="Activities and their unfinished instances"
           columns={['Activity', 'Type', 'Waiting', 'Scheduled', 'Faulted']}
-          rows={def.root.activities.map((a) => ({ a, n: counts.find((x) => x.activityId === a.id) }))}
+          rows={def.root.activities.map((a) => ({ a, n: byActivity.get(a.id) }))}
           empty={<p>No activities.</p>}
           head={({ a }) => (typeof a.name === 'string' && a.name ? `${a.name} (${a.id})` : a.id)}
           cells={({ a, n }) => (

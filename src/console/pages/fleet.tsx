@@ -97,7 +97,7 @@ function PlanList(props: { plans: readonly PlanSummaryView[]; empty: string }) {
       {props.plans.map((p) => (
         <li>
           <a href={planPath(p.id)}>{p.id}</a>
-          {` · ${planStatusLabel(p.status)} · ${count(p.jobCounts.completed + p.jobCounts.failed)} of ${count(p.jobCounts.total)} jobs done`}
+          {` · ${planStatusLabel(p.status)} · ${count(p.jobCounts.total - p.jobCounts.pending)} of ${count(p.jobCounts.total)} jobs done`}
         </li>
       ))}
     </ul>

@@ -196,6 +196,7 @@ export function Jobs(props: {
     completed: plan.jobCounts.completed,
     pending: plan.jobCounts.pending,
     cancelled: plan.jobCounts.cancelled,
+    skipped: plan.jobCounts.skipped,
   };
   const link = (v: string, after?: string) =>
     `${planPath(plan.id)}?jobs=${v}${after ? `&after=${encodeURIComponent(after)}` : ''}#jobs`;

@@ -48,7 +48,7 @@ export function liveRow(p: PlanSummaryView) {
     id: p.id,
     status: p.status,
     statusLabel: planStatusLabel(p.status),
-    progress: `${count(c.completed + c.failed + c.cancelled)} / ${count(c.total)}`,
+    progress: `${count(c.completed + c.failed + c.cancelled + c.skipped)} / ${count(c.total)}`,
     failed: count(c.failed),
   };
 }
