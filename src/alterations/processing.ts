@@ -7,8 +7,7 @@ import { type Clock, now as nowBy } from '../vocabulary/clock.js';
 import type { PlanControl } from '../vocabulary/plan.js';
 import { sameJson } from '../vocabulary/json.js';
 import { mapInSlices, TimeSlice } from '../vocabulary/time-slice.js';
-import { countJoined, stillMatching } from './filter.js';
-import { skippedEntry } from './job-views.js';
+import { driftJoined, skipDrifted } from './drift.js';
 import { BORN_PENDING } from './verification.js';
 import { scheduleState } from './schedule.js';
 import {
@@ -19,7 +18,6 @@ import {
   pauseFor,
   type PlanRow,
   readControl,
-  readDriftSource,
   readForBatch,
 } from './plan-store/index.js';
 import {
@@ -35,7 +33,6 @@ import {
 import {
   type Alteration,
   AlterationSchema,
-  FilterSchema,
   isFinished,
   JOB_STATUS,
   LOG_LEVEL,
@@ -215,7 +212,9 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
   }
   // The set was fixed while the plan waited for approval: what no longer matches its filter is left alone.
   const skipped =
-    plan.approval !== null && plan.revert_of === null ? await skipDrifted(client, plan, args, started) : 0;
+    plan.approval !== null && plan.revert_of === null
+      ? await skipDrifted(client, plan, args, await unwrittenJobs(client, plan, args), started)
+      : 0;
   const alterations = plan.alterations.map((a) => AlterationSchema.parse(a));
   const setBased = deps.setBased !== false && setsVariablesOnly(alterations) && plan.revert_of === null;
   if (setBased) {
@@ -249,45 +248,6 @@ async function processBatch(deps: ProcessingDeps, client: pg.PoolClient, args: B
     skipped,
     control,
   };
-}
-
-/**
- * A batch of a plan whose set was fixed while it waited for approval: the range's jobs whose instance no longer
- * matches the plan's filter (or is gone) end Skipped, their instances untouched, counted with the batch. The
- * jobs left are then read and altered as any batch's (never by the set-based statement, which takes only a range
- * without job rows). Answers how many were skipped.
- */
-async function skipDrifted(client: pg.PoolClient, plan: PlanRow, args: BatchArgs, at: Date): Promise<number> {
-  const jobs = await unwrittenJobs(client, plan, args);
-  if (jobs.length === 0) return 0;
-  const filter = FilterSchema.parse(plan.filter);
-  const matching = await stillMatching(
-    client,
-    filter,
-    plan.tenant_id,
-    jobs.map((j) => j.instance_id),
-  );
-  const gone = jobs.filter((j) => !matching.has(j.instance_id));
-  if (gone.length === 0) return 0;
-  const log = [skippedEntry(at)];
-  const rows = gone.map((j) => ({
-    ord: j.ord,
-    id: j.pending_id ?? undefined,
-    created_at: j.created_at.toISOString(),
-    instance_id: j.instance_id,
-  }));
-  await client.query(
-    `WITH jobs AS (
-       INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at)
-       SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, u.created_at, u.ord)), u.instance_id, $2, $3::jsonb, u.created_at, $4, $4
-         FROM jsonb_to_recordset($5::jsonb) AS u(ord int, id text, created_at timestamptz, instance_id text)
-       ON CONFLICT (plan_id, ord) DO UPDATE SET status = EXCLUDED.status, log = EXCLUDED.log,
-              started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at)
-     INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed, skipped) VALUES ($1, $6, 0, 0, $7)
-     ON CONFLICT (plan_id, from_ord) DO UPDATE SET skipped = alteration_batch_counts.skipped + EXCLUDED.skipped`,
-    [args.planId, JOB_STATUS.Skipped, JSON.stringify(log), at, JSON.stringify(rows), args.fromOrd, gone.length],
-  );
-  return gone.length;
 }
 
 /**
@@ -613,18 +573,7 @@ export function readPlanControl(deps: ProcessingDeps, planId: string): Promise<P
  * took the plan over mid-way): that is an error to see, never a Completed plan with jobs that did not run.
  */
 export async function completePlan(deps: ProcessingDeps & { logger?: Logger }, planId: string): Promise<void> {
-  // A set fixed for approval: how many instances match the filter now that were not in it (the plan's drift). A
-  // figure to report, never a reason to hold the plan: a count that fails (a statement timeout on a large tenant)
-  // leaves it unknown (null).
-  const source = await readDriftSource(deps.pool, planId);
-  let joined: number | null = null;
-  if (source) {
-    try {
-      joined = await countJoined(deps.pool, FilterSchema.parse(source.filter), source.tenant_id, planId);
-    } catch (err) {
-      deps.logger?.warn({ err, planId }, "a plan's drift (instances that joined its filter) could not be counted");
-    }
-  }
+  const joined = await driftJoined(deps, planId);
   const plan = await completePlanRow(deps.pool, planId, nowBy(deps.clock), joined);
   if (plan && !isFinished(plan.status) && (plan.job_total ?? 0) > plan.done) {
     throw new Error(

@@ -339,12 +339,16 @@ describe("one tenant's calls made inside workflow tasks, hanging until their tim
       ).toBeGreaterThan(0);
       // A's inline calls past its share found no place in their steps: their workflows asked for them
       // (`callOutbound`, turned back and waiting for a place), as a call the step could not make is asked for.
-      const asked = await Promise.all(
-        noisyInline.map(async (id) => {
-          const history = await h.client.workflow.getHandle(instanceWorkflowId(id)).fetchHistory();
-          return localActivities(history.events!).includes('callOutbound');
-        }),
-      );
+      // (Read until one shows it: a turned-back ask's marker reaches the history when its workflow task completes.)
+      const asked = await eventually(async () => {
+        const found = await Promise.all(
+          noisyInline.map(async (id) => {
+            const history = await h.client.workflow.getHandle(instanceWorkflowId(id)).fetchHistory();
+            return localActivities(history.events!).includes('callOutbound');
+          }),
+        );
+        return found.some(Boolean) ? found : undefined;
+      }, "a call of tenant A's asked for by its workflow");
       expect(asked.filter(Boolean).length).toBeGreaterThan(0);
     } finally {
       for (const res of hanging.splice(0)) res.end('{}');
