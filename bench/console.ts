@@ -10,7 +10,9 @@
  *   - the plan's event stream until its first `progress` event (the live status and counts);
  *   - the Plans list;
  *   - with Chromium (CHROMIUM_PATH, default /usr/bin/chromium), the page in a browser until its status and
- *     counts are shown (navigation to DOMContentLoaded, the stylesheets and the script loaded).
+ *     counts are shown (navigation to DOMContentLoaded, the stylesheets and the script loaded);
+ *   - after CONSOLE_FAULTED (50,000) of the instances faulted in CONSOLE_GROUPS (20) incident groups: the Dashboard
+ *     and the definition's drawing with its counts per step, as HTML and in Chromium until their numbers show.
  * Results on stdout and in bench/results/console-latest.json; the contract's target is under a second.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -28,7 +30,7 @@ import { createLogger } from '../src/logger.js';
 import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { freePort } from '../test/support/free-port.js';
-import { DEFINITION, SEED_SQL } from './size/settings.js';
+import { DEFINITION, FAULT_SQL, SEED_SQL } from './size/settings.js';
 import { dbUrl, recreateDatabase, round, seedWithoutWorkflows, sleep } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -36,6 +38,9 @@ const RESULTS_FILE = process.env.CONSOLE_RESULTS_FILE ?? path.join(ROOT, 'bench'
 const N = Number(process.env.CONSOLE_N ?? 1_000_000);
 const RUNS = Number(process.env.CONSOLE_RUNS ?? 10);
 const CANARY = 2_000;
+/** Of the N instances, how many have an incident (after the plan paused), in how many groups. */
+const FAULTED = Number(process.env.CONSOLE_FAULTED ?? 50_000);
+const GROUPS = Number(process.env.CONSOLE_GROUPS ?? 20);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const PASSWORD = 'bench-console-password';
 const log = (msg: string) => process.stdout.write(`[console] ${msg}\n`);
@@ -145,11 +150,18 @@ async function main(): Promise<void> {
     log(
       `plan of ${N.toLocaleString('en-US')} jobs generated, ${CANARY} run, paused: ${round((performance.now() - t) / 1000)} s`,
     );
+    // The Dashboard's and the drawing's numbers: FAULTED of them with an incident, in GROUPS groups.
+    await seedWithoutWorkflows(db, FAULT_SQL, [Math.floor(N / FAULTED), GROUPS]);
+    log(`${FAULTED.toLocaleString('en-US')} instances faulted in ${GROUPS} groups`);
     await db.query('VACUUM ANALYZE');
     await db.end();
 
     // A user of the console, signed in through its form.
-    await call('POST', '/identity/users', { name: 'operator', password: PASSWORD, permissions: ['alterations:*'] });
+    await call('POST', '/identity/users', {
+      name: 'operator',
+      password: PASSWORD,
+      permissions: ['alterations:*', 'workflows/instances:view', 'workflows/definitions:view'],
+    });
     const signIn = await fetch(`${base}/console/sign-in`, {
       method: 'POST',
       redirect: 'manual',
@@ -170,12 +182,21 @@ async function main(): Promise<void> {
       }
       return summary(times);
     };
-    const results: Record<string, unknown> = { n: N, canary: CANARY, at: new Date().toISOString() };
+    const results: Record<string, unknown> = {
+      n: N,
+      canary: CANARY,
+      faulted: FAULTED,
+      groups: GROUPS,
+      at: new Date().toISOString(),
+    };
     const total = N.toLocaleString('en-US');
     results.planPage = await timed(`/console/plans/${planId}`, (h) => h.includes('Paused') && h.includes(total));
     results.pendingJobs = await timed(`/console/plans/${planId}?jobs=pending`, (h) => h.includes('Pending'));
     results.failedJobs = await timed(`/console/plans/${planId}?jobs=failed`, (h) => h.includes('Failed'));
     results.plansList = await timed('/console/plans', (h) => h.includes(planId));
+    const definitionPage = `/console/definitions/${DEFINITION.definitionId}`;
+    results.dashboard = await timed('/console/dashboard', (h) => h.includes('Payment gateway timed out, cause'));
+    results.definitionDrawing = await timed(definitionPage, (h) => h.includes('waiting, 0 scheduled'));
 
     // The live stream: from its request to the first progress event (status and counts).
     const streamTimes: number[] = [];
@@ -202,21 +223,45 @@ async function main(): Promise<void> {
       const context = await browser.newContext();
       await context.addCookies([{ name: 'wfa_console', value: cookie.split('=')[1]!, url: `${base}/console` }]);
       const page = await context.newPage();
-      const times: number[] = [];
-      for (let i = 0; i < RUNS + 1; i++) {
-        const started = performance.now();
-        await page.goto(`${base}/console/plans/${planId}`, { waitUntil: 'domcontentloaded' });
-        await page.getByRole('status', { name: 'Plan status' }).getByText('Paused').waitFor();
-        if (i > 0) times.push(performance.now() - started);
-      }
-      results.browserPage = summary(times);
+      // Each page in Chromium, from navigation until what an operator reads there is shown.
+      const shown = async (url: string, read: () => Promise<void>) => {
+        const times: number[] = [];
+        for (let i = 0; i < RUNS + 1; i++) {
+          const started = performance.now();
+          await page.goto(base + url, { waitUntil: 'domcontentloaded' });
+          await read();
+          if (i > 0) times.push(performance.now() - started);
+        }
+        return summary(times);
+      };
+      results.browserPage = await shown(`/console/plans/${planId}`, () =>
+        page.getByRole('status', { name: 'Plan status' }).getByText('Paused').waitFor(),
+      );
+      results.browserDashboard = await shown('/console/dashboard', async () => {
+        await page
+          .getByRole('region', { name: 'Unfinished instances per definition' })
+          .getByRole('row')
+          .nth(1)
+          .waitFor();
+        await page
+          .getByRole('region', { name: 'Largest incident groups' })
+          .getByText('Payment gateway timed out, cause', { exact: false })
+          .first()
+          .waitFor();
+      });
+      results.browserDefinition = await shown(definitionPage, () =>
+        page
+          .getByRole('group', { name: /The flowchart of/ })
+          .getByRole('img', { name: /^wait \(Event\): \d+ waiting/ })
+          .waitFor(),
+      );
       await browser.close();
     }
 
     const line = (name: string, r: unknown) => {
       const s = r as { medianMs: number; maxMs: number } | undefined;
       return s
-        ? `  ${name.padEnd(44)} median ${String(s.medianMs).padStart(7)} ms   max ${String(s.maxMs).padStart(7)} ms`
+        ? `  ${name.padEnd(50)} median ${String(s.medianMs).padStart(7)} ms   max ${String(s.maxMs).padStart(7)} ms`
         : '';
     };
     process.stdout.write(
@@ -229,6 +274,10 @@ async function main(): Promise<void> {
         line('event stream, first progress event', results.firstProgressEvent),
         line('Plans list', results.plansList),
         line('plan page in Chromium, status shown', results.browserPage),
+        line(`Dashboard, HTML (${GROUPS} incident groups)`, results.dashboard),
+        line('Dashboard in Chromium, counts and groups shown', results.browserDashboard),
+        line("a definition's drawing, HTML (counts per step)", results.definitionDrawing),
+        line("a definition's drawing in Chromium, shown", results.browserDefinition),
         '',
       ]
         .filter((l) => l !== '')

@@ -17,7 +17,7 @@ import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { WorkflowDefinitionRequestSchema } from '../src/engine/definition-schema.js';
 import { publishDefinition } from '../src/engine/definitions.js';
 import { activityCounts, listIncidentGroups, unfinishedCounts } from '../src/engine/incident-groups.js';
-import { DEFINITION, SEED_SQL } from './size/settings.js';
+import { DEFINITION, FAULT_SQL, SEED_SQL } from './size/settings.js';
 import { round, seedWithoutWorkflows, stat } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -50,21 +50,8 @@ try {
   log(`seeding ${N.toLocaleString('en-US')} instances waiting on "wait"`);
   const t = performance.now();
   await seedWithoutWorkflows(pool, SEED_SQL, [def.id, N]);
-  // Every N/FAULTED-th instance (the j-th of them) faulted with message j % GROUPS, at the activity that message
-  // goes with: GROUPS groups.
-  await seedWithoutWorkflows(
-    pool,
-    `WITH f AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM workflow_instances)
-     UPDATE workflow_instances i
-        SET sub_status = 'Faulted', bookmarks = '[]',
-            incidents = jsonb_build_array(jsonb_build_object(
-              'activityId', (ARRAY['start', 'wait', 'set'])[1 + (f.k / $1) % $2 % 3],
-              'activityType', 'Elsa.Fault',
-              'message', 'Payment gateway timed out, cause ' || ((f.k / $1) % $2) || ': ' || repeat('x', 150),
-              'timestamp', to_char(now() - f.k * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-       FROM f WHERE f.id = i.id AND f.k % $1 = 0`,
-    [Math.floor(N / FAULTED), GROUPS],
-  );
+  // Every N/FAULTED-th instance faulted: GROUPS groups.
+  await seedWithoutWorkflows(pool, FAULT_SQL, [Math.floor(N / FAULTED), GROUPS]);
   await pool.query('VACUUM ANALYZE workflow_instances');
   log(`seeded in ${round((performance.now() - t) / 1000)} s`);
 

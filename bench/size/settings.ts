@@ -40,6 +40,21 @@ export const SEED_SQL = `
     FROM workflow_definitions d, generate_series(1, $2::int) AS n
    WHERE d.id = $1`;
 
+/**
+ * Faults every $1-th seeded instance (the k-th of them) with message k % $2 at the activity that message goes
+ * with: $2 incident groups. $1 = N / faulted.
+ */
+export const FAULT_SQL = `
+  WITH f AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM workflow_instances)
+  UPDATE workflow_instances i
+     SET sub_status = 'Faulted', bookmarks = '[]',
+         incidents = jsonb_build_array(jsonb_build_object(
+           'activityId', (ARRAY['start', 'wait', 'set'])[1 + (f.k / $1) % $2 % 3],
+           'activityType', 'Elsa.Fault',
+           'message', 'Payment gateway timed out, cause ' || ((f.k / $1) % $2) || ': ' || repeat('x', 150),
+           'timestamp', to_char(now() - f.k * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+    FROM f WHERE f.id = i.id AND f.k % $1 = 0`;
+
 export const RAW_UPDATE_SQL = `UPDATE workflow_instances SET variables = jsonb_set(variables, '{amount}', to_jsonb($2::int)), updated_at = now()
   WHERE tenant_id = '' AND definition_id = $1`;
 

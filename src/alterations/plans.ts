@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
@@ -179,6 +180,7 @@ export async function submitPlan(
   submission: Submission = {},
 ): Promise<{ planId: string; created: boolean }> {
   const id = req.id ?? newId();
+  noteAudit({ targetId: id });
   const schedule = req.schedule && (req.schedule.notBefore || req.schedule.windows?.length) ? req.schedule : null;
   const verify = req.verify ?? null;
   const hash = requestHash(req.alterations, req.filter, req.rollout, { approval: req.approval, schedule, verify });

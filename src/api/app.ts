@@ -1,3 +1,5 @@
+import { auditRoutes } from './routes/audit.js';
+import { auditTrail, successStatuses } from './audit-trail.js';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestPool } from '../db/pool.js';
 import { tenantKey } from '../auth/principal.js';
@@ -183,6 +185,15 @@ export function createApp(given: AppDeps) {
     }
   });
 
+  // The audit trail (src/api/audit-trail.ts), once the request knows whose it is. A route's status on success is
+  // the lowest 2xx its OpenAPI operation documents; the console's forms answer 303.
+  let successes: Map<string, number> | undefined;
+  const successStatus = (method: string, route: string) => {
+    successes ??= successStatuses(app.openAPIRegistry.definitions);
+    return successes.get(`${method} ${route}`) ?? (route.startsWith('/console/') ? 303 : undefined);
+  };
+  app.use('*', auditTrail(deps.pool, successStatus));
+
   // The root points a person who opens the base URL at the API reference (curl without -L prints why).
   app.get('/', (c) => c.text('The API reference is at /docs\n', 302, { location: '/docs' }));
   app.route('/', serviceRoutes());
@@ -201,6 +212,7 @@ export function createApp(given: AppDeps) {
     app.route(surface.path, surface.routes({ streams, shutdown: deps.shutdown }));
   app.route('/', connectionRoutes());
   app.route('/', catalogRoutes());
+  app.route('/', auditRoutes());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', {
     type: 'apiKey',

@@ -1,3 +1,4 @@
+import { noteAuditBody } from '../audit/scope.js';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { DomainError, type FieldError, pointer, ValidationError } from '../errors.js';
@@ -67,6 +68,7 @@ export function inputGuard(body?: { required: boolean }) {
     if (hasBody || JSON_TYPE.test(type)) {
       const parsed = await readJson(c, body.required);
       if (parsed !== undefined) c.req.json = <T>() => Promise.resolve(parsed as T);
+      noteAuditBody(parsed);
     }
     await next();
   });

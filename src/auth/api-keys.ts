@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -52,6 +53,7 @@ export async function createApiKey(
   },
 ): Promise<CreatedApiKey> {
   const id = newId();
+  noteAudit({ targetId: id });
   const key = generateApiKey();
   await db.query(
     'INSERT INTO api_keys (id, tenant_id, name, key_hash, permissions, is_bootstrap, expires_at, created_by) VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8::jsonb)',

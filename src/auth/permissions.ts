@@ -62,6 +62,7 @@ export const STRUCTURED_PERMISSIONS = [
   'alterations:execute',
   'alterations/policy:update',
   'alterations:view',
+  'audit:view',
   'connections:create',
   'connections:delete',
   'connections:update',

@@ -30,3 +30,6 @@ export const USERS_VIEW = spec('identity/users:view', '*');
 
 /** Listing a tenant's API keys (never the key). Legacy: `*`. */
 export const KEYS_VIEW = spec('identity/api-keys:view', '*');
+
+/** Reading the audit trail (section 13). The legacy model has no string for it: `*`. */
+export const AUDIT_VIEW = spec('audit:view', '*');

@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import {
   ACCOUNT_RULE,
   accountKey,
@@ -157,6 +158,12 @@ export async function login(
   if (accountCounted) await countAttempt(pool, accountKey(username), ACCOUNT_RULE);
   const user = await verifyCredentials(pool, username, password);
   if (!user) throw new UnauthorizedError('Unknown user name or wrong password');
+  noteAudit({
+    actor: { kind: 'user', id: user.id, name: user.name },
+    tenantKey: user.tenantKey,
+    targetId: user.id,
+    signedIn: true,
+  });
   await attemptSucceeded(pool, username, address, { accountCounted });
   const sessionId = newId();
   await pool.query('INSERT INTO sessions (id, user_id, tenant_id, created_at) VALUES ($1, $2, $3, $4)', [

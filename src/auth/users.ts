@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import { randomBytes } from 'node:crypto';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type pg from 'pg';
@@ -110,6 +111,7 @@ export async function createRole(
   input: { name: string; permissions: string[] },
 ): Promise<RoleView> {
   const id = newId();
+  noteAudit({ targetId: id });
   try {
     await db.query('INSERT INTO roles (id, tenant_id, name, permissions) VALUES ($1, $2, $3, $4::text[])', [
       id,
@@ -183,6 +185,7 @@ export async function createUser(
       );
     }
     const id = newId();
+    noteAudit({ targetId: id });
     try {
       await client.query(
         'INSERT INTO users (id, tenant_id, name, password_hash, permissions, created_by) VALUES ($1, $2, $3, $4, $5::text[], $6::jsonb)',
@@ -256,6 +259,18 @@ export async function loadUser(db: Queryable, id: string): Promise<StoredUser | 
   );
   const r = rows[0];
   return r ? { id: r.id, name: r.name, tenantKey: r.tenant_id, permissions: r.permissions } : undefined;
+}
+
+/** The user a sign-in names, for its audit entry's tenant (a failed sign-in too). */
+export async function userTenantByName(
+  db: Queryable,
+  name: string,
+): Promise<{ id: string; tenantKey: string } | undefined> {
+  const { rows } = await db.query<{ id: string; tenant_id: string }>(
+    'SELECT id, tenant_id FROM users WHERE lower(name) = lower($1)',
+    [name],
+  );
+  return rows[0] ? { id: rows[0].id, tenantKey: rows[0].tenant_id } : undefined;
 }
 
 /** Checks a name and password; undefined when either is wrong (the same time either way). */

@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import type pg from 'pg';
 import { prepared, type Queryable, withTransaction } from '../db/pool.js';
 import {
@@ -120,6 +121,7 @@ export async function createConnection(
 ): Promise<Connection> {
   const { name, configuration } = validateConnection(req);
   const id = newId();
+  noteAudit({ targetId: id });
   const stored = storedConfiguration(cipher, id, tenantKey, configuration);
   try {
     const { rows } = await db.query<Row>(

@@ -1,3 +1,4 @@
+import { noteAuditBody } from '../audit/scope.js';
 import type { Context } from 'hono';
 import type { AppEnv } from '../api/context.js';
 import { DomainError, type FieldError, pointer, ValidationError } from '../errors.js';
@@ -30,6 +31,7 @@ export async function readForm(c: Context<AppEnv>): Promise<URLSearchParams> {
     if (why) errors.push({ path: pointer(['form', key]), message: why });
   }
   if (errors.length) throw new ValidationError('The form is not valid; see errors', errors);
+  noteAuditBody(Object.fromEntries(form));
   return form;
 }
 

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { TenantGate } from '../shares.js';
+import { commitScope } from './commit-scope.js';
 import { type PostgresConnection, postgresConnection } from './postgres-connection.js';
 import { parseTimestamptz } from './timestamps.js';
 
@@ -248,6 +249,9 @@ export async function withTransaction<T>(
     // One round trip: a simple query of two statements, the second a constant.
     await client.query(mark === OWN_STEP ? `BEGIN; SELECT set_config('wfa.outbox', 'own-step', true)` : 'BEGIN');
     const result = await fn(client);
+    // What the caller asks of its commits (./commit-scope.ts: a request's audit entry); a workflow's own step
+    // is never a request.
+    if (mark !== OWN_STEP) await commitScope.getStore()?.beforeCommit(client);
     const commit = await client.query('COMMIT');
     if (commit.command !== 'COMMIT') throw new RolledBackError(`the transaction ended with ${commit.command}`);
     return result;

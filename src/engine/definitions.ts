@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import type pg from 'pg';
 import { ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -72,6 +73,7 @@ export async function publishDefinition(
   const errors = validateDefinition(req);
   if (errors.length > 0) throw new ValidationError('The workflow definition is not valid', errors);
   const definitionId = req.definitionId ?? newId();
+  noteAudit({ targetId: definitionId });
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
       `definition:${tenantKey}:${definitionId}`,

@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/scope.js';
 import type pg from 'pg';
 import { prepared, type Queryable } from '../db/pool.js';
 import { NotFoundError, pointer, ValidationError, type FieldError } from '../errors.js';
@@ -69,6 +70,7 @@ export async function createInstance(
   if (errors.length) throw new ValidationError('The instance variables are not valid', errors);
 
   const id = newId();
+  noteAudit({ targetId: id });
   const start = startActivityId(def.root);
   const s: InstanceState = {
     id,

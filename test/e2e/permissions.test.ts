@@ -139,6 +139,8 @@ const ROUTES: { method: string; path: string; structured: string; legacy: string
   { method: 'GET', path: '/identity/users', structured: 'identity/users:view', legacy: '*' },
   { method: 'DELETE', path: '/identity/api-keys/k1', structured: 'identity/api-keys:delete', legacy: '*' },
   { method: 'GET', path: '/identity/permissions', structured: 'signed-in', legacy: 'signed-in' },
+  { method: 'GET', path: '/audit', structured: 'audit:view', legacy: '*' },
+  { method: 'GET', path: '/audit/verify', structured: 'audit:view', legacy: '*' },
   { method: 'POST', path: '/identity/secrets/hash', structured: 'identity/users:create', legacy: '*' },
   { method: 'POST', path: '/identity/logout', structured: 'signed-in', legacy: 'signed-in' },
   { method: 'GET', path: '/features/installed', structured: 'signed-in', legacy: 'signed-in' },

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const LAYERS: string[][] = [
   ['src/errors', 'src/ids', 'src/logger', 'src/memory', 'src/shares', 'src/tracing', 'src/vocabulary'],
   ['src/db', 'src/embedded', 'src/lifecycle', 'src/ports'],
-  ['src/auth', 'src/connections'],
+  ['src/auth', 'src/audit', 'src/connections'],
   ['src/config', 'src/engine'],
   ['src/alterations'],
   ['activities'],

@@ -1,7 +1,6 @@
 import { mayReadInstances } from '../authorize.js';
 import { OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { stream } from 'hono/streaming';
 import { checkFilterReferences, countInstances, instanceIdPages } from '../../alterations/filter.js';
 import { previewPlan, previewShown } from '../../alterations/preview.js';
 import {
@@ -47,6 +46,7 @@ import { bodyRoute, PlanParams, PlanStatusAnswer, planCommandRoute } from '../ro
 import { secureRoute } from '../secure-route.js';
 import { jsonInSlices } from '../../vocabulary/time-slice.js';
 import { asWrittenJson, writtenJson } from '../written-json.js';
+import { streamPages } from '../streamed-pages.js';
 
 const EXECUTE = ALTERATIONS_EXECUTE;
 const VIEW = ALTERATIONS_VIEW;
@@ -425,35 +425,4 @@ async function exportJobs(c: Context<AppEnv>, format: JobExportFormat, status: J
     tail: '',
   });
   return asWrittenJson(answer);
-}
-
-/**
- * An answer streamed a page at a time from `pages` (whose first page was read before the answer started, so a
- * failing first query is still a problem+json answer): `head`, each page as `page` writes it, `tail`. A page that
- * fails after the answer began (the database went away, a statement timed out) breaks the response off, so that
- * no client takes a cut answer for a whole one (a 200 that ends normally would look complete at the HTTP level).
- */
-function streamPages<T>(
-  c: Context<AppEnv>,
-  first: IteratorResult<T>,
-  pages: AsyncGenerator<T>,
-  what: string,
-  write: { head: string; page: (page: T) => string; tail: string },
-) {
-  return stream(c, async (out) => {
-    let aborted = false;
-    out.onAbort(() => {
-      aborted = true;
-    });
-    try {
-      if (write.head) await out.write(write.head);
-      for (let page = first; !page.done && !aborted; page = await pages.next()) await out.write(write.page(page.value));
-      if (write.tail) await out.write(write.tail);
-    } catch (err) {
-      c.get('logger').warn({ err }, `${what} failed after its first page; the answer is broken off`);
-      await (out as unknown as { writer: WritableStreamDefaultWriter }).writer.abort(err).catch(() => undefined);
-    } finally {
-      await pages.return(undefined);
-    }
-  });
 }

@@ -1,3 +1,4 @@
+import { noteAudit } from '../../audit/scope.js';
 import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
 import type { z } from '@hono/zod-openapi';
@@ -305,12 +306,15 @@ export function newPlanRoutes(shell: ShellOf) {
     );
   });
 
+  /** The audit trail's action of each button of the form (another press only redraws it). */
+  const PRESSED: Record<string, string> = { 'dry-run': 'plan.dryRun', preview: 'plan.preview', submit: 'plan.submit' };
   app.post('/new-plan', async (c) => {
     if (!may(c, ALTERATIONS_EXECUTE)) {
       requirePermission(c, ALTERATIONS_EXECUTE);
     }
     const f = await readForm(c);
     const action = field(f, 'action');
+    noteAudit({ action: PRESSED[action ?? ''] ?? 'plan.draft' });
     const posted = readPosted(f);
     const { form } = posted;
     const outcome: Outcome = { errors: new Map() };

@@ -1,0 +1,226 @@
+import { createHash } from 'node:crypto';
+import { tenantOut } from '../auth/principal.js';
+import type { Queryable } from '../db/pool.js';
+import { decodePageCursor, encodePageCursor } from '../vocabulary/page-cursor.js';
+import type { AuditActor } from './scope.js';
+
+/**
+ * The audit trail's one home: the only SQL on `audit_entries` and `audit_heads` (migration 033). Each tenant's
+ * entries form a hash chain: an entry's `hash` is SHA-256 over its `prevHash` and its canonical JSON, and its
+ * `seq` follows the previous one by one. An append locks its tenant's head row until its transaction commits,
+ * so writers on several nodes queue there: the chain never forks and never skips a seq.
+ */
+
+/** The `prevHash` of a tenant's first entry. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+export interface AuditEntryInput {
+  tenantKey: string;
+  actor: AuditActor;
+  action: string;
+  target: { kind: string | null; id: string | null };
+  outcome: number;
+  traceId: string | null;
+  address: string | null;
+  detail: Record<string, unknown>;
+}
+
+export interface AuditEntry {
+  seq: number;
+  at: string;
+  tenantId: string | null;
+  actor: AuditActor;
+  action: string;
+  target: { kind: string | null; id: string | null };
+  outcome: number;
+  traceId: string | null;
+  address: string | null;
+  detail: Record<string, unknown>;
+  prevHash: string;
+  hash: string;
+}
+
+/** JSON with every object's keys in order: the same entry always hashes the same, wherever it was read. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
+}
+
+/** The hash of an entry: SHA-256 over its `prevHash` and its canonical JSON (everything but the two hashes). */
+export function entryHash(e: Omit<AuditEntry, 'hash'>): string {
+  const { prevHash, ...entry } = e;
+  return createHash('sha256').update(prevHash).update('\n').update(canonical(entry)).digest('hex');
+}
+
+/**
+ * Appends an entry to its tenant's chain, inside the caller's transaction (the change it records commits with
+ * it, or neither does). Locks the tenant's head row: call it last, just before COMMIT, so the lock is brief.
+ */
+export async function appendAuditEntry(client: Queryable, input: AuditEntryInput): Promise<AuditEntry> {
+  const { rows } = await client.query<{ seq: string; hash: string }>(
+    `INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, 0, $2)
+     ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq
+     RETURNING seq, hash`,
+    [input.tenantKey, GENESIS_HASH],
+  );
+  const head = rows[0]!;
+  const { tenantKey, ...rest } = input;
+  const unhashed: Omit<AuditEntry, 'hash'> = {
+    seq: Number(head.seq) + 1,
+    at: new Date().toISOString(),
+    tenantId: tenantOut(tenantKey),
+    ...rest,
+    prevHash: head.hash,
+  };
+  const entry: AuditEntry = { ...unhashed, hash: entryHash(unhashed) };
+  await client.query(
+    `WITH e AS (
+       INSERT INTO audit_entries (tenant_id, seq, at, actor_kind, actor_id, actor_name, action, target_kind, target_id,
+                                  outcome, trace_id, address, detail, prev_hash, hash)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+     )
+     UPDATE audit_heads SET seq = $2, hash = $15 WHERE tenant_id = $1`,
+    [
+      tenantKey,
+      entry.seq,
+      entry.at,
+      entry.actor.kind,
+      entry.actor.id,
+      entry.actor.name,
+      entry.action,
+      entry.target.kind,
+      entry.target.id,
+      entry.outcome,
+      entry.traceId,
+      entry.address,
+      JSON.stringify(entry.detail),
+      entry.prevHash,
+      entry.hash,
+    ],
+  );
+  return entry;
+}
+
+interface EntryRow {
+  tenant_id: string;
+  seq: string;
+  at: Date;
+  actor_kind: AuditActor['kind'];
+  actor_id: string | null;
+  actor_name: string | null;
+  action: string;
+  target_kind: string | null;
+  target_id: string | null;
+  outcome: number;
+  trace_id: string | null;
+  address: string | null;
+  detail: Record<string, unknown>;
+  prev_hash: string;
+  hash: string;
+}
+
+const entryOf = (r: EntryRow): AuditEntry => ({
+  seq: Number(r.seq),
+  at: r.at.toISOString(),
+  tenantId: tenantOut(r.tenant_id),
+  actor: { kind: r.actor_kind, id: r.actor_id, name: r.actor_name },
+  action: r.action,
+  target: { kind: r.target_kind, id: r.target_id },
+  outcome: r.outcome,
+  traceId: r.trace_id,
+  address: r.address,
+  detail: r.detail,
+  prevHash: r.prev_hash,
+  hash: r.hash,
+});
+
+export interface AuditQuery {
+  /** An actor's id or name. */
+  actor?: string | undefined;
+  /** An action, or a family of them: `plan.*`. */
+  action?: string | undefined;
+  targetId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  after?: string | undefined;
+  limit: number;
+}
+
+const decodeCursor = (cursor: string) =>
+  decodePageCursor(cursor, 'au', (p): p is [number] => p.length === 1 && Number.isSafeInteger(p[0]))[0];
+
+/** A page of a tenant's entries, newest first, with the cursor of the next page (null at the end). */
+export async function listAuditEntries(
+  db: Queryable,
+  tenantKey: string,
+  q: AuditQuery,
+): Promise<{ items: AuditEntry[]; nextCursor: string | null }> {
+  const params: unknown[] = [tenantKey, q.limit + 1];
+  const where = ['tenant_id = $1'];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  if (q.actor !== undefined) where.push(`(actor_id = ${param(q.actor)} OR actor_name = $${params.length})`);
+  if (q.action !== undefined) {
+    if (q.action.endsWith('.*')) where.push(`action LIKE ${param(`${q.action.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%`)}`);
+    else where.push(`action = ${param(q.action)}`);
+  }
+  if (q.targetId !== undefined) where.push(`target_id = ${param(q.targetId)}`);
+  if (q.from !== undefined) where.push(`at >= ${param(q.from)}`);
+  if (q.to !== undefined) where.push(`at < ${param(q.to)}`);
+  if (q.after !== undefined) where.push(`seq < ${param(decodeCursor(q.after))}`);
+  const { rows } = await db.query<EntryRow>(
+    `SELECT * FROM audit_entries WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $2`,
+    params,
+  );
+  const page = rows.slice(0, q.limit).map(entryOf);
+  return {
+    items: page,
+    nextCursor: rows.length > q.limit ? encodePageCursor('au', [page[page.length - 1]!.seq]) : null,
+  };
+}
+
+/** Entries read per statement when the chain is checked. */
+const VERIFY_PAGE = 1000;
+
+/**
+ * Recomputes a tenant's chain from its oldest kept entry (whose `prevHash` is taken as given: older entries may
+ * have been purged): every hash, every link, every seq one after the other, and the head at the last entry.
+ * `firstBrokenSeq` is the first entry that fails (or the first missing one), null when the chain holds.
+ */
+export async function verifyAuditChain(
+  db: Queryable,
+  tenantKey: string,
+): Promise<{ ok: boolean; checked: number; firstBrokenSeq: number | null }> {
+  let checked = 0;
+  let last: AuditEntry | undefined;
+  for (;;) {
+    const { rows } = await db.query<EntryRow>(
+      'SELECT * FROM audit_entries WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [tenantKey, last?.seq ?? 0, VERIFY_PAGE],
+    );
+    for (const row of rows) {
+      const entry = entryOf(row);
+      const { hash, ...unhashed } = entry;
+      const linked = last === undefined || (entry.seq === last.seq + 1 && entry.prevHash === last.hash);
+      if (!linked) return { ok: false, checked, firstBrokenSeq: last!.seq + 1 };
+      if (entryHash(unhashed) !== hash) return { ok: false, checked, firstBrokenSeq: entry.seq };
+      checked++;
+      last = entry;
+    }
+    if (rows.length < VERIFY_PAGE) break;
+  }
+  const { rows: heads } = await db.query<{ seq: string; hash: string }>(
+    'SELECT seq, hash FROM audit_heads WHERE tenant_id = $1',
+    [tenantKey],
+  );
+  const head = heads[0];
+  // Entries cut from the end (the head is further on) break the chain where they are missing.
+  if (head && last && Number(head.seq) !== last.seq) return { ok: false, checked, firstBrokenSeq: last.seq + 1 };
+  if (head && last && head.hash !== last.hash) return { ok: false, checked, firstBrokenSeq: last.seq };
+  return { ok: true, checked, firstBrokenSeq: null };
+}
