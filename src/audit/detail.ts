@@ -15,14 +15,18 @@ export const MAX_DETAIL_BYTES = 4096;
 
 /** Postgres's jsonb holds no NUL character and no lone surrogate. */
 const clean = (text: string) =>
-  text.split('\u0000').join('').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+  text
+    .split('\u0000')
+    .join('')
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 
 function shrink(value: unknown, depth: number): unknown {
   if (typeof value === 'string') {
     const text = clean(value);
     return text.length > MAX_STRING ? `${text.slice(0, MAX_STRING)}…` : text;
   }
-  if (value === null || typeof value !== 'object') return typeof value === 'number' && !Number.isFinite(value) ? null : value;
+  if (value === null || typeof value !== 'object')
+    return typeof value === 'number' && !Number.isFinite(value) ? null : value;
   if (depth >= MAX_DEPTH) return '…';
   if (Array.isArray(value)) {
     const items = value.slice(0, MAX_ITEMS).map((v) => shrink(v, depth + 1));
@@ -33,7 +37,9 @@ function shrink(value: unknown, depth: number): unknown {
   for (const [key, v] of Object.entries(value)) {
     if (SECRET.test(key)) {
       out[clean(key)] =
-        v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).map((k) => [k, MASKED])) : MASKED;
+        v && typeof v === 'object' && !Array.isArray(v)
+          ? Object.fromEntries(Object.keys(v).map((k) => [k, MASKED]))
+          : MASKED;
     } else out[clean(key)] = shrink(v, depth + 1);
   }
   return out;
@@ -43,7 +49,9 @@ function shrink(value: unknown, depth: number): unknown {
 export function auditDetail(body: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
   const shrunk = shrink(body ?? {}, 0);
   const base: Record<string, unknown> =
-    shrunk && typeof shrunk === 'object' && !Array.isArray(shrunk) ? (shrunk as Record<string, unknown>) : { body: shrunk };
+    shrunk && typeof shrunk === 'object' && !Array.isArray(shrunk)
+      ? (shrunk as Record<string, unknown>)
+      : { body: shrunk };
   const detail = { ...base, ...(extra ? (shrink(extra, 0) as Record<string, unknown>) : {}) };
   if (Buffer.byteLength(JSON.stringify(detail)) <= MAX_DETAIL_BYTES) return detail;
   return { fields: Object.keys(detail).slice(0, 50), cut: true };

@@ -166,7 +166,8 @@ export async function listAuditEntries(
   const param = (v: unknown) => `$${params.push(v)}`;
   if (q.actor !== undefined) where.push(`(actor_id = ${param(q.actor)} OR actor_name = $${params.length})`);
   if (q.action !== undefined) {
-    if (q.action.endsWith('.*')) where.push(`action LIKE ${param(`${q.action.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%`)}`);
+    if (q.action.endsWith('.*'))
+      where.push(`action LIKE ${param(`${q.action.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%`)}`);
     else where.push(`action = ${param(q.action)}`);
   }
   if (q.targetId !== undefined) where.push(`target_id = ${param(q.targetId)}`);

@@ -60,7 +60,8 @@ const listAudit = secureRoute(AUDIT_VIEW, {
       tenantId: TenantQuery,
       ...PAGING,
       format: z.enum(['json', 'ndjson']).optional().openapi({
-        description: 'json (default): a page. ndjson: every entry of the selection, newest first, streamed a page at a time',
+        description:
+          'json (default): a page. ndjson: every entry of the selection, newest first, streamed a page at a time',
       }),
     }),
   },
