@@ -34,6 +34,7 @@ export function auditTrail(pool: pg.Pool, successStatus: (method: string, route:
         if (!entry) return;
         await appendAuditEntry(client, entry);
         written = true;
+        c.get('deps').metrics?.auditEntryWritten();
       },
     };
     try {
@@ -45,7 +46,9 @@ export function auditTrail(pool: pg.Pool, successStatus: (method: string, route:
     const status = c.res.status;
     const entry = await entryOf(c, scope, status, pool);
     // Written whatever became of the client: a refusal is recorded even when no one reads its answer.
-    if (entry) await withTransaction(pool, (client) => appendAuditEntry(client, entry));
+    if (!entry) return;
+    await withTransaction(pool, (client) => appendAuditEntry(client, entry));
+    c.get('deps').metrics?.auditEntryWritten();
   });
 }
 

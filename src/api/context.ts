@@ -58,6 +58,11 @@ export interface AppDeps {
   shutdown?: AbortSignal | undefined;
   /** How often an event stream reads its plan when nothing wakes it, in ms (default 500, growing to 2000). */
   planEventPollMs?: { min: number; max: number } | undefined;
+  /**
+   * false: no audit trail is written. Only the bench sets it, to measure what the trail costs a request; there is
+   * no setting for it.
+   */
+  auditTrail?: boolean | undefined;
   /** The service's metrics (`GET /metrics`, request counts); without it nothing is counted or served. */
   metrics?: ServiceMetrics | undefined;
   /** In a process that runs a worker: does it poll (`GET /health/ready`)? Absent on an API-only node. */

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { registerAudit } from './commands/audit.js';
 import { registerConnections } from './commands/connections.js';
 import { registerDefinitions } from './commands/definitions.js';
 import { registerFindFix } from './commands/find-fix.js';
@@ -29,6 +30,7 @@ const COMMAND_GROUPS = [
   registerRuns,
   registerConnections,
   registerPrincipals,
+  registerAudit,
 ];
 
 export async function runCli(

@@ -16,6 +16,7 @@ import type { DefinitionSchema, DefinitionSummarySchema } from '../engine/defini
 import type { WorkflowDefinitionRequestSchema } from '../engine/definition-schema.js';
 import type { ActivityCountsSchema, IncidentGroup, InstanceSummary, InstanceView } from '../engine/instance-views.js';
 import type { ApiKeyView } from '../auth/api-keys.js';
+import type { AuditEntry } from '../audit/trail.js';
 import type { StoredUserView, UserView } from '../auth/users.js';
 import { connectionError, ProblemError, type RequestInfo, UnexpectedAnswerError } from './errors.js';
 import * as shapes from './shapes.js';
@@ -52,6 +53,20 @@ export type {
   PreviewItem,
   RunResultView,
 };
+
+export type { AuditEntry };
+/** What `GET /audit` selects: an actor's id or name, an action or family (`plan.*`), a target, a time range. */
+export interface AuditQuery {
+  actor?: string | undefined;
+  action?: string | undefined;
+  targetId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  tenantId?: string | undefined;
+  after?: string | undefined;
+  limit?: number | undefined;
+}
+export type AuditVerification = { ok: boolean; checked: number; firstBrokenSeq: number | null };
 
 export interface Page<T> {
   items: T[];
@@ -197,6 +212,30 @@ export function createClient(options: ClientOptions) {
     }
   }
 
+  /**
+   * A streamed answer (an export), its chunks as they arrive: opened within timeoutMs, then read without a bound on
+   * its size (an export of a million jobs is large); a refusal is the ProblemError it answered.
+   */
+  async function* download(path: string, query: Query, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    const request: RequestInfo = { baseUrl: base, method: 'GET', path };
+    const opening = new AbortController();
+    const timer = options.timeoutMs ? setTimeout(() => opening.abort(timeoutReason()), options.timeoutMs) : undefined;
+    let res: Response;
+    try {
+      res = await doFetch(url(path, query), {
+        headers: auth(),
+        signal: signal ? AbortSignal.any([signal, opening.signal]) : opening.signal,
+      });
+      if (!res.ok || !res.body) await decode(res, request, null, options.maxResponseBytes);
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      throw connectionError(err, request, options.timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
+    yield* res.body as unknown as AsyncIterable<Uint8Array>;
+  }
+
   const seg = encodeURIComponent;
 
   return {
@@ -305,6 +344,13 @@ export function createClient(options: ClientOptions) {
         call<Page<PlanSummaryView>>('GET', '/alterations', shapes.planPage, { query }),
       jobs: (planId: string, query: { status?: number | string; after?: string; limit?: number } = {}) =>
         call<Page<JobView>>('GET', `/alterations/${seg(planId)}/jobs`, shapes.jobPage, { query }),
+      /** Every job of the plan as NDJSON or CSV, streamed (a record to keep before the retention purges it). */
+      exportJobs: (
+        planId: string,
+        format: 'ndjson' | 'csv',
+        query: { status?: number | string } = {},
+        signal?: AbortSignal,
+      ) => download(`/alterations/${seg(planId)}/jobs`, { ...query, format }, signal),
       cancel: (planId: string) =>
         call<{ planId: string; status: number }>('POST', `/alterations/${seg(planId)}/cancel`, shapes.planState),
       /** Batches in flight finish, none starts until resumed (status Paused 7). */
@@ -352,6 +398,18 @@ export function createClient(options: ClientOptions) {
         }),
       /** The plan's live events (`progress` …, then `done`); ends after `done`, or when `signal` aborts. */
       events: planEvents,
+    },
+
+    /** Who did what, provably (docs/audit.md). */
+    audit: {
+      /** A page of the trail, newest first. */
+      list: (q: AuditQuery = {}) => call<Page<AuditEntry>>('GET', '/audit', shapes.auditPage, { query: { ...q } }),
+      /** Recomputes the tenant's hash chain. */
+      verify: (tenantId?: string) =>
+        call<AuditVerification>('GET', '/audit/verify', shapes.auditVerification, { query: { tenantId } }),
+      /** Every entry of the selection as NDJSON, streamed. */
+      export: (q: Omit<AuditQuery, 'after' | 'limit'> = {}, signal?: AbortSignal) =>
+        download('/audit', { ...q, format: 'ndjson' }, signal),
     },
 
     /** The tenant's approval policy (section "Change management" of the README). */

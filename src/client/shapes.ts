@@ -134,6 +134,18 @@ export const instanceChangePage = page(
     completedAt: nullableString,
   }),
 );
+export const auditEntry = obj({
+  seq: z.number(),
+  at: z.string(),
+  actor: obj({ kind: z.string(), id: nullableString, name: nullableString }),
+  action: z.string(),
+  target: obj({ kind: nullableString, id: nullableString }),
+  outcome: z.number(),
+  hash: z.string(),
+});
+export const auditPage = page(auditEntry);
+export const auditVerification = obj({ ok: z.boolean(), checked: z.number(), firstBrokenSeq: z.number().nullable() });
+
 export const started = obj({ workflowInstanceId: z.string() });
 export const triggered = obj({ resumedWorkflowInstanceIds: z.array(z.string()) });
 

@@ -37,6 +37,8 @@ export interface ServiceMetrics extends PlanMetrics, CallObserver {
   watchCallWaiters(waiting: () => number): void;
   /** The workflow of a waiting call was signalled that a place freed (`callPlaceFreed`), with what came of it. */
   callWoken(outcome: CallWakeOutcome): void;
+  /** One audit entry written by this node (src/api/audit-trail.ts). */
+  auditEntryWritten(): void;
   /** The exposition: this registry's metrics, then the Temporal SDK's (read from its exporter on loopback). */
   scrape(): Promise<string>;
 }
@@ -58,6 +60,25 @@ const ENGINE_BACKLOG_SQL = `
     FROM (SELECT 'outbox' AS queue, count(*) AS n, min(enqueued_at) AS oldest FROM instance_outbox
           UNION ALL
           SELECT 'resumptions', count(*), min(triggered_at) FROM instance_resumptions) q`;
+
+/** The tables that grow with use: their rows (the planner's estimate) and bytes (with indexes and TOAST). */
+const MEASURED_TABLES = [
+  'workflow_instances',
+  'alteration_plans',
+  'alteration_jobs',
+  'audit_entries',
+  'journal_entries',
+  'activity_records',
+];
+/** A partitioned table counts its partitions. */
+const TABLE_SIZES_SQL = `
+  SELECT t.name, COALESCE(sum(greatest(c.reltuples, 0)), 0)::float8 AS rows,
+         COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 AS bytes
+    FROM unnest($1::text[]) AS t(name)
+    JOIN pg_class p ON p.relname = t.name AND p.relnamespace = current_schema()::regnamespace
+    CROSS JOIN LATERAL (SELECT p.oid UNION ALL SELECT inhrelid FROM pg_inherits WHERE inhparent = p.oid) AS x(oid)
+    JOIN pg_class c ON c.oid = x.oid
+   GROUP BY t.name`;
 
 /** What came of waking a waiting call's workflow: signalled, gone (it ended), or the signal failed (Temporal away). */
 export type CallWakeOutcome = 'signalled' | 'gone' | 'failed';
@@ -172,6 +193,39 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     }
   };
 
+  const tableRows = new Gauge({
+    name: 'wfa_table_rows',
+    help: "Rows of each table that grows with use (the planner's estimate, as of its last ANALYZE), read at scrape time",
+    labelNames: ['table'] as const,
+    registers,
+  });
+  const tableBytes = new Gauge({
+    name: 'wfa_table_bytes',
+    help: 'Bytes of each table that grows with use, its indexes and TOAST included, read at scrape time',
+    labelNames: ['table'] as const,
+    registers,
+  });
+  const readTables = async () => {
+    if (!backlogPool) return;
+    try {
+      const { rows } = await backlogPool.query<{ name: string; rows: number; bytes: number }>(TABLE_SIZES_SQL, [
+        MEASURED_TABLES,
+      ]);
+      for (const r of rows) {
+        tableRows.set({ table: r.name }, r.rows);
+        tableBytes.set({ table: r.name }, r.bytes);
+      }
+    } catch {
+      tableRows.reset();
+      tableBytes.reset();
+    }
+  };
+  const auditEntries = new Counter({
+    name: 'wfa_audit_entries_total',
+    help: 'Audit trail entries this node wrote (one per state-changing request, sign-in and refusal)',
+    registers,
+  });
+
   const awaitingApproval = new Gauge({
     name: 'wfa_plans_awaiting_approval',
     help: 'Plans awaiting approval (status AwaitingApproval), database-wide, counted at scrape time',
@@ -267,8 +321,11 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     callWoken(outcome) {
       callWakes.inc({ outcome });
     },
+    auditEntryWritten() {
+      auditEntries.inc();
+    },
     async scrape() {
-      await Promise.all([readBacklog(), readGovernance()]);
+      await Promise.all([readBacklog(), readGovernance(), readTables()]);
       const own = await registry.metrics();
       if (!options.temporalMetricsUrl) return own;
       return own + (await scrapeTemporalSdk(options.temporalMetricsUrl));

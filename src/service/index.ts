@@ -145,6 +145,7 @@ async function build(
     tokens: secrets.tokens,
     planProcessing,
     planEventPollMs: o.planEventPollMs,
+    auditTrail: o.auditTrail,
     metrics,
     workerRunning: db.workerPool ? () => workers?.running() ?? false : undefined,
     tracer: tracing?.tracer,

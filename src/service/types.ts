@@ -49,6 +49,8 @@ export interface ServiceOverrides {
    * to measure what recording them costs; there is no setting for it.
    */
   recordUndo?: boolean;
+  /** false: no audit trail. Only the bench sets it, to measure what the trail costs; there is no setting for it. */
+  auditTrail?: boolean;
   /** How long a stopping worker waits for its eager starts in flight (10 s; a test shortens it). */
   eagerStartsStopWaitMs?: number;
   /** How often event streams read their plan when nothing wakes them (a test turns polling off with it). */

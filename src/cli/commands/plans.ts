@@ -8,6 +8,7 @@ import { CliFailure } from '../failure.js';
 import { count, positive, ratio } from '../options.js';
 import { type PagingOptions, printPages } from '../paging.js';
 import { dryRunText, planRow, previewText, showPlan } from '../plan-text.js';
+import { addPlanExport } from './audit.js';
 import { addApprovals } from './governance.js';
 import { addPlanSteering } from './plan-steering.js';
 
@@ -21,6 +22,7 @@ export function registerPlans(program: Command, cli: Cli): void {
   addReads(plans, cli);
   addPlanSteering(plans, cli);
   addApprovals(plans, cli);
+  addPlanExport(plans, cli);
 }
 
 /** dry-run and preview: what a plan would select and do, writing nothing. */
