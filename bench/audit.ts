@@ -7,6 +7,7 @@
  * requests go to both, interleaved (with, without, without, with, …) so that both see the same database state,
  * AUDIT_BENCH_N times each (1,000) after 100 that warm up:
  *   - `PUT /alterations/policy`: a change in one transaction, whose entry commits inside it;
+ *   - `POST /alterations/submit`: a plan (over one id that matches nothing), a transaction and its workflow's start;
  *   - `POST /identity/roles`: a change of one statement, whose entry is written after it, alone.
  * Medians and 95th percentiles of each side, and their ratio; results in bench/results/audit-latest.json.
  */
@@ -121,6 +122,11 @@ async function main() {
         'PUT',
         '/alterations/policy',
         { approval: 'above', approvalThreshold: 1000 + i, approvalTtlSeconds: 3600 },
+      ],
+      'POST /alterations/submit (a plan: a transaction and a Temporal start)': (i) => [
+        'POST',
+        '/alterations/submit',
+        { alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: [`none-${i}`] } },
       ],
       'POST /identity/roles (one statement)': (i) => [
         'POST',

@@ -8,7 +8,6 @@ import { type AuditEntryInput, appendAuditEntry } from '../audit/trail.js';
 import { tenantKey } from '../auth/principal.js';
 import { userTenantByName } from '../auth/users.js';
 import { type CommitHook, commitScope } from '../db/commit-scope.js';
-import { withTransaction } from '../db/pool.js';
 import { type AppEnv, clientAddress } from './context.js';
 import { routeLabel, UNMATCHED_ROUTE } from './route-label.js';
 
@@ -47,7 +46,8 @@ export function auditTrail(pool: pg.Pool, successStatus: (method: string, route:
     const entry = await entryOf(c, scope, status, pool);
     // Written whatever became of the client: a refusal is recorded even when no one reads its answer.
     if (!entry) return;
-    await withTransaction(pool, (client) => appendAuditEntry(client, entry));
+    // One statement: atomic without a transaction of its own.
+    await appendAuditEntry(pool, entry);
     c.get('deps').metrics?.auditEntryWritten();
   });
 }

@@ -59,52 +59,56 @@ export function entryHash(e: Omit<AuditEntry, 'hash'>): string {
 }
 
 /**
- * Appends an entry to its tenant's chain, inside the caller's transaction (the change it records commits with
- * it, or neither does). Locks the tenant's head row: call it last, just before COMMIT, so the lock is brief.
+ * The canonical JSON of an entry around its seq: the text before the seq's digits and the text after (its keys
+ * are in order, so `"seq":` is the top-level key's last occurrence: `detail` and `outcome` come before it, and
+ * the keys after it hold no object with a `seq`). Postgres puts the seq it takes between them and hashes it.
  */
-export async function appendAuditEntry(client: Queryable, input: AuditEntryInput): Promise<AuditEntry> {
-  const { rows } = await client.query<{ seq: string; hash: string }>(
-    `INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, 0, $2)
-     ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq
-     RETURNING seq, hash`,
-    [input.tenantKey, GENESIS_HASH],
-  );
-  const head = rows[0]!;
+function aroundSeq(e: Omit<AuditEntry, 'hash' | 'prevHash' | 'seq'>): [string, string] {
+  const text = canonical({ ...e, seq: 0 });
+  const at = text.lastIndexOf('"seq":0');
+  return [text.slice(0, at + '"seq":'.length), text.slice(at + '"seq":0'.length)];
+}
+
+/**
+ * Appends an entry to its tenant's chain in one statement: it takes the next seq from the tenant's head row
+ * (locked until the caller's transaction ends), hashes the entry with the head's hash in Postgres (sha256 over
+ * the same text `entryHash` reads), and writes both. Inside the caller's transaction the change it records
+ * commits with it, or neither does: call it last, just before COMMIT, so the lock is brief.
+ */
+export async function appendAuditEntry(db: Queryable, input: AuditEntryInput): Promise<void> {
   const { tenantKey, ...rest } = input;
-  const unhashed: Omit<AuditEntry, 'hash'> = {
-    seq: Number(head.seq) + 1,
-    at: new Date().toISOString(),
-    tenantId: tenantOut(tenantKey),
-    ...rest,
-    prevHash: head.hash,
-  };
-  const entry: AuditEntry = { ...unhashed, hash: entryHash(unhashed) };
-  await client.query(
-    `WITH e AS (
-       INSERT INTO audit_entries (tenant_id, seq, at, actor_kind, actor_id, actor_name, action, target_kind, target_id,
-                                  outcome, trace_id, address, detail, prev_hash, hash)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+  const at = new Date().toISOString();
+  const [before, after] = aroundSeq({ at, tenantId: tenantOut(tenantKey), ...rest });
+  await db.query(
+    `WITH head AS (
+       INSERT INTO audit_heads AS h (tenant_id, seq, hash, prev_hash)
+       VALUES ($1, 1, encode(sha256(convert_to($2 || E'\n' || $3 || '1' || $4, 'UTF8')), 'hex'), $2)
+       ON CONFLICT (tenant_id) DO UPDATE
+         SET seq = h.seq + 1, prev_hash = h.hash,
+             hash = encode(sha256(convert_to(h.hash || E'\n' || $3 || (h.seq + 1)::text || $4, 'UTF8')), 'hex')
+       RETURNING seq, hash, prev_hash
      )
-     UPDATE audit_heads SET seq = $2, hash = $15 WHERE tenant_id = $1`,
+     INSERT INTO audit_entries (tenant_id, seq, at, actor_kind, actor_id, actor_name, action, target_kind, target_id,
+                                outcome, trace_id, address, detail, prev_hash, hash)
+     SELECT $1, head.seq, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, head.prev_hash, head.hash FROM head`,
     [
       tenantKey,
-      entry.seq,
-      entry.at,
-      entry.actor.kind,
-      entry.actor.id,
-      entry.actor.name,
-      entry.action,
-      entry.target.kind,
-      entry.target.id,
-      entry.outcome,
-      entry.traceId,
-      entry.address,
-      JSON.stringify(entry.detail),
-      entry.prevHash,
-      entry.hash,
+      GENESIS_HASH,
+      before,
+      after,
+      at,
+      input.actor.kind,
+      input.actor.id,
+      input.actor.name,
+      input.action,
+      input.target.kind,
+      input.target.id,
+      input.outcome,
+      input.traceId,
+      input.address,
+      JSON.stringify(input.detail),
     ],
   );
-  return entry;
 }
 
 interface EntryRow {

@@ -26,7 +26,9 @@ CREATE INDEX audit_entries_target ON audit_entries (tenant_id, target_id, seq) W
 CREATE TABLE audit_heads (
   tenant_id text PRIMARY KEY,
   seq bigint NOT NULL,
-  hash text NOT NULL
+  hash text NOT NULL,
+  -- The hash before the last entry's: the append's one statement reads it back for the entry it writes.
+  prev_hash text NOT NULL
 );
 
 -- Append-only: no UPDATE, no TRUNCATE, and a DELETE only inside the retention purge's transaction (which sets
