@@ -189,6 +189,25 @@ export async function listAuditEntries(
   };
 }
 
+/** Every entry of a selection, newest first, a page of `pageSize` at a time (an export holds one page). */
+export async function* auditPages(
+  db: Queryable,
+  tenantKey: string,
+  q: Omit<AuditQuery, 'after' | 'limit'>,
+  pageSize = 1000,
+): AsyncGenerator<AuditEntry[]> {
+  let after: string | undefined;
+  for (;;) {
+    const page = await listAuditEntries(db, tenantKey, { ...q, after, limit: pageSize });
+    if (page.items.length) yield page.items;
+    if (!page.nextCursor) return;
+    after = page.nextCursor;
+  }
+}
+
+/** An export's lines: one entry a line. */
+export const auditLines = (entries: readonly AuditEntry[]) => entries.map((e) => `${JSON.stringify(e)}\n`).join('');
+
 /** Entries read per statement when the chain is checked. */
 const VERIFY_PAGE = 1000;
 

@@ -17,7 +17,7 @@ export interface Shell {
 export const HOME_PATH = '/console/dashboard';
 
 export type NavKey =
-  'dashboard' | 'incidents' | 'definitions' | 'plans' | 'instances' | 'new-plan' | 'approvals' | 'users';
+  'dashboard' | 'incidents' | 'definitions' | 'plans' | 'instances' | 'new-plan' | 'approvals' | 'users' | 'audit';
 
 const NAV: { key: NavKey; href: string; label: string }[] = [
   // The fleet at a glance, what is broken, and where (section 12).
@@ -31,6 +31,8 @@ const NAV: { key: NavKey; href: string; label: string }[] = [
   { key: 'approvals', href: '/console/approvals', label: 'Approvals' },
   // Who may act, and who created whom (the records four eyes follow).
   { key: 'users', href: '/console/users', label: 'Users' },
+  // Who did what, provably (section 13).
+  { key: 'audit', href: '/console/audit', label: 'Audit' },
 ];
 
 /**

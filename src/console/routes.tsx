@@ -10,6 +10,7 @@ import { ProblemBox, problemOf } from './components.js';
 import { checkInputRule } from './form.js';
 import { HOME_PATH, Layout, renderPage } from './layout.js';
 import { approvalsRoutes } from './pages/approvals.js';
+import { auditRoutes } from './pages/audit.js';
 import { definitionsRoutes } from './pages/definitions.js';
 import { fleetRoutes } from './pages/fleet.js';
 import { instanceRoutes } from './pages/instance.js';
@@ -133,6 +134,7 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
   });
   app.route('/', fleetRoutes(shell));
   app.route('/', definitionsRoutes(shell));
+  app.route('/', auditRoutes(shell));
   app.route('/', plansRoutes(shell));
   app.route('/', newPlanRoutes(shell));
   app.get('/plans/:planId/events', (c) => {

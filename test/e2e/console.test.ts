@@ -1371,6 +1371,55 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await context.close();
   });
 
+  it('reads the audit trail: filtered by action, exported, and the entries about a plan on its page', async () => {
+    await createUser(`auditor-${run}`, ['audit:view', 'alterations:view']);
+    // Someone without audit:view is told what it takes.
+    const op = await signedIn(`op-${run}`);
+    await op.page.getByRole('link', { name: 'Audit', exact: true }).click();
+    await op.page.getByText('"audit:view"').first().waitFor();
+    await op.context.close();
+
+    const { context, page } = await signedIn(`auditor-${run}`);
+    await page.getByRole('link', { name: 'Audit', exact: true }).click();
+    await page.getByRole('heading', { name: 'Audit', level: 1 }).waitFor();
+    await page.getByLabel('Action').fill('plan.submit');
+    await page.getByRole('button', { name: 'Show' }).click();
+    const entries = page.getByRole('region', { name: 'Audit entries' });
+    // The canary plan's submit, by the harness's admin key, with its outcome.
+    const row = entries.getByRole('row', { name: new RegExp(`plan canary-${run}`) });
+    await row.waitFor();
+    expect(await row.getByRole('cell').allInnerTexts()).toEqual([
+      'admin (ADMIN_API_KEY)',
+      'plan.submit',
+      `plan canary-${run}`,
+      '202',
+    ]);
+    expect(await entries.getByRole('row').count()).toBeGreaterThan(2);
+    for (const action of await entries.locator('tbody td:nth-child(3)').allInnerTexts())
+      expect(action).toBe('plan.submit');
+    await expectAccessible(page, 'Audit');
+    await screenshot(page, 'audit');
+    await expectNoSidewaysScroll(page, 'Audit');
+
+    // The export: the same selection, one entry a line.
+    const download = page.waitForEvent('download');
+    await page.getByRole('link', { name: 'Export these (NDJSON)' }).click();
+    const file = await (await download).path();
+    const { readFile } = await import('node:fs/promises');
+    const lines = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { action: string });
+    expect(lines.length).toBeGreaterThan(2);
+    expect(new Set(lines.map((l) => l.action))).toEqual(new Set(['plan.submit']));
+
+    // A plan's page lists the entries about it.
+    await page.goto(`${base}/console/plans/${pausedPlan}`);
+    const trail = page.getByRole('region', { name: 'Audit entries about this plan' });
+    await trail.getByRole('row', { name: /plan\.submit/ }).waitFor();
+    await context.close();
+  });
+
   it('logged no CSP violation and opened no dialog on any page', () => {
     expect(cspViolations).toEqual([]);
     expect(dialogs).toEqual([]);

@@ -94,6 +94,8 @@ describe('the README walk-through', () => {
         ...blocks,
         // Then Change management, as written, in the same folder.
         ...markedBlocks(readme, 'change-management'),
+        // Then Audit.
+        ...markedBlocks(readme, 'audit'),
       ].join('\n'),
     );
     const result = await run('bash', [script], work, {
@@ -155,7 +157,15 @@ describe('the README walk-through', () => {
     expect(out).toContain('/variables/approved: false → true');
     expect(out).toMatch(/Approved plan raise-limits: /);
     expect(out).toMatch(/nightly {2}Paused \(schedule\)/);
-    expect(out.trim().split('\n').at(-1)).toMatch(/^Completed: 10 completed, 0 failed, 0 cancelled of 10/);
+    expect(out).toMatch(/nightly {2}Paused \(schedule\)\n(.*\n)*Completed: 10 completed, 0 failed, 0 cancelled of 10/);
+    // Audit: the plan's submitter and approver, the chain, the exports.
+    expect(out).toMatch(/ bob +plan\.approve +plan raise-limits +202\n/);
+    expect(out).toMatch(/ alice +plan\.submit +plan raise-limits +202\n/);
+    expect(out).toMatch(/^The chain holds: \d+ entries checked$/m);
+    const csv = await readFile(path.join(work, 'wfa-try', 'raise-limits.csv'), 'utf8');
+    expect(csv.trim().split('\n')).toHaveLength(11);
+    const audit = (await readFile(path.join(work, 'wfa-try', 'audit.ndjson'), 'utf8')).trim().split('\n');
+    expect(audit.map((l) => (JSON.parse(l) as { action: string }).action)).toContain('policy.update');
     // The walkthrough's files go to the scratch folder it makes, never into the folder it was started in
     // (a user's clone, where they would be the user's files among the project's).
     expect(blocks[0]).toMatch(/^mkdir -p ~\/wfa-try && cd ~\/wfa-try {3}#/);

@@ -1,3 +1,5 @@
+import { type AuditEntry, listAuditEntries } from '../../audit/trail.js';
+import { AuditEntries } from './audit.js';
 import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
 import { isFinished, PLAN_STATUS, RolloutPatchSchema } from '../../alterations/model.js';
@@ -15,7 +17,12 @@ import {
   revertPlanCommand,
   rolloutPlanCommand,
 } from '../../api/plan-commands.js';
-import { ALTERATIONS_APPROVE, ALTERATIONS_EXECUTE, ALTERATIONS_VIEW } from '../../auth/route-permissions.js';
+import {
+  ALTERATIONS_APPROVE,
+  ALTERATIONS_EXECUTE,
+  ALTERATIONS_VIEW,
+  AUDIT_VIEW,
+} from '../../auth/route-permissions.js';
 import { ValidationError, zodFieldErrors } from '../../errors.js';
 import { planSummary } from '../../alterations/summary.js';
 import { NotAllowed, Notice, TimeFact } from '../components.js';
@@ -40,6 +47,8 @@ import {
 
 /** A plan is for those who may see plans. */
 const ACCESS: PageAccess = { title: 'Plan', nav: 'plans', what: 'see plans', permission: ALTERATIONS_VIEW };
+/** The newest entries of the audit trail about a plan that its page shows (`wfa audit --target` lists all). */
+const TRAIL_ENTRIES = 20;
 
 function PlanPage(props: {
   shell: Shell;
@@ -51,6 +60,8 @@ function PlanPage(props: {
   approval: ApprovalView;
   notice: string | undefined;
   jobs: { view: string; after: string | undefined; items: JobView[]; nextCursor: string | null };
+  /** The audit trail's entries about the plan (undefined: the user may not read the trail). */
+  trail: { entries: AuditEntry[]; permission: string } | { entries?: undefined; permission: string };
 }) {
   const { plan } = props;
   const finished = isFinished(plan.status);
@@ -238,6 +249,14 @@ function PlanPage(props: {
         jobs={props.jobs.items}
         nextCursor={props.jobs.nextCursor}
       />
+      <section aria-labelledby="trail-heading">
+        <h2 id="trail-heading">Audit trail</h2>
+        {props.trail.entries ? (
+          <AuditEntries entries={props.trail.entries} label="Audit entries about this plan" empty="No entry yet." />
+        ) : (
+          <NotAllowed what="read the audit trail" permission={props.trail.permission} />
+        )}
+      </section>
     </Layout>
   );
 }
@@ -318,6 +337,12 @@ export function planRoutes(shell: ShellOf) {
         approval={approval}
         notice={notice}
         jobs={{ view, after, items: jobs.items, nextCursor: sealCursor(tokens.key, jobs.nextCursor) }}
+        trail={{
+          permission: permissionName(c, AUDIT_VIEW),
+          ...(may(c, AUDIT_VIEW)
+            ? { entries: (await listAuditEntries(pool, tenant, { targetId: planId, limit: TRAIL_ENTRIES })).items }
+            : {}),
+        }}
       />,
     );
   });
