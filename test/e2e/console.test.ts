@@ -1394,7 +1394,8 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       `plan canary-${run}`,
       '202',
     ]);
-    expect(await entries.getByRole('row').count()).toBeGreaterThan(2);
+    // The two plans submitted first, at least.
+    expect(await entries.locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
     for (const action of await entries.locator('tbody td:nth-child(3)').allInnerTexts())
       expect(action).toBe('plan.submit');
     await expectAccessible(page, 'Audit');
@@ -1410,7 +1411,7 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { action: string });
-    expect(lines.length).toBeGreaterThan(2);
+    expect(lines.length).toBeGreaterThanOrEqual(await entries.locator('tbody tr').count());
     expect(new Set(lines.map((l) => l.action))).toEqual(new Set(['plan.submit']));
 
     // A plan's page lists the entries about it.
