@@ -85,6 +85,10 @@ const ConfigSchema = z.object({
   XDG_CACHE_HOME: optional,
   WORKER_CACHED_WORKFLOWS: int(2, 100_000, 100),
   TRIGGER_INLINE_INSTANCES: int(0, 100_000, 1000),
+  PLAN_RETENTION_DAYS: int(1, 36_500, 90),
+  INSTANCE_RETENTION_DAYS: optionalInt(1, 36_500),
+  AUDIT_RETENTION_DAYS: int(30, 36_500, 400),
+  RETENTION_SWEEP_SECONDS: int(10, 86_400, 600),
   HEAP_GROWING_PERCENT: int(0, 1000, 30),
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl,
@@ -170,6 +174,12 @@ export interface Config {
    * reaches more records their resumption and answers, and workers resume them (src/engine/events.ts).
    */
   triggerInlineInstances: number;
+  /**
+   * How long finished data is kept (src/alterations/retention.ts): finished plans and their jobs
+   * (PLAN_RETENTION_DAYS, 90), finished instances (INSTANCE_RETENTION_DAYS, unset: forever), audit entries
+   * (AUDIT_RETENTION_DAYS, 400, at least 30); the workers sweep every RETENTION_SWEEP_SECONDS (600).
+   */
+  retention: { planDays: number; instanceDays: number | undefined; auditDays: number; sweepSeconds: number };
   /**
    * OpenTelemetry traces (src/tracing.ts): on when an OTLP endpoint is set. `tracesUrl` is where spans are
    * sent (OTLP over HTTP); the SDK reads the other OTEL_* settings (headers, sampler, batching) itself.
@@ -305,6 +315,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     cachedWorkflows: e.WORKER_CACHED_WORKFLOWS,
     triggerInlineInstances: e.TRIGGER_INLINE_INSTANCES,
+    retention: {
+      planDays: e.PLAN_RETENTION_DAYS,
+      instanceDays: e.INSTANCE_RETENTION_DAYS,
+      auditDays: e.AUDIT_RETENTION_DAYS,
+      sweepSeconds: e.RETENTION_SWEEP_SECONDS,
+    },
     tracing: {
       tracesUrl: tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT, e.OTEL_SDK_DISABLED),
       serviceName: e.OTEL_SERVICE_NAME,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { tenantOut } from '../auth/principal.js';
-import type { Queryable } from '../db/pool.js';
+import { type Queryable, withTransaction } from '../db/pool.js';
+import type pg from 'pg';
 import { decodePageCursor, encodePageCursor } from '../vocabulary/page-cursor.js';
 import type { AuditActor } from './scope.js';
 
@@ -247,4 +248,27 @@ export async function verifyAuditChain(
   if (head && last && Number(head.seq) !== last.seq) return { ok: false, checked, firstBrokenSeq: last.seq + 1 };
   if (head && last && head.hash !== last.hash) return { ok: false, checked, firstBrokenSeq: last.seq };
   return { ok: true, checked, firstBrokenSeq: null };
+}
+
+/**
+ * The retention purge: removes up to `batch` of the entries past `days`, oldest first in each tenant's chain, and
+ * never one newer than a kept one (each tenant's chain loses a prefix: it verifies from its oldest kept entry). The
+ * one DELETE the trail's trigger lets through (`wfa.audit_purge`, in this transaction only). Returns how many.
+ */
+export async function purgeAuditEntries(pool: pg.Pool, days: number, batch: number): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    await client.query("SELECT set_config('wfa.audit_purge', 'on', true)");
+    const { rowCount } = await client.query(
+      `WITH bound AS (
+         SELECT tenant_id, max(seq) AS upto FROM audit_entries
+          WHERE at < now() - make_interval(days => $1) GROUP BY tenant_id
+       ), doomed AS (
+         SELECT a.tenant_id, a.seq FROM audit_entries a JOIN bound b ON b.tenant_id = a.tenant_id AND a.seq <= b.upto
+          ORDER BY a.tenant_id, a.seq LIMIT $2
+       )
+       DELETE FROM audit_entries e USING doomed d WHERE e.tenant_id = d.tenant_id AND e.seq = d.seq`,
+      [days, batch],
+    );
+    return rowCount ?? 0;
+  });
 }

@@ -210,3 +210,17 @@ export async function getInstanceView(
     finishedAt: s.finishedAt?.toISOString() ?? null,
   };
 }
+
+/**
+ * The retention purge of instances: removes up to `batch` of those that finished more than `days` ago, with their
+ * records and journal (ON DELETE CASCADE). Returns how many.
+ */
+export async function purgeFinishedInstances(db: Queryable, days: number, batch: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM workflow_instances WHERE id = ANY(ARRAY(
+       SELECT id FROM workflow_instances
+        WHERE status = 'Finished' AND finished_at < now() - make_interval(days => $1) LIMIT $2))`,
+    [days, batch],
+  );
+  return rowCount ?? 0;
+}

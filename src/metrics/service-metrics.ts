@@ -1,7 +1,8 @@
-import { governedPlanCounts } from '../alterations/plan-store/index.js';
+import { governedPlanCounts, PLAN_TABLE } from '../alterations/plan-store/index.js';
 import type pg from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PlanMetrics } from '../alterations/processing.js';
+import type { Purged, RetentionObserver } from '../alterations/retention.js';
 import type { CallObserver, CallOutcome } from '../connections/http.js';
 import { scrapeTemporalSdk } from './temporal-scrape.js';
 
@@ -17,7 +18,7 @@ export type PoolName = 'api' | 'worker' | 'calls' | 'probes';
  * global registry (a test process runs several services). Every label is bounded and names no tenant, plan or
  * instance: metrics are per node and across tenants (docs/operations.md, "Metrics and health").
  */
-export interface ServiceMetrics extends PlanMetrics, CallObserver {
+export interface ServiceMetrics extends PlanMetrics, CallObserver, RetentionObserver {
   /** The Prometheus text format's content type (version 0.0.4), which the SDK's exporter writes too. */
   readonly contentType: string;
   /** One HTTP request answered: its route template (`/alterations/{planId}`, `unmatched`), never its path. */
@@ -64,7 +65,7 @@ const ENGINE_BACKLOG_SQL = `
 /** The tables that grow with use: their rows (the planner's estimate) and bytes (with indexes and TOAST). */
 const MEASURED_TABLES = [
   'workflow_instances',
-  'alteration_plans',
+  PLAN_TABLE,
   'alteration_jobs',
   'audit_entries',
   'journal_entries',
@@ -220,6 +221,24 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
       tableBytes.reset();
     }
   };
+  const PURGED: (keyof Purged)[] = ['plans', 'jobs', 'instances', 'auditEntries'];
+  const purgedTotal = countedFromZero(
+    'wfa_retention_purged_total',
+    "Rows this worker's retention sweeps removed past their days, by kind: plans, jobs, instances, auditEntries",
+    'kind',
+    PURGED,
+  );
+  const lastSweep = new Gauge({
+    name: 'wfa_retention_last_sweep_timestamp_seconds',
+    help: "When this worker's last retention sweep ended (Unix time; absent before its first)",
+    registers,
+  });
+  const lastSweepPurged = new Gauge({
+    name: 'wfa_retention_last_sweep_purged',
+    help: "Rows this worker's last retention sweep removed, by kind",
+    labelNames: ['kind'] as const,
+    registers,
+  });
   const auditEntries = new Counter({
     name: 'wfa_audit_entries_total',
     help: 'Audit trail entries this node wrote (one per state-changing request, sign-in and refusal)',
@@ -323,6 +342,13 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
     },
     auditEntryWritten() {
       auditEntries.inc();
+    },
+    retentionSwept(purged) {
+      for (const kind of PURGED) {
+        if (purged[kind] > 0) purgedTotal.inc({ kind }, purged[kind]);
+        lastSweepPurged.set({ kind }, purged[kind]);
+      }
+      lastSweep.set(Date.now() / 1000);
     },
     async scrape() {
       await Promise.all([readBacklog(), readGovernance(), readTables()]);

@@ -6,6 +6,7 @@ import type { ConfigCipher } from '../connections/cipher.js';
 import { createPool } from '../db/pool.js';
 import type { PostgresConnection } from '../db/postgres-connection.js';
 import type { DefinitionCache } from '../engine/definitions.js';
+import { retentionSweeper } from '../alterations/retention.js';
 import { ResumptionDrain } from '../engine/resumption-drain.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
@@ -66,7 +67,7 @@ export interface WorkerRoleDeps {
   onLost?: ((why: string) => void) | undefined;
 }
 
-/** The worker side of a process: its Temporal workers, the outbox relay and the resumption drain. */
+/** The worker side of a process: its Temporal workers, the outbox relay, the resumption drain and retention. */
 export interface WorkerRole {
   /** Starts the workers (after any start or stop asked for before; a second start fails: already running). */
   start(): Promise<void>;
@@ -154,6 +155,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     perTenant: config.shares.temporalRequestsPerTenant,
   });
   const resumptions = new ResumptionDrain({ pool: d.workerPool, definitions: d.definitions, logger });
+  const retention = retentionSweeper(d.workerPool, config.retention, logger, d.metrics);
   if (d.backlogPool) d.metrics.watchEngineBacklog(d.backlogPool);
 
   let workers: Worker[] = [];
@@ -180,6 +182,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
     runs = workers.map((w) => w.run());
     relay.start();
     resumptions.start();
+    retention.start();
     for (const run of runs) {
       run.catch((err: unknown) => {
         if (stopping) return;
@@ -211,7 +214,7 @@ export function createWorkerRole(d: WorkerRoleDeps): WorkerRole {
             };
           });
     try {
-      await Promise.all([relay.stop(), resumptions.stop(), eagerEnded]);
+      await Promise.all([relay.stop(), resumptions.stop(), retention.stop(), eagerEnded]);
     } finally {
       clearTimeout(bound);
       these.ended = undefined;

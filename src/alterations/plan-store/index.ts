@@ -8,3 +8,4 @@ export * from './reads.js';
 export * from './steering.js';
 export * from './governance.js';
 export * from './processing.js';
+export * from './retention.js';

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/pool.js';
-import { NotFoundError } from '../../errors.js';
 import { type Approval, JOB_STATUS, PLAN_STATUS, type PlanStatus, UNFINISHED_STATUSES } from '../../vocabulary/plan.js';
 import type { Alteration, Filter, Verify } from '../model.js';
+import { planNotFound } from './retention.js';
 import { PLAN_COLUMNS, PLAN_SUMMARY_COLUMNS, type PlanRow, type PlanSummaryRow } from './rows.js';
 
 /** Reading plans: the read models', the Temporal adapter's and the metrics' questions. */
@@ -12,7 +12,7 @@ export async function readPlan(db: Queryable, tenantKey: string, planId: string)
     `SELECT ${PLAN_COLUMNS} FROM alteration_plans WHERE id = $1 AND tenant_id = $2`,
     [planId, tenantKey],
   );
-  if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);
+  if (!rows[0]) throw await planNotFound(db, tenantKey, planId);
   return rows[0];
 }
 

@@ -9,6 +9,9 @@ import {
   type PrincipalRef,
 } from '../../vocabulary/plan.js';
 
+/** The plan table's name, for what reports on tables (the metrics' rows and bytes). */
+export const PLAN_TABLE = 'alteration_plans';
+
 /**
  * The plan table's one home: every statement on `alteration_plans` is here, and nowhere else
  * (test/unit/plan-store.test.ts greps for it). This folder is that module: its files split it by who asks. The read models (plans.ts), processing (processing.ts),

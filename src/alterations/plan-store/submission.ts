@@ -1,3 +1,4 @@
+import { purgedRevertConflict } from './retention.js';
 import type pg from 'pg';
 import type { Queryable } from '../../db/pool.js';
 import { NotFoundError } from '../../errors.js';
@@ -79,6 +80,8 @@ export async function lockRevertOriginal(
     [planId, tenantKey],
   );
   const original = rows[0];
+  const purged = await purgedRevertConflict(client, tenantKey, planId);
+  if (purged) throw purged;
   if (!original) throw new NotFoundError(`Plan ${planId} not found`);
   const existing = await client.query<{ id: string; counts: boolean }>(
     `SELECT id, ${REVERT_COUNTS} AS counts FROM alteration_plans WHERE revert_of = $1`,

@@ -121,7 +121,7 @@ async function writeOut(cli: Cli, chunks: AsyncIterable<Uint8Array>, file: strin
     await new Promise<void>((resolve, reject) =>
       (out as ReturnType<typeof createWriteStream>).end((err?: Error | null) => (err ? reject(err) : resolve())),
     );
-    cli.io.err(safeCell(`Wrote ${n(bytes)} bytes to ${file}`));
+    cli.print(() => safeCell(`Wrote ${n(bytes)} bytes to ${file}`), { file, bytes });
   }
 }
 
