@@ -6,9 +6,10 @@
  * with the audit trail, one without (the `auditTrail: false` override, which only this bench sets). The same
  * requests go to both, interleaved (with, without, without, with, …) so that both see the same database state,
  * AUDIT_BENCH_N times each (1,000) after 100 that warm up:
- *   - `PUT /alterations/policy`: a change in one transaction, whose entry commits inside it;
- *   - `POST /alterations/submit`: a plan (over one id that matches nothing), a transaction and its workflow's start;
- *   - `POST /identity/roles`: a change of one statement, whose entry is written after it, alone.
+ *   - `PUT /alterations/policy`: a change of one statement, whose entry is written after it, alone;
+ *   - `POST /alterations/submit`: a plan (over one id that matches nothing): a transaction, whose entry commits
+ *     inside it, and its workflow's start;
+ *   - `POST /identity/roles`: another change of one statement.
  * Medians and 95th percentiles of each side, and their ratio; results in bench/results/audit-latest.json.
  */
 import { randomBytes } from 'node:crypto';
@@ -21,12 +22,10 @@ import { createApiKey } from '../src/auth/api-keys.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { createLogger } from '../src/logger.js';
 import { createService, type Service } from '../src/service/index.js';
-import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
-import { freePort } from '../test/support/free-port.js';
+import { benchServers } from './servers.js';
 import { dbUrl, round } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -48,34 +47,7 @@ async function main() {
   const logger = createLogger('warn');
   await installTemporalRuntime(logger);
   try {
-    let adminUrl: string;
-    if (config.databaseUrl) {
-      const u = new URL(config.databaseUrl);
-      u.pathname = '/postgres';
-      adminUrl = u.toString();
-    } else {
-      const handle = await startEmbeddedPostgres({
-        dataDir: path.join(work, 'postgres'),
-        port: await freePort(),
-        database: 'postgres',
-        persistent: false,
-      });
-      stops.unshift(() => handle.stop());
-      adminUrl = handle.adminUrl;
-    }
-    let address = config.temporal.address;
-    if (!address) {
-      const env = await startDevServer({
-        cliPath: config.temporal.cliPath,
-        cacheDir: config.cacheDir,
-        dbFilename: path.join(work, 'temporal.sqlite'),
-        namespace: config.temporal.namespace,
-        port: await freePort(),
-        uiPort: 0,
-      });
-      stops.unshift(() => env.teardown());
-      address = env.address;
-    }
+    const { adminUrl, temporalAddress: address } = await benchServers(config, work, stops);
     const database = `wfa_audit_bench_${process.pid}`;
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
@@ -118,7 +90,7 @@ async function main() {
     };
 
     const requests: Record<string, (i: number) => [string, string, unknown]> = {
-      'PUT /alterations/policy (one transaction)': (i) => [
+      'PUT /alterations/policy (one statement)': (i) => [
         'PUT',
         '/alterations/policy',
         { approval: 'above', approvalThreshold: 1000 + i, approvalTtlSeconds: 3600 },

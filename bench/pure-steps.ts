@@ -27,14 +27,12 @@ import { createApiKey } from '../src/auth/api-keys.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { createLogger } from '../src/logger.js';
 import { createService } from '../src/service/index.js';
-import { startDevServer } from '../src/temporal/devserver.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { instanceWorkflowId } from '../src/temporal/names.js';
 import { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../src/temporal/worker.js';
-import { freePort } from '../test/support/free-port.js';
+import { benchServers } from './servers.js';
 import { dbUrl, round, sleep } from './util.js';
 
 const intEnv = (name: string, fallback: number) => {
@@ -107,34 +105,7 @@ async function main() {
   const logger = createLogger('warn');
   await installTemporalRuntime(logger);
   try {
-    let adminUrl: string;
-    if (config.databaseUrl) {
-      const u = new URL(config.databaseUrl);
-      u.pathname = '/postgres';
-      adminUrl = u.toString();
-    } else {
-      const handle = await startEmbeddedPostgres({
-        dataDir: path.join(work, 'postgres'),
-        port: await freePort(),
-        database: 'postgres',
-        persistent: false,
-      });
-      stops.unshift(() => handle.stop());
-      adminUrl = handle.adminUrl;
-    }
-    let address = config.temporal.address;
-    if (!address) {
-      const env = await startDevServer({
-        cliPath: config.temporal.cliPath,
-        cacheDir: config.cacheDir,
-        dbFilename: path.join(work, 'temporal.sqlite'),
-        namespace: config.temporal.namespace,
-        port: await freePort(),
-        uiPort: 0,
-      });
-      stops.unshift(() => env.teardown());
-      address = env.address;
-    }
+    const { adminUrl, temporalAddress: address } = await benchServers(config, work, stops);
     const { code } = await bundleWorkflowCode({
       workflowsPath: WORKFLOWS_PATH,
       workflowInterceptorModules: [WORKFLOW_INTERCEPTORS_PATH],
