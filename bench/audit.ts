@@ -17,7 +17,6 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { createApiKey } from '../src/auth/api-keys.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
@@ -26,7 +25,7 @@ import { createLogger } from '../src/logger.js';
 import { createService, type Service } from '../src/service/index.js';
 import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { benchServers } from './servers.js';
-import { dbUrl, round } from './util.js';
+import { dbUrl, recreateDatabase, round } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_FILE = process.env.AUDIT_RESULTS_FILE ?? path.join(ROOT, 'bench', 'results', 'audit-latest.json');
@@ -49,11 +48,7 @@ async function main() {
   try {
     const { adminUrl, temporalAddress: address } = await benchServers(config, work, stops);
     const database = `wfa_audit_bench_${process.pid}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${database}`);
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
+    await recreateDatabase(adminUrl, database);
     const url = dbUrl(adminUrl, database);
     const db = createPool(url, 2);
     stops.unshift(() => db.end());

@@ -22,7 +22,6 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import pg from 'pg';
 import { createApiKey } from '../src/auth/api-keys.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
@@ -33,7 +32,7 @@ import { installTemporalRuntime } from '../src/temporal/runtime.js';
 import { instanceWorkflowId } from '../src/temporal/names.js';
 import { slimWorkflowBundle, WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../src/temporal/worker.js';
 import { benchServers } from './servers.js';
-import { dbUrl, round, sleep } from './util.js';
+import { dbUrl, recreateDatabase, round, sleep } from './util.js';
 
 const intEnv = (name: string, fallback: number) => {
   const v = Number(process.env[name] ?? fallback);
@@ -115,11 +114,7 @@ async function main() {
     await writeFile(bundle, slimWorkflowBundle(code));
 
     const database = `wfa_pure_bench_${process.pid}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${database}`);
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
+    await recreateDatabase(adminUrl, database);
     const url = dbUrl(adminUrl, database);
     const db = createPool(url, 2);
     stops.unshift(() => db.end());

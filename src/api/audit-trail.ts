@@ -105,7 +105,7 @@ async function entryOf(
     ...base,
     action: notes.action ?? known?.action ?? `${method} ${route}`,
     target: { kind: known?.target ?? null, id: param ?? notes.targetId ?? null },
-    detail: auditDetail(scope.body, notes.detail),
+    detail: auditDetail(scope.body),
   };
 }
 

@@ -45,14 +45,13 @@ function shrink(value: unknown, depth: number): unknown {
   return out;
 }
 
-/** The detail of a request's body (and what the code that served it added): secrets masked, size bounded. */
-export function auditDetail(body: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
+/** The detail of a request's body: secrets masked, size bounded. */
+export function auditDetail(body: unknown): Record<string, unknown> {
   const shrunk = shrink(body ?? {}, 0);
-  const base: Record<string, unknown> =
+  const detail: Record<string, unknown> =
     shrunk && typeof shrunk === 'object' && !Array.isArray(shrunk)
       ? (shrunk as Record<string, unknown>)
       : { body: shrunk };
-  const detail = { ...base, ...(extra ? (shrink(extra, 0) as Record<string, unknown>) : {}) };
   if (Buffer.byteLength(JSON.stringify(detail)) <= MAX_DETAIL_BYTES) return detail;
   return { fields: Object.keys(detail).slice(0, 50), cut: true };
 }

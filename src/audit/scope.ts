@@ -9,7 +9,7 @@ export interface AuditActor {
 
 /**
  * What the code that serves a request adds to its entry: the target a create made (its id is known only
- * there), the actor and tenant of a sign-in, and a detail of its own. Read by the request's trail
+ * there), and the actor and tenant of a sign-in. Read by the request's trail
  * (src/api/audit-trail.ts) when it writes the entry.
  */
 export interface AuditNotes {
@@ -19,7 +19,6 @@ export interface AuditNotes {
   actor?: AuditActor;
   tenantKey?: string;
   signedIn?: boolean;
-  detail?: Record<string, unknown>;
 }
 
 /** A request under the audit trail: what its entry will say beyond what the request itself shows. */

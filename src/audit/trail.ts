@@ -26,20 +26,14 @@ export interface AuditEntryInput {
   detail: Record<string, unknown>;
 }
 
-export interface AuditEntry {
+/** An entry as stored and read: the input's fields, its place in the chain, its time, and its hashes. */
+export type AuditEntry = Omit<AuditEntryInput, 'tenantKey'> & {
   seq: number;
   at: string;
   tenantId: string | null;
-  actor: AuditActor;
-  action: string;
-  target: { kind: string | null; id: string | null };
-  outcome: number;
-  traceId: string | null;
-  address: string | null;
-  detail: Record<string, unknown>;
   prevHash: string;
   hash: string;
-}
+};
 
 /** JSON with every object's keys in order: the same entry always hashes the same, wherever it was read. */
 function canonical(value: unknown): string {

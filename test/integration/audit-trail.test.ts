@@ -122,6 +122,26 @@ describe('the audit trail', () => {
     expect(next.body.items[0].action).toBe('plan.submit');
   });
 
+  it("counts the entries it writes in /metrics, and reports the trail table's size", async () => {
+    const written = async () => {
+      const text = (await h.app
+        .request('/metrics', { headers: { authorization: `ApiKey ${h.adminKey}` } })
+        .then((r) => r.text())) as string;
+      expect(text).toMatch(/^wfa_table_bytes\{table="audit_entries"\} [1-9]\d*$/m);
+      return Number(/^wfa_audit_entries_total (\d+)$/m.exec(text)![1]);
+    };
+    const before = await written();
+    expect(before).toBeGreaterThan(0);
+    expect(
+      (
+        await h.request('PUT', '/alterations/policy', {
+          body: { approval: 'never', approvalThreshold: null, approvalTtlSeconds: 3600 },
+        })
+      ).status,
+    ).toBe(200);
+    expect(await written()).toBe(before + 1);
+  });
+
   it('keeps every secret out of every entry', async () => {
     const secret = 'Sekr1t-audit-9f3c1d';
     const before = await lastSeq();
