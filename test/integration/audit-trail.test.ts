@@ -124,9 +124,8 @@ describe('the audit trail', () => {
 
   it("counts the entries it writes in /metrics, and reports the trail table's size", async () => {
     const written = async () => {
-      const text = (await h.app
-        .request('/metrics', { headers: { authorization: `ApiKey ${h.adminKey}` } })
-        .then((r) => r.text())) as string;
+      const res = await h.app.request('/metrics', { headers: { authorization: `ApiKey ${h.adminKey}` } });
+      const text = await res.text();
       expect(text).toMatch(/^wfa_table_bytes\{table="audit_entries"\} [1-9]\d*$/m);
       return Number(/^wfa_audit_entries_total (\d+)$/m.exec(text)![1]);
     };
