@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { escapeLike } from '../db/sql.js';
+import { incidentCondition } from '../engine/incident-filter.js';
 import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
@@ -108,22 +109,6 @@ export function compileFilter(
 
   const selects = clauses.length > 0 || filter.emptyFilterSelectsAll === true;
   return { selects, where: ['i.tenant_id = $1', ...clauses].join(' AND '), params };
-}
-
-/**
- * Incident filters: for each entry, one of the instance's incidents matches all its given fields. Only instances
- * with incidents are read (their own index); an instance's incidents are few, so each entry is an EXISTS over them.
- */
-function incidentCondition(entries: readonly IncidentFilter[], param: (value: unknown) => string): string {
-  const each = entries.map((e) => {
-    const matches = [
-      ...(e.activityId != null ? [`e->>'activityId' = ${param(e.activityId)}`] : []),
-      ...(e.activityType != null ? [`e->>'activityType' = ${param(e.activityType)}`] : []),
-      ...(e.messageContains != null ? [`e->>'message' ILIKE ${param(`%${escapeLike(e.messageContains)}%`)}`] : []),
-    ];
-    return `EXISTS (SELECT 1 FROM jsonb_array_elements(i.incidents) e${matches.length ? ` WHERE ${matches.join(' AND ')}` : ''})`;
-  });
-  return ['(i.incident_count > 0)', ...each].join(' AND ');
 }
 
 /**

@@ -1,6 +1,7 @@
 import { escapeLike } from '../db/sql.js';
 import { decodePageCursor, encodePageCursor } from '../vocabulary/page-cursor.js';
 import type { Queryable } from '../db/pool.js';
+import { incidentCondition, type IncidentMatch } from './incident-filter.js';
 import type { InstanceStatus, InstanceSubStatus } from './instance-state.js';
 import type { InstanceSummary } from './instance-views.js';
 
@@ -11,6 +12,8 @@ export interface InstanceListQuery {
   correlationId?: string | undefined;
   /** Case-insensitive substring of id, name, correlation id, definition id or version id; '' is no constraint. */
   searchTerm?: string | undefined;
+  /** An incident the instance has (the console's link from an incident group). */
+  incident?: IncidentMatch | undefined;
   /** An unsealed cursor from a previous page. */
   after?: string | undefined;
   limit: number;
@@ -84,6 +87,7 @@ export async function listInstancesJson(
       `i.id IN (SELECT s.instance_id FROM workflow_instance_search s WHERE s.tenant_id = $1 AND s.search ILIKE ${param(`%${escapeLike(q.searchTerm)}%`, 'text')})`,
     );
   }
+  if (q.incident !== undefined) clauses.push(incidentCondition([q.incident], (v) => param(v, 'text')));
   if (q.after !== undefined) {
     const [position, id] = decodeCursor(q.after);
     clauses.push(`(i.created_at, i.id) < (${param(position, 'timestamptz')}, ${param(id, 'text')})`);

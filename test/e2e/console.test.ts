@@ -1252,6 +1252,14 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       .getByText(`Gateway timed out ${MARKUP}`)
       .waitFor();
     await page.getByRole('heading', { name: 'Awaiting approval' }).waitFor();
+    // Its plans are live: one submitted now shows up awaiting approval without a reload.
+    const held = await submit({
+      alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'held' }],
+      filter: { definitionIds: [payments] },
+      approval: { required: true },
+    });
+    await page.getByRole('link', { name: held, exact: true }).waitFor({ timeout: 15_000 });
+    expect((await call('POST', `/alterations/${held}/cancel`)).status).toBe(202);
     await expectAccessible(page, 'Dashboard');
     await screenshot(page, 'dashboard');
     await expectNoSidewaysScroll(page, 'Dashboard');
@@ -1262,6 +1270,19 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await expectAccessible(page, 'Incidents');
     await screenshot(page, 'incidents');
     const group = page.getByRole('row', { name: new RegExp(`${payments} v1`) });
+    // A group's count lists its instances: the definition's, with an incident at its activity and its message.
+    await group.getByRole('link', { name: '3', exact: true }).click();
+    await page.getByRole('heading', { name: 'Instances', level: 1 }).waitFor();
+    expect(await page.getByLabel('Incident at activity').inputValue()).toBe('charge');
+    expect(await page.getByLabel('Incident message contains').inputValue()).toBe(`Gateway timed out ${MARKUP}`);
+    const listed = page.getByRole('region', { name: 'Instances, newest first' });
+    for (const id of faulted) await listed.getByRole('link', { name: id }).waitFor();
+    expect(await listed.getByRole('row').count()).toBe(4);
+    await page.getByLabel('Incident message contains').fill('Some other failure');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('No instance matches this filter.').waitFor();
+    await page.goBack();
+    await page.goBack();
     await group.getByRole('button', { name: 'Retry these' }).click();
     await page.getByRole('heading', { name: 'New plan', level: 1 }).waitFor();
     expect(await page.getByLabel('Expect (filter JSON)').inputValue()).toBe('{"hasIncidents":false}');

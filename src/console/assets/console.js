@@ -241,6 +241,34 @@ function pollPlans() {
   }, 2000);
 }
 
+/** A section that says where it lives (the Dashboard's plans): fetched again every 5 s while the page is visible. */
+function pollSections() {
+  for (const section of document.querySelectorAll('section[data-live-url]')) {
+    const url = section.dataset.liveUrl;
+    let current = section;
+    const timer = setInterval(async () => {
+      if (document.hidden) return;
+      try {
+        const response = await fetch(url, { headers: { accept: 'text/html' }, cache: 'no-store' });
+        if (response.status === 401) {
+          clearInterval(timer);
+          return;
+        }
+        if (!response.ok) return;
+        const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('section');
+        // Not while someone is inside it (a focused link): their place would be lost.
+        if (fresh && !current.contains(document.activeElement)) {
+          const node = document.importNode(fresh, true);
+          current.replaceWith(node);
+          current = node;
+        }
+      } catch {
+        // Offline for a moment: the next poll tries again.
+      }
+    }, 5000);
+  }
+}
+
 /** New plan: Plan JSON follows the form until someone edits it (then the server uses what they typed). */
 function syncPlanJson() {
   const form = document.querySelector('form[data-enhance="plan-json"]');
@@ -285,5 +313,6 @@ if (main) {
   followPlan();
   enhancePlanActions();
   pollPlans();
+  pollSections();
   syncPlanJson();
 }

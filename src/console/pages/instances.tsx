@@ -30,9 +30,20 @@ interface Query {
   subStatus: string;
   correlationId: string;
   searchTerm: string;
+  /** An incident group's instances: an incident at this activity whose message holds this text. */
+  incidentActivityId: string;
+  incidentMessage: string;
 }
 
-const FILTER_KEYS = ['definitionId', 'status', 'subStatus', 'correlationId', 'searchTerm'] as const;
+const FILTER_KEYS = [
+  'definitionId',
+  'status',
+  'subStatus',
+  'correlationId',
+  'searchTerm',
+  'incidentActivityId',
+  'incidentMessage',
+] as const;
 
 function readQuery(get: (k: string) => string | undefined): Query {
   const q = Object.fromEntries(FILTER_KEYS.map((k) => [k, (get(k) ?? '').trim()])) as unknown as Query;
@@ -98,6 +109,14 @@ function InstancesPage(props: {
           <div>
             <label for="searchTerm">Search term</label>
             <input id="searchTerm" name="searchTerm" type="search" value={q.searchTerm} />
+          </div>
+          <div>
+            <label for="incidentActivityId">Incident at activity</label>
+            <input id="incidentActivityId" name="incidentActivityId" value={q.incidentActivityId} />
+          </div>
+          <div>
+            <label for="incidentMessage">Incident message contains</label>
+            <input id="incidentMessage" name="incidentMessage" value={q.incidentMessage} />
           </div>
         </div>
         <button type="submit">Show</button>
@@ -180,6 +199,10 @@ export function instancesRoutes(shell: ShellOf) {
       subStatus: (q.subStatus || undefined) as InstanceSubStatus | undefined,
       correlationId: q.correlationId || undefined,
       searchTerm: q.searchTerm || undefined,
+      incident:
+        q.incidentActivityId || q.incidentMessage
+          ? { activityId: q.incidentActivityId || null, messageContains: q.incidentMessage || null }
+          : undefined,
       after: after === undefined ? undefined : openCursor(tokens.key, after),
       limit: PAGE_SIZE,
     });
