@@ -55,7 +55,7 @@ export async function skipDrifted(
        INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, log, created_at, started_at, completed_at)
        SELECT $1, u.ord, coalesce(u.id, wfa_job_id($1, u.created_at, u.ord)), u.instance_id, $2, $3::jsonb, u.created_at, $4, $4
          FROM jsonb_to_recordset($5::jsonb) AS u(ord int, id text, created_at timestamptz, instance_id text)
-       ON CONFLICT (plan_id, ord) DO UPDATE SET status = EXCLUDED.status, log = EXCLUDED.log,
+       ON CONFLICT (plan_id, ord, created_at) DO UPDATE SET status = EXCLUDED.status, log = EXCLUDED.log,
               started_at = EXCLUDED.started_at, completed_at = EXCLUDED.completed_at)
      INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed, skipped) VALUES ($1, $6, 0, 0, $7)
      ON CONFLICT (plan_id, from_ord) DO UPDATE SET skipped = alteration_batch_counts.skipped + EXCLUDED.skipped`,

@@ -5,14 +5,7 @@ import { timestampParts } from '../vocabulary/input.js';
 import type { Queryable } from '../db/pool.js';
 import { ValidationError } from '../errors.js';
 import { tenantHasPlan, unwrittenJobStatusSql } from './plan-store/index.js';
-import {
-  type ActivityFilter,
-  type Filter,
-  type IncidentFilter,
-  JOB_STATUS,
-  type PlanJobsFilter,
-  VERIFICATIONS,
-} from './model.js';
+import { type ActivityFilter, type Filter, JOB_STATUS, type PlanJobsFilter, VERIFICATIONS } from './model.js';
 
 /** A filter compiled to a WHERE clause over `workflow_instances i`, with its parameters. */
 export interface CompiledFilter {

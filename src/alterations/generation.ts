@@ -1,3 +1,4 @@
+import { ensureJobPartition } from './job-partitions.js';
 import { withTransaction } from '../db/pool.js';
 import { now as nowBy } from '../vocabulary/clock.js';
 import { compileFilter } from './filter.js';
@@ -62,6 +63,8 @@ export async function generateJobs(
 ): Promise<GenerateResult> {
   const now = nowBy(deps.clock);
   await markGenerating(deps.pool, planId, now);
+  // The week's partition its jobs go to (made ahead by the retention sweep; made here for a week without one).
+  await ensureJobPartition(deps.pool, now);
   return withTransaction(deps.pool, async (client) => {
     const plan = await lockForGeneration(client, planId);
     if (isFinished(plan.status) || plan.job_total !== null) {

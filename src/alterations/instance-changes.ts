@@ -27,8 +27,10 @@ export async function listInstanceChanges(
   const after = q.after === undefined ? undefined : (decodeCursor(q.after, ['id'])[0] as string);
   const { rows } = await db.query<JobRow>(
     `SELECT ${JOB_COLUMNS}
-       FROM alteration_jobs
+       FROM alteration_jobs j
       WHERE instance_id = $1 AND status <> ${JOB_STATUS.Pending} AND ($2::text IS NULL OR id < $2)
+        -- Not a purged plan's, left to its week's partition until that goes (its sets went with it).
+        AND EXISTS (SELECT 1 FROM alteration_job_sets s WHERE s.plan_id = j.plan_id)
       ORDER BY id DESC LIMIT $3`,
     [instanceId, after ?? null, q.limit + 1],
   );

@@ -131,7 +131,8 @@ export async function runJobBatch(deps: ProcessingDeps, args: BatchArgs): Promis
   } catch (err) {
     // Another attempt at this range committed its jobs first (see the job insert): this one rolled back
     // whole, and running again finds them written, counts them and dispatches what they left runnable.
-    if (isUniqueViolation(err) && (err as { constraint?: string }).constraint === 'alteration_jobs_pkey')
+    // The key of the jobs' partition (alteration_jobs_20261130_pkey, alteration_jobs_legacy_pkey).
+    if (isUniqueViolation(err) && /^alteration_jobs_\w+_pkey$/.test((err as { constraint?: string }).constraint ?? ''))
       return runJobBatchOnce(deps, { ...args, redispatch: true });
     throw err;
   }

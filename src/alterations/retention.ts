@@ -3,14 +3,15 @@ import { purgeAuditEntries } from '../audit/trail.js';
 import type { Config } from '../config.js';
 import { purgeFinishedInstances } from '../engine/instances.js';
 import type { Logger } from '../logger.js';
+import { sweepJobPartitions } from './job-partitions.js';
 import { expiredPlans, purgePlan } from './plan-store/index.js';
 
 /**
- * Retention (contract section 13): finished plans with their jobs after PLAN_RETENTION_DAYS, finished instances
- * after INSTANCE_RETENTION_DAYS (when set), audit entries after AUDIT_RETENTION_DAYS. Each worker sweeps every
- * RETENTION_SWEEP_SECONDS, in small batches (each its own short statement, so no lock is held long), a few plans
- * of each tenant in a round (a tenant with a backlog takes no other's turn). Sweeps on several workers at once
- * only repeat each other's deletes.
+ * Retention (contract section 13): finished plans after PLAN_RETENTION_DAYS, their jobs with their week's partition
+ * (src/alterations/job-partitions.ts), finished instances after INSTANCE_RETENTION_DAYS (when set), audit entries
+ * after AUDIT_RETENTION_DAYS. Each worker sweeps every RETENTION_SWEEP_SECONDS, in small batches (each its own short
+ * statement, so no lock is held long), a few plans of each tenant in a round (a tenant with a backlog takes no
+ * other's turn). Sweeps on several workers at once only repeat each other's deletes; one sweeps the partitions.
  */
 
 /** What one sweep removed. */
@@ -40,11 +41,13 @@ export async function sweepRetention(
     const plans = await expiredPlans(pool, settings.planDays, PLANS_PER_TENANT);
     for (const plan of plans) {
       if (stopped()) return purged;
-      purged.jobs += await purgePlan(pool, plan, settings.planDays, BATCH);
+      await purgePlan(pool, plan, settings.planDays);
       purged.plans++;
     }
     if (plans.length === 0) break;
   }
+  // The purged plans' jobs go with their weeks' partitions.
+  if (!stopped()) purged.jobs += (await sweepJobPartitions(pool, BATCH, stopped)).jobs;
   if (settings.instanceDays !== undefined) {
     for (let n = BATCH; n === BATCH && !stopped();) {
       n = await purgeFinishedInstances(pool, settings.instanceDays, BATCH);

@@ -30,6 +30,8 @@ async function migratedDatabase(upTo?: number, options: Parameters<typeof create
   return { url, pool };
 }
 
+const count = async (pool: pg.Pool, sql: string) => Number((await pool.query(sql)).rows[0].n);
+
 afterAll(async () => {
   await Promise.all(pools.map((p) => p.end()));
   const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
@@ -255,5 +257,82 @@ describe('migrations', () => {
       "SELECT reloptions FROM pg_class WHERE oid = 'workflow_instances'::regclass",
     );
     expect(options[0]!.reloptions).toContain('fillfactor=85');
+  });
+  it('036 partitions the jobs a release before wrote, in place: they read the same, keyed the same, and new weeks follow', async () => {
+    const { pool } = await migratedDatabase(35);
+    // As release 35 left it: a plan finished long ago (2,500 jobs) and one mid-way (3,000 in its sets, 1,200 written).
+    await pool.query(`
+      INSERT INTO alteration_plans (id, tenant_id, alterations, filter, request_hash, status, job_total, created_at, started_at, completed_at)
+      VALUES ('done', 'default', '[]', '{}', 'h', 4, 2500, now() - interval '120 days', now() - interval '120 days', now() - interval '119 days'),
+             ('midway', 'default', '[]', '{}', 'h', 3, 3000, now() - interval '1 day', now() - interval '1 day', NULL);
+      INSERT INTO alteration_job_sets (plan_id, first_ord, instance_ids, created_at)
+      SELECT t.p, k * 1000, ARRAY(SELECT 'instance-' || n FROM generate_series(k * 1000, least(k * 1000 + 999, t.total - 1)) AS n), t.at
+        FROM (VALUES ('done', 2500, now() - interval '120 days'), ('midway', 3000, now() - interval '1 day')) AS t(p, total, at),
+             generate_series(0, (t.total - 1) / 1000) AS k;
+      INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at, started_at, completed_at, undo, revision)
+      SELECT s.plan_id, s.first_ord + m.k - 1, wfa_job_id(s.plan_id, s.created_at, s.first_ord + m.k - 1), m.id,
+             CASE WHEN m.k % 10 = 0 THEN 3 ELSE 2 END, s.created_at, now(), now(), '[]', 1
+        FROM alteration_job_sets s CROSS JOIN LATERAL unnest(s.instance_ids) WITH ORDINALITY AS m(id, k)
+       WHERE s.plan_id = 'done' OR s.first_ord + m.k - 1 < 1200;
+      INSERT INTO alteration_batch_counts (plan_id, from_ord, completed, failed)
+      VALUES ('done', 0, 2250, 250), ('midway', 0, 1080, 120);`);
+    const readAll = async (planId: string) => {
+      const read = [];
+      let after: string | undefined;
+      do {
+        const page = await listJobs(pool, 'default', planId, { after, limit: 1000 });
+        read.push(...page.items.map((j) => [j.id, j.status, j.workflowInstanceId, j.createdAt]));
+        after = page.nextCursor ?? undefined;
+      } while (after);
+      return read;
+    };
+    const before = { done: await readAll('done'), midway: await readAll('midway') };
+    expect(before.done).toHaveLength(2500);
+    expect(before.midway).toHaveLength(3000);
+
+    expect(await migrate(pool, undefined, { upTo: 36 })).toEqual([36]);
+    const { rows: kind } = await pool.query("SELECT relkind FROM pg_class WHERE relname = 'alteration_jobs'");
+    expect(kind).toEqual([{ relkind: 'p' }]);
+    // The old rows were not copied: their table is the partition of everything before the next Monday.
+    const { rows: parts } = await pool.query<{ name: string; lo: Date | null; hi: Date }>(
+      'SELECT name, lo, hi FROM wfa_job_partitions() ORDER BY hi',
+    );
+    const monday = new Date(Date.now());
+    monday.setUTCHours(0, 0, 0, 0);
+    monday.setUTCDate(monday.getUTCDate() + ((8 - monday.getUTCDay()) % 7 || 7));
+    expect(parts[0]).toEqual({ name: 'alteration_jobs_legacy', lo: null, hi: monday });
+    // Then a partition a week, four weeks ahead.
+    expect(parts.slice(1).map((p) => p.hi.getTime() - p.lo!.getTime())).toEqual(Array(4).fill(7 * 24 * 3600 * 1000));
+    expect(await count(pool, 'SELECT count(*) AS n FROM alteration_jobs_legacy')).toBe(3700);
+    await migrate(pool);
+    expect({ done: await readAll('done'), midway: await readAll('midway') }).toEqual(before);
+
+    // The mid-way plan's next jobs go where its others are; one written twice names the partition's key.
+    const write = (from: number, to: number) =>
+      pool.query(
+        `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at)
+         SELECT 'midway', o, wfa_job_id('midway', created_at, o), instance_ids[o - first_ord + 1], 2, created_at
+           FROM alteration_job_sets, generate_series($1::int, $2::int) AS o
+          WHERE plan_id = 'midway' AND o BETWEEN first_ord AND first_ord + 999`,
+        [from, to],
+      );
+    await write(1200, 1999);
+    const { rows: where } = await pool.query(
+      "SELECT DISTINCT tableoid::regclass::text AS t FROM alteration_jobs WHERE plan_id = 'midway'",
+    );
+    expect(where).toEqual([{ t: 'alteration_jobs_legacy' }]);
+    const twice = await write(1999, 1999).catch((err: unknown) => err);
+    expect(twice).toMatchObject({ code: '23505', constraint: 'alteration_jobs_legacy_pkey' });
+    // A job generated next week goes to that week's partition.
+    await pool.query(
+      `INSERT INTO alteration_jobs (plan_id, ord, id, instance_id, status, created_at)
+       VALUES ('midway', 5000, 'next-week', 'instance-x', 0, now() + interval '7 days')`,
+    );
+    const { rows: next } = await pool.query(
+      "SELECT tableoid::regclass::text AS t FROM alteration_jobs WHERE id = 'next-week'",
+    );
+    const nextWeek = Date.now() + 7 * 24 * 3600 * 1000;
+    expect(next[0].t).toBe(parts.find((p) => p.lo && p.lo.getTime() <= nextWeek && nextWeek < p.hi.getTime())!.name);
+    expect(next[0].t).toMatch(/^alteration_jobs_\d{8}$/);
   });
 });

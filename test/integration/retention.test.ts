@@ -40,10 +40,27 @@ async function completedPlan(id: string, instances: string[]) {
   );
 }
 
+/**
+ * Moves a plan's jobs and sets `days` back (the week's partition made for them), as if generated then; the name of
+ * the week's partition.
+ */
+async function generatedDaysAgo(planId: string, days: number): Promise<string> {
+  const { rows } = await h.pool.query<{ name: string }>(
+    'SELECT wfa_job_partition(now() - make_interval(days => $1)) AS name',
+    [days],
+  );
+  for (const table of ['alteration_job_sets', 'alteration_jobs'])
+    await h.pool.query(`UPDATE ${table} SET created_at = created_at - make_interval(days => $2) WHERE plan_id = $1`, [
+      planId,
+      days,
+    ]);
+  return rows[0]!.name;
+}
+
 const count = async (sql: string, params: unknown[]) => Number((await h.pool.query(sql, params)).rows[0].n);
 
 describe('retention', () => {
-  it('purges a finished plan past its days with its jobs, keeps one inside them, and says so for the purged one', async () => {
+  it("purges a finished plan past its days, its jobs with their week's partition; keeps one inside them; says so for the purged one", async () => {
     const instances = await seedInstances(h.pool, {
       definitionVersionId: versionId,
       count: 6,
@@ -51,14 +68,21 @@ describe('retention', () => {
     });
     await completedPlan(`old-${run}`, instances.slice(0, 3));
     await completedPlan(`new-${run}`, instances.slice(3));
+    const week = await generatedDaysAgo(`old-${run}`, 100);
     await h.pool.query("UPDATE alteration_plans SET completed_at = now() - interval '91 days' WHERE id = $1", [
       `old-${run}`,
     ]);
     const purged = await sweepRetention(h.pool, SETTINGS);
     expect(purged).toMatchObject({ plans: 1, jobs: 3 });
+    // The week went whole: its table is gone, not emptied row by row.
+    expect((await h.pool.query('SELECT to_regclass($1) AS t', [week])).rows[0].t).toBeNull();
     expect(await count('SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1', [`old-${run}`])).toBe(0);
     expect(await count('SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1', [`new-${run}`])).toBe(3);
-
+    // Its id names that plan for good, in every tenant.
+    const again = await h.request('POST', '/alterations/submit', {
+      body: { id: `old-${run}`, alterations: [{ type: 'Cancel' }], filter: { workflowInstanceIds: instances } },
+    });
+    expect(again.status, JSON.stringify(again.body)).toBe(409);
     const gone = await h.request('GET', `/alterations/old-${run}`);
     expect(gone.status).toBe(404);
     expect(gone.body.detail).toBe('This plan was purged after 90 days');
@@ -95,6 +119,33 @@ describe('retention', () => {
     ]);
     expect((await sweepRetention(h.pool, SETTINGS)).plans).toBe(2);
     expect((await h.request('GET', `/alterations/orig-${run}`)).status).toBe(404);
+  });
+
+  it("deletes a purged plan's rows from a week a kept plan holds, once that week is past its grace, and keeps the kept plan's", async () => {
+    const instances = await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 4,
+      variables: { amount: 0 },
+    });
+    await completedPlan(`gone-${run}`, instances.slice(0, 2));
+    await completedPlan(`held-${run}`, instances.slice(2));
+    const week = await generatedDaysAgo(`gone-${run}`, 150);
+    expect(await generatedDaysAgo(`held-${run}`, 150)).toBe(week);
+    // The one finished long ago goes; the other (generated then, finished lately, as a long plan would) holds the week.
+    await h.pool.query("UPDATE alteration_plans SET completed_at = now() - interval '91 days' WHERE id = $1", [
+      `gone-${run}`,
+    ]);
+    expect(await sweepRetention(h.pool, SETTINGS)).toMatchObject({ plans: 1, jobs: 2 });
+    expect((await h.pool.query('SELECT to_regclass($1) AS t', [week])).rows[0].t).not.toBeNull();
+    expect(await count('SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1', [`gone-${run}`])).toBe(0);
+    expect(await count('SELECT count(*) AS n FROM alteration_jobs WHERE plan_id = $1', [`held-${run}`])).toBe(2);
+    expect((await h.request('GET', `/alterations/held-${run}/jobs`)).body.items).toHaveLength(2);
+    // Once the kept one goes too, the week goes whole.
+    await h.pool.query("UPDATE alteration_plans SET completed_at = now() - interval '91 days' WHERE id = $1", [
+      `held-${run}`,
+    ]);
+    expect(await sweepRetention(h.pool, SETTINGS)).toMatchObject({ plans: 1, jobs: 2 });
+    expect((await h.pool.query('SELECT to_regclass($1) AS t', [week])).rows[0].t).toBeNull();
   });
 
   it('purges finished instances past INSTANCE_RETENTION_DAYS with their records, and keeps running ones', async () => {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Queryable } from '../../db/pool.js';
+import { type Queryable, withTransaction } from '../../db/pool.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { PLAN_STATUS } from '../../vocabulary/plan.js';
 
@@ -62,32 +62,22 @@ export async function expiredPlans(
 }
 
 /**
- * Removes a plan's jobs, `batch` at a time (each its own short statement: no lock held long), then the plan with
- * what is left of it, leaving its tombstone. Returns the jobs removed.
+ * Removes a plan with what is left of it (its job sets and batch counts), leaving its tombstone. Its job rows stay in
+ * their week's partition, which goes whole when the last plan of its week has gone (src/alterations/job-partitions.ts):
+ * no row of them is deleted here. Nothing reads them meanwhile: every read of jobs goes through their plan, an
+ * instance's changes through their plan's sets, and the plan's id is never used again.
  */
-export async function purgePlan(
-  pool: pg.Pool,
-  plan: { id: string; tenantKey: string },
-  days: number,
-  batch: number,
-): Promise<number> {
+export async function purgePlan(pool: pg.Pool, plan: { id: string; tenantKey: string }, days: number): Promise<void> {
   // The tombstone first: a revert asked for from now on is refused (its before-images are going).
   await pool.query(
     `INSERT INTO purged_plans (tenant_id, id, retention_days, purged_at) VALUES ($1, $2, $3, now())
      ON CONFLICT (tenant_id, id) DO UPDATE SET retention_days = EXCLUDED.retention_days, purged_at = now()`,
     [plan.tenantKey, plan.id, days],
   );
-  let jobs = 0;
-  for (;;) {
-    const { rowCount } = await pool.query(
-      `DELETE FROM alteration_jobs WHERE ctid = ANY(ARRAY(
-         SELECT ctid FROM alteration_jobs WHERE plan_id = $1 LIMIT $2))`,
-      [plan.id, batch],
-    );
-    jobs += rowCount ?? 0;
-    if ((rowCount ?? 0) < batch) break;
-  }
-  // Its job sets and batch counts go with it (ON DELETE CASCADE).
-  await pool.query('DELETE FROM alteration_plans WHERE id = $1 AND tenant_id = $2', [plan.id, plan.tenantKey]);
-  return jobs;
+  await withTransaction(pool, async (client) => {
+    // The plans' delete trigger (migration 036) leaves the jobs to their partition.
+    await client.query("SET LOCAL wfa.keep_jobs = 'on'");
+    // Its job sets and batch counts go with it (ON DELETE CASCADE).
+    await client.query('DELETE FROM alteration_plans WHERE id = $1 AND tenant_id = $2', [plan.id, plan.tenantKey]);
+  });
 }

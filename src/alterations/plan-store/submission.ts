@@ -32,7 +32,9 @@ export async function insertPlan(db: Queryable, p: NewPlan): Promise<boolean> {
   const { rowCount } = await db.query(
     `INSERT INTO alteration_plans
        (id, tenant_id, alterations, filter, request_hash, status, created_at, rollout, submitted_by, approval, schedule, revert_of, retry_of, verify)
-     VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb)
+     SELECT $1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14::jsonb
+      -- An id names one plan for good: a purged plan's id stays used (its jobs may still lie in their partition).
+      WHERE NOT EXISTS (SELECT 1 FROM purged_plans WHERE id = $1)
      ON CONFLICT (id) DO NOTHING`,
     [
       p.id,

@@ -1,0 +1,145 @@
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+
+/**
+ * The jobs table's weekly partitions (migration 036): made ahead of need, and dropped whole once no plan with jobs
+ * in them is left. A plan purged by retention leaves its job rows to their partition; the partition goes when the
+ * last plan of its week has gone. A week held longer by a plan that is kept (a long-running plan, one a kept
+ * revert names) loses its purged plans' rows by batched deletes once it is a week past its due.
+ */
+
+/** Weeks made ahead of now by each sweep. */
+const WEEKS_AHEAD = 4;
+/** A past week's partition is only looked at once this much time has passed after its end (clocks of nodes differ). */
+const SETTLED_MS = 60 * 60 * 1000;
+/** A held week past this long after its end loses its purged plans' rows by deletes. */
+const HELD_GRACE_MS = 7 * 24 * 60 * 60 * 1000;
+/** One sweep at a time across workers: DETACH ... CONCURRENTLY of one partition by two would fail. */
+const SWEEP_LOCK = 7_304_119_513;
+
+/** The partition that holds jobs made at `at`, made now when there is none. */
+export async function ensureJobPartition(db: Queryable, at: Date): Promise<string> {
+  const { rows } = await db.query<{ name: string }>('SELECT wfa_job_partition($1) AS name', [at]);
+  return rows[0]!.name;
+}
+
+/** What a sweep of the partitions did. */
+export interface PartitionSweep {
+  /** Partitions made ahead. */
+  made: number;
+  /** Partitions detached and dropped. */
+  dropped: number;
+  /** Job rows that went: with their partitions, or deleted from a held one. */
+  jobs: number;
+}
+
+/**
+ * Makes the weeks ahead, then drops each past week that no remaining plan has jobs in (DETACH ... CONCURRENTLY,
+ * then DROP: no lock a request waits for), and deletes, `batch` rows a statement, the purged plans' rows from a week
+ * held past its grace. Skipped when another worker is at it.
+ */
+export async function sweepJobPartitions(
+  pool: pg.Pool,
+  batch: number,
+  stopped: () => boolean = () => false,
+): Promise<PartitionSweep> {
+  const done: PartitionSweep = { made: 0, dropped: 0, jobs: 0 };
+  const client = await pool.connect();
+  try {
+    const { rows: locked } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
+    if (!locked[0]!.ok) return done;
+    try {
+      for (let w = 0; w <= WEEKS_AHEAD; w++) {
+        const before = await partitionNames(client);
+        const name = await ensureJobPartition(client, new Date(Date.now() + w * 7 * 24 * 3600 * 1000));
+        if (!before.has(name)) done.made++;
+      }
+      // A detach a stopped sweep left half done is finished first.
+      for (const p of await partitions(client)) if (p.detaching) await dropPartition(client, p.name, true);
+      for (const p of await partitions(client)) {
+        if (stopped()) break;
+        if (p.detaching || p.hi.getTime() > Date.now() - SETTLED_MS) continue;
+        if (!(await weekHeld(client, p))) {
+          done.jobs += await dropPartition(client, p.name, false);
+          done.dropped++;
+        } else if (p.hi.getTime() < Date.now() - HELD_GRACE_MS) {
+          done.jobs += await deletePurgedRows(client, p.name, batch, stopped);
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+  return done;
+}
+
+interface Partition {
+  name: string;
+  lo: Date | null;
+  hi: Date;
+  detaching: boolean;
+}
+
+async function partitions(db: Queryable): Promise<Partition[]> {
+  const { rows } = await db.query<Partition>('SELECT name, lo, hi, detaching FROM wfa_job_partitions() ORDER BY hi');
+  return rows;
+}
+
+async function partitionNames(db: Queryable): Promise<Set<string>> {
+  return new Set((await partitions(db)).map((p) => p.name));
+}
+
+/** Whether a plan that still exists has jobs in the week: its sets (one row per 1,000 jobs) say so, by time. */
+async function weekHeld(db: Queryable, p: Partition): Promise<boolean> {
+  const { rows } = await db.query(
+    'SELECT 1 FROM alteration_job_sets WHERE ($1::timestamptz IS NULL OR created_at >= $1) AND created_at < $2 LIMIT 1',
+    [p.lo, p.hi],
+  );
+  return rows.length > 0;
+}
+
+/** Detaches (or finishes detaching) and drops a partition; the rows it held. */
+async function dropPartition(client: pg.PoolClient, name: string, pending: boolean): Promise<number> {
+  const table = client.escapeIdentifier(name);
+  await client.query(`ALTER TABLE alteration_jobs DETACH PARTITION ${table} ${pending ? 'FINALIZE' : 'CONCURRENTLY'}`);
+  // Detached, it is a table no request reads: counted, then dropped.
+  const { rows } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`);
+  await client.query(`DROP TABLE ${table}`);
+  return Number(rows[0]!.n);
+}
+
+/**
+ * The rows of plans that are gone from a week a kept plan holds: the plans found by walking the partition's key
+ * (one index probe per plan, not a read of every row), each plan's rows deleted `batch` at a time.
+ */
+async function deletePurgedRows(
+  client: pg.PoolClient,
+  name: string,
+  batch: number,
+  stopped: () => boolean,
+): Promise<number> {
+  const table = client.escapeIdentifier(name);
+  const { rows: gone } = await client.query<{ plan_id: string }>(
+    `WITH RECURSIVE plans AS (
+       (SELECT plan_id FROM ${table} ORDER BY plan_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT j.plan_id FROM ${table} j WHERE j.plan_id > plans.plan_id ORDER BY j.plan_id LIMIT 1)
+         FROM plans WHERE plans.plan_id IS NOT NULL)
+     SELECT plan_id FROM plans
+      WHERE plan_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM alteration_job_sets s WHERE s.plan_id = plans.plan_id)`,
+  );
+  let deleted = 0;
+  for (const { plan_id } of gone) {
+    for (let n = batch; n === batch && !stopped();) {
+      const r = await client.query(
+        `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE plan_id = $1 LIMIT $2))`,
+        [plan_id, batch],
+      );
+      n = r.rowCount ?? 0;
+      deleted += n;
+    }
+  }
+  return deleted;
+}
