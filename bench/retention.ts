@@ -22,8 +22,7 @@ import { sweepRetention } from '../src/alterations/retention.js';
 import { loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
-import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
-import { freePort } from '../test/support/free-port.js';
+import { benchPostgres } from './servers.js';
 import { dbUrl, recreateDatabase, round } from './util.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -82,21 +81,7 @@ async function main() {
   stops.push(() => rm(work, { recursive: true, force: true }));
   const config = loadConfig();
   try {
-    let adminUrl: string;
-    if (config.databaseUrl) {
-      const u = new URL(config.databaseUrl);
-      u.pathname = '/postgres';
-      adminUrl = u.toString();
-    } else {
-      const handle = await startEmbeddedPostgres({
-        dataDir: path.join(work, 'postgres'),
-        port: await freePort(),
-        database: 'postgres',
-        persistent: false,
-      });
-      stops.unshift(() => handle.stop());
-      adminUrl = handle.adminUrl;
-    }
+    const adminUrl = await benchPostgres(config, work, stops);
     const database = `wfa_retention_bench_${process.pid}`;
     await recreateDatabase(adminUrl, database);
     const url = dbUrl(adminUrl, database);

@@ -14,21 +14,7 @@ export async function benchServers(
   work: string,
   stops: (() => Promise<unknown>)[],
 ): Promise<{ adminUrl: string; temporalAddress: string }> {
-  let adminUrl: string;
-  if (config.databaseUrl) {
-    const u = new URL(config.databaseUrl);
-    u.pathname = '/postgres';
-    adminUrl = u.toString();
-  } else {
-    const handle = await startEmbeddedPostgres({
-      dataDir: path.join(work, 'postgres'),
-      port: await freePort(),
-      database: 'postgres',
-      persistent: false,
-    });
-    stops.unshift(() => handle.stop());
-    adminUrl = handle.adminUrl;
-  }
+  const adminUrl = await benchPostgres(config, work, stops);
   let temporalAddress = config.temporal.address;
   if (!temporalAddress) {
     const env = await startDevServer({
@@ -43,4 +29,21 @@ export async function benchServers(
     temporalAddress = env.address;
   }
   return { adminUrl, temporalAddress };
+}
+
+/** `benchServers`' Postgres alone: DATABASE_URL's server (its maintenance database) or an embedded one in `work`. */
+export async function benchPostgres(config: Config, work: string, stops: (() => Promise<unknown>)[]): Promise<string> {
+  if (config.databaseUrl) {
+    const u = new URL(config.databaseUrl);
+    u.pathname = '/postgres';
+    return u.toString();
+  }
+  const handle = await startEmbeddedPostgres({
+    dataDir: path.join(work, 'postgres'),
+    port: await freePort(),
+    database: 'postgres',
+    persistent: false,
+  });
+  stops.unshift(() => handle.stop());
+  return handle.adminUrl;
 }
