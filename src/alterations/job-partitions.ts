@@ -25,48 +25,32 @@ export async function ensureJobPartition(db: Queryable, at: Date): Promise<strin
   return rows[0]!.name;
 }
 
-/** What a sweep of the partitions did. */
-export interface PartitionSweep {
-  /** Partitions made ahead. */
-  made: number;
-  /** Partitions detached and dropped. */
-  dropped: number;
-  /** Job rows that went: with their partitions, or deleted from a held one. */
-  jobs: number;
-}
-
 /**
  * Makes the weeks ahead, then drops each past week that no remaining plan has jobs in (DETACH ... CONCURRENTLY,
  * then DROP: no lock a request waits for), and deletes, `batch` rows a statement, the purged plans' rows from a week
- * held past its grace. Skipped when another worker is at it.
+ * held past its grace. Skipped when another worker is at it. Returns the job rows that went.
  */
 export async function sweepJobPartitions(
   pool: pg.Pool,
   batch: number,
   stopped: () => boolean = () => false,
-): Promise<PartitionSweep> {
-  const done: PartitionSweep = { made: 0, dropped: 0, jobs: 0 };
+): Promise<number> {
+  let jobs = 0;
   const client = await pool.connect();
   try {
     const { rows: locked } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
-    if (!locked[0]!.ok) return done;
+    if (!locked[0]!.ok) return 0;
     try {
-      for (let w = 0; w <= WEEKS_AHEAD; w++) {
-        const before = await partitionNames(client);
-        const name = await ensureJobPartition(client, new Date(Date.now() + w * 7 * 24 * 3600 * 1000));
-        if (!before.has(name)) done.made++;
-      }
+      for (let w = 0; w <= WEEKS_AHEAD; w++)
+        await ensureJobPartition(client, new Date(Date.now() + w * 7 * 24 * 3600 * 1000));
       // A detach a stopped sweep left half done is finished first.
       for (const p of await partitions(client)) if (p.detaching) await dropPartition(client, p.name, true);
       for (const p of await partitions(client)) {
         if (stopped()) break;
         if (p.detaching || p.hi.getTime() > Date.now() - SETTLED_MS) continue;
-        if (!(await weekHeld(client, p))) {
-          done.jobs += await dropPartition(client, p.name, false);
-          done.dropped++;
-        } else if (p.hi.getTime() < Date.now() - HELD_GRACE_MS) {
-          done.jobs += await deletePurgedRows(client, p.name, batch, stopped);
-        }
+        if (!(await weekHeld(client, p))) jobs += await dropPartition(client, p.name, false);
+        else if (p.hi.getTime() < Date.now() - HELD_GRACE_MS)
+          jobs += await deletePurgedRows(client, p.name, batch, stopped);
       }
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]);
@@ -74,7 +58,7 @@ export async function sweepJobPartitions(
   } finally {
     client.release();
   }
-  return done;
+  return jobs;
 }
 
 interface Partition {
@@ -87,10 +71,6 @@ interface Partition {
 async function partitions(db: Queryable): Promise<Partition[]> {
   const { rows } = await db.query<Partition>('SELECT name, lo, hi, detaching FROM wfa_job_partitions() ORDER BY hi');
   return rows;
-}
-
-async function partitionNames(db: Queryable): Promise<Set<string>> {
-  return new Set((await partitions(db)).map((p) => p.name));
 }
 
 /** Whether a plan that still exists has jobs in the week: its sets (one row per 1,000 jobs) say so, by time. */

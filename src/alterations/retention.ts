@@ -47,7 +47,7 @@ export async function sweepRetention(
     if (plans.length === 0) break;
   }
   // The purged plans' jobs go with their weeks' partitions.
-  if (!stopped()) purged.jobs += (await sweepJobPartitions(pool, BATCH, stopped)).jobs;
+  if (!stopped()) purged.jobs += await sweepJobPartitions(pool, BATCH, stopped);
   if (settings.instanceDays !== undefined) {
     for (let n = BATCH; n === BATCH && !stopped();) {
       n = await purgeFinishedInstances(pool, settings.instanceDays, BATCH);
