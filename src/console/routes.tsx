@@ -104,12 +104,14 @@ export function consoleRoutes(streams: TenantCounter, shutdown?: AbortSignal) {
       return next();
     }
     const ended = identity !== undefined && 'refused' in identity;
-    if (ended) clearSessionCookie(c);
+    // Only a page clears the refused cookie: a script's request (a live page noticing first) leaves it, so
+    // the next page the user opens, in any tab, still says the session ended rather than asking to sign in.
     if (wantsData(c)) {
       return problem(c, 401, ended ? 'The session has ended; sign in again' : 'Not signed in', undefined, {
         'cache-control': 'no-store',
       });
     }
+    if (ended) clearSessionCookie(c);
     return c.redirect(`/console/sign-in?why=${ended ? 'ended' : 'required'}`, 303);
   });
   // A page says so while Temporal is not reachable (the readiness /health/ready answers, cached): plans and
