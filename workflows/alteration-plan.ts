@@ -555,7 +555,9 @@ function showProgress(
   const done = state.completed + state.failed + skipped;
   state.cancelled = status === 'Cancelled' && state.total !== null ? Math.max(0, state.total - done) : 0;
   state.pending = state.total === null ? null : Math.max(0, state.total - done - state.cancelled);
-  state.outcome = status === 'Completed' ? planOutcome((state.total ?? 0) - skipped, state.failed) : null;
+  // Under `verify`, a completed job succeeded only when it was Verified (as the plan view counts it).
+  const notSucceeded = state.failed + (state.verified !== undefined ? state.completed - state.verified : 0);
+  state.outcome = status === 'Completed' ? planOutcome((state.total ?? 0) - skipped, notSucceeded) : null;
   const of =
     state.total === null
       ? ''
@@ -564,7 +566,9 @@ function showProgress(
     status === 'Paused' && state.pauseReason
       ? ` (${state.pauseReason})`
       : state.outcome === 'allFailed'
-        ? ` (all ${number(state.failed)} jobs failed)`
+        ? state.failed === notSucceeded
+          ? ` (all ${number(state.failed)} jobs failed)`
+          : ' (no job verified)'
         : '';
   const cancelled = `${state.cancelled ? ` · ${number(state.cancelled)} cancelled` : ''}${
     skipped ? ` · ${number(skipped)} skipped` : ''

@@ -114,10 +114,12 @@ function planJobsCondition(f: PlanJobsFilter, param: (value: unknown, cast?: str
   const statuses = present(f.statuses) ? [...new Set(f.statuses.map((name) => JOB_STATUS[name]))] : undefined;
   const written = statuses?.filter((s) => s !== JOB_STATUS.Pending);
   // Each part is made only when it is used: a parameter no statement text names is an error in Postgres.
-  // `verifications` chooses among the jobs that have one; the others are chosen by their status alone.
+  // `verifications` chooses among the jobs that have one (completed under `verify`); a job without one (failed,
+  // cancelled, skipped, not run, or of a plan without `verify`) is chosen only where `statuses` names its status:
+  // `{verifications: ["Unverified"]}` alone never widens to the failed jobs.
   const verified = () =>
     present(f.verifications)
-      ? ` AND (j.verification IS NULL OR j.verification = ANY(${param(
+      ? ` AND (${statuses ? 'j.verification IS NULL OR ' : ''}j.verification = ANY(${param(
           f.verifications.map((v) => VERIFICATIONS.indexOf(v)),
           '::smallint[]',
         )}))`
@@ -126,7 +128,10 @@ function planJobsCondition(f: PlanJobsFilter, param: (value: unknown, cast?: str
     `SELECT j.instance_id FROM alteration_jobs j WHERE j.plan_id = ${plan} AND j.status <> ${JOB_STATUS.Pending}${
       written ? ` AND j.status = ANY(${param(written, '::smallint[]')})` : ''
     }${verified()}`;
-  const unwrittenAsked = !statuses || statuses.some((s) => s === JOB_STATUS.Pending || s === JOB_STATUS.Cancelled);
+  // Jobs not written have no verification: asked for by their status, or by no status and no verification.
+  const unwrittenAsked = statuses
+    ? statuses.some((s) => s === JOB_STATUS.Pending || s === JOB_STATUS.Cancelled)
+    : !present(f.verifications);
   if (!unwrittenAsked) return `i.id IN (${rows()})`;
   const unwritten = `SELECT m.instance_id
        FROM alteration_job_sets s CROSS JOIN LATERAL unnest(s.instance_ids) WITH ORDINALITY AS m(instance_id, k)
@@ -150,6 +155,17 @@ export async function checkFilterReferences(
   if (filter.planJobs && !(await tenantHasPlan(db, tenantKey, filter.planJobs.planId)))
     throw new ValidationError(`No plan ${filter.planJobs.planId} to take the jobs of`, [
       { path: `${path}/planJobs/planId`, message: 'Not a plan of this tenant' },
+    ]);
+}
+
+/**
+ * A `verify.expect` must constrain something: one without a constraint (`{}`, whatever its
+ * `emptyFilterSelectsAll`) would verify every job at its first check. A 400 at `path`.
+ */
+export function checkExpectConstrains(expect: Filter, path: string): void {
+  if (!compileFilter({ ...expect, emptyFilterSelectsAll: false }, '').selects)
+    throw new ValidationError('verify.expect has no constraint: every instance would match it at once', [
+      { path, message: 'Give at least one constraint an instance must meet, such as {"hasIncidents": false}' },
     ]);
 }
 

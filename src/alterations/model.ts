@@ -86,6 +86,7 @@ function intOrName<T extends Record<string, number>>(values: T, what: string) {
 
 export const PlanStatusInput = intOrName(PLAN_STATUS, 'plan status');
 export const JobStatusInput = intOrName(JOB_STATUS, 'job status');
+const JOB_STATUS_NAMES = Object.keys(JOB_STATUS) as JobStatusName[];
 
 /**
  * Alterations: each type is declared once in src/alterations/types/ (its schema, how it applies, how it is
@@ -134,13 +135,14 @@ const PlanJobsSchema = z
   .strictObject({
     planId: z.string().min(1).max(200),
     statuses: z
-      .array(z.enum(Object.keys(JOB_STATUS) as [JobStatusName, ...JobStatusName[]]))
+      // Given as integers or names, kept as names.
+      .array(JobStatusInput.transform((n) => JOB_STATUS_NAMES.find((k) => JOB_STATUS[k] === n)!))
       .max(10)
       .nullish()
-      .openapi({ description: 'Only jobs with these statuses (names); absent: every job of the plan' }),
+      .openapi({ description: 'Only jobs with these statuses; absent: every job of the plan' }),
     verifications: z.array(z.enum(VERIFICATIONS)).max(3).nullish().openapi({
       description:
-        'Only jobs with these verifications; a job without one (failed, cancelled, or of a plan without verify) is chosen by `statuses` alone',
+        'Only jobs with these verifications; a job without one (failed, cancelled, skipped, not run, or of a plan without verify) only where `statuses` names its status',
     }),
   })
   .openapi('PlanJobsFilter', {

@@ -589,6 +589,8 @@ export async function submitRevert(
       approval: submission.approval ?? null,
       schedule: null,
       revertOf: planId,
+      // It inherits `verify` (contract section 12): its restores are checked against the same expectation.
+      verify: original.verify ?? null,
     });
     if (!inserted) throw new ConflictError(`Plan id ${newPlanId} is already used by a different plan`);
     return { planId: newPlanId, original };

@@ -71,6 +71,7 @@ export async function checkVerification(db: Queryable, planId: string, now: Date
   if (!plan?.verify) return { verifying: false, pending: 0, nextDeadlineInMs: null };
   const verify: Verify = plan.verify;
   // A batch writes each completed job of the plan Pending (BORN_PENDING): a check reads only those still Pending.
+  // A submitted `expect` constrains something (checkExpectConstrains); one stored before that rule matches all.
   const expect = compileFilter({ ...verify.expect, emptyFilterSelectsAll: true }, plan.tenant_id);
   const n = expect.params.length;
   const verified = await db.query(

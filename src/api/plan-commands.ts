@@ -1,4 +1,4 @@
-import { checkFilterReferences, countInstances } from '../alterations/filter.js';
+import { checkExpectConstrains, checkFilterReferences, countInstances } from '../alterations/filter.js';
 import {
   approvalNeeded,
   decidePlan,
@@ -54,6 +54,7 @@ export async function submitPlanCommand(
   // The tenant's policy (or the body) may make it wait for a second principal's approval; the instances
   // are counted only when the answer depends on it.
   await checkFilterReferences(pool, tenant, body.filter, '/filter');
+  if (body.verify) checkExpectConstrains(body.verify.expect, '/verify/expect');
   const policy = await getPolicy(pool, tenant);
   const counting = policy.approval !== 'never' || body.approval?.required === true;
   const matched = counting ? await countInstances(pool, body.filter, tenant) : 0;
@@ -200,6 +201,7 @@ export async function revertPlanCommand(deps: Deps, principal: Principal, planId
     filter: reverted.original.filter,
     revertOf: planId,
     approval: stored.status === PLAN_STATUS.AwaitingApproval ? stored.approval : null,
+    verify: stored.verification !== null,
   });
   return { planId: reverted.planId };
 }

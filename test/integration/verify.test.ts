@@ -24,6 +24,17 @@ const twoWaits = {
     connections: [connect('start', 'wait'), connect('start', 'other')],
   },
 };
+/** Waits on an event of another id: cancelling `wait` fails there. */
+const noWait = {
+  definitionId: 'no-wait',
+  root: {
+    type: 'Elsa.Flowchart',
+    id: 'flow1',
+    start: 'start',
+    activities: [writeLine('start', 'started'), event('hold', 'hold')],
+    connections: [connect('start', 'hold')],
+  },
+};
 
 async function suspended(definitionId: string): Promise<string> {
   const r = await h.request('POST', '/workflow-instances', { body: { definitionId } });
@@ -59,7 +70,7 @@ const cancelWait = [{ type: 'CancelActivity', activityId: 'wait' }];
 
 beforeAll(async () => {
   h = await createHarness();
-  for (const body of [orderApproval('one-wait'), twoWaits]) {
+  for (const body of [orderApproval('one-wait'), twoWaits, noWait]) {
     const r = await h.request('POST', '/workflow-definitions', { body });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   }
@@ -79,17 +90,19 @@ async function verifications() {
 describe('verify', () => {
   const fixed: string[] = [];
   const notFixed: string[] = [];
+  const failing: string[] = [];
   const planId = `verify-mixed-${RUN}`;
 
   it('verifies the instances the change fixed and not the others, once their time is up, and only then completes', async () => {
     for (let i = 0; i < 3; i++) fixed.push(await suspended('one-wait'));
     for (let i = 0; i < 2; i++) notFixed.push(await suspended('two-waits'));
+    failing.push(await suspended('no-wait'));
     const verify = { expect: { statuses: ['Finished'] }, withinSeconds: 3 };
     const before = await verifications();
     await submit({
       id: planId,
       alterations: cancelWait,
-      filter: { workflowInstanceIds: [...fixed, ...notFixed] },
+      filter: { workflowInstanceIds: [...fixed, ...notFixed, ...failing] },
       verify,
     });
     // Every job completes; the plan stays Running while two are Pending verification.
@@ -103,7 +116,7 @@ describe('verify', () => {
     expect(done.plan).toMatchObject({
       status: 4,
       outcome: 'someFailed',
-      jobCounts: { total: 5, completed: 5, failed: 0 },
+      jobCounts: { total: 6, completed: 5, failed: 1 },
       verification: { expect: { statuses: ['Finished'] }, withinSeconds: 3, verified: 3, unverified: 2, pending: 0 },
     });
     // Completed only once the deadline passed: at least withinSeconds after the last job completed.
@@ -124,7 +137,7 @@ describe('verify', () => {
     }
     // So do the plan workflow's result and details in Temporal, and the worker's metrics.
     const result = (await h.client.workflow.getHandle(planWorkflowId(planId)).result()) as PlanWorkflowProgress;
-    expect(result).toMatchObject({ status: 'Completed', verified: 3, unverified: 2 });
+    expect(result).toMatchObject({ status: 'Completed', outcome: 'someFailed', verified: 3, unverified: 2 });
     expect(result.summary).toMatch(/ · 3 verified · 2 unverified/);
     const after = await verifications();
     expect({ verified: after.verified - before.verified, unverified: after.unverified - before.unverified }).toEqual({
@@ -142,6 +155,16 @@ describe('verify', () => {
   it("selects a plan's jobs by verification, and retries the unverified ones with the same verify", async () => {
     expect(await matched({ planJobs: { planId, verifications: ['Verified'] } })).toEqual(sorted(fixed));
     expect(await matched({ planJobs: { planId, verifications: ['Unverified'] } })).toEqual(sorted(notFixed));
+    // A failed job has no verification: it is taken only where its status is named (as a name or an integer).
+    expect(await matched({ planJobs: { planId, verifications: ['Verified', 'Unverified', 'Pending'] } })).toEqual(
+      sorted([...fixed, ...notFixed]),
+    );
+    expect(await matched({ planJobs: { planId, statuses: ['Failed'], verifications: ['Unverified'] } })).toEqual(
+      failing,
+    );
+    expect(await matched({ planJobs: { planId, statuses: [3, 'Completed'], verifications: ['Verified'] } })).toEqual(
+      sorted([...fixed, ...failing]),
+    );
 
     const r = await h.request('POST', `/alterations/${planId}/retry-failed`, { body: { id: `${planId}-again` } });
     expect(r.status, JSON.stringify(r.body)).toBe(202);
@@ -154,11 +177,14 @@ describe('verify', () => {
       verification: { expect: { statuses: ['Finished'] }, withinSeconds: 3 },
     });
     expect(sorted(retry.jobs.map((j: { workflowInstanceId: string }) => j.workflowInstanceId))).toEqual(
-      sorted(notFixed),
+      sorted([...notFixed, ...failing]),
     );
-    // Nothing failed and nothing left unverified by the first plan's fixed instances: only Failed asked, 409.
-    const none = await h.request('POST', `/alterations/${planId}/retry-failed`, { body: { include: ['Failed'] } });
-    expect(none.status).toBe(409);
+    // Only the unverified ones, asked for: the failed job is not among them.
+    const only = await h.request('POST', `/alterations/${planId}/retry-failed`, { body: { include: ['Unverified'] } });
+    expect(only.status, JSON.stringify(only.body)).toBe(202);
+    expect(
+      sorted((await finished(only.body.planId)).jobs.map((j: { workflowInstanceId: string }) => j.workflowInstanceId)),
+    ).toEqual(sorted(notFixed));
   });
 
   it('checks a deadline that passed while the worker was stopped once it runs again', async () => {
@@ -184,6 +210,18 @@ describe('verify', () => {
     const done = await finished(durable);
     expect(done.plan.verification).toMatchObject({ verified: 0, unverified: 1, pending: 0 });
     expect(done.plan.outcome).toBe('allFailed');
+    const result = (await h.client.workflow.getHandle(planWorkflowId(durable)).result()) as PlanWorkflowProgress;
+    expect(result).toMatchObject({ outcome: 'allFailed', summary: expect.stringContaining('(no job verified)') });
+    // Its revert inherits the verify: the restored instance is checked against the same expectation.
+    const undo = await h.request('POST', `/alterations/${durable}/revert`, { body: { id: `${durable}-undo` } });
+    expect(undo.status, JSON.stringify(undo.body)).toBe(202);
+    const reverted = await finished(`${durable}-undo`);
+    expect(reverted.plan).toMatchObject({
+      revertOf: durable,
+      jobCounts: { total: 1, completed: 1 },
+      verification: { expect: { statuses: ['Finished'] }, withinSeconds: 2, verified: 0, unverified: 1, pending: 0 },
+    });
+    expect(reverted.jobs[0]).toMatchObject({ verification: 'Unverified' });
   });
 
   it('verifies at once what matches at once, and names what is wrong with a verify', async () => {
@@ -209,5 +247,20 @@ describe('verify', () => {
     expect(await bad({ expect: { planJobs: { planId } }, withinSeconds: 10 })).toContain('/verify/expect/planJobs');
     expect(await bad({ expect: {}, withinSeconds: 0 })).toContain('/verify/withinSeconds');
     expect(await bad({ expect: {}, withinSeconds: 86_401 })).toContain('/verify/withinSeconds');
+    // An expect without a constraint would verify every job at once: refused, and no plan is made.
+    expect(await bad({ expect: { emptyFilterSelectsAll: true, statuses: [] }, withinSeconds: 10 })).toEqual([
+      '/verify/expect',
+    ]);
+    const empty = await h.request('POST', '/alterations/submit', {
+      body: {
+        id: `verify-empty-${RUN}`,
+        alterations: cancelWait,
+        filter: { workflowInstanceIds: [id] },
+        verify: { expect: {}, withinSeconds: 10 },
+      },
+    });
+    expect(empty.status).toBe(400);
+    expect(empty.body.errors).toEqual([{ path: '/verify/expect', message: expect.stringContaining('constraint') }]);
+    expect((await h.request('GET', `/alterations/verify-empty-${RUN}`)).status).toBe(404);
   });
 });
