@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { decodePageCursor, encodePageCursor } from '../vocabulary/page-cursor.js';
 import type { IncidentGroup } from './instance-views.js';
+import { OUTBOUND_ACTIVITY_TYPE } from './instance-state.js';
 
 /** How much of an incident's message makes its group: longer messages differ only in their tails. */
 export const GROUP_MESSAGE_LENGTH = 200;
@@ -98,15 +99,16 @@ export interface ActivityCount {
   name: string | null;
   /** Instances waiting on it (a bookmark). */
   waiting: number;
-  /** Instances that have it scheduled. */
+  /** Instances that have it scheduled, or its outbound call out now (its record Running, by the records' index). */
   scheduled: number;
   /** Instances with an incident on it. */
   faulted: number;
 }
 
 /**
- * How many of a version's unfinished instances wait on each of its activities, have it scheduled, or have an
- * incident on it: one pass over the version's running instances. Every activity of the version is listed (in
+ * How many of a version's unfinished instances wait on each of its activities, have it scheduled (an outbound
+ * call that is out counts as scheduled: started, not ended), or have an incident on it: one pass over the
+ * version's running instances. Every activity of the version is listed (in
  * the definition's order), zeros included.
  */
 export async function activityCounts(
@@ -133,11 +135,17 @@ export async function activityCounts(
        FROM places p CROSS JOIN LATERAL (SELECT DISTINCT s AS activity_id FROM jsonb_array_elements_text(p.scheduled) s) a
       GROUP BY a.activity_id
      UNION ALL
+     SELECT 's', r.activity_id, count(DISTINCT i.id)::int
+       FROM activity_records r JOIN workflow_instances i ON i.id = r.instance_id
+      WHERE r.tenant_id = $1 AND r.activity_id = ANY($3::text[]) AND r.status = 'Running'
+        AND i.definition_version_id = $2 AND i.status = 'Running' AND NOT (i.scheduled ? r.activity_id)
+      GROUP BY r.activity_id
+     UNION ALL
      SELECT 'f', e.activity_id, count(DISTINCT i.id)::int
        FROM workflow_instances i CROSS JOIN LATERAL (SELECT e->>'activityId' AS activity_id FROM jsonb_array_elements(i.incidents) e) e
       WHERE i.tenant_id = $1 AND (i.incident_count > 0) AND i.definition_version_id = $2 AND i.status = 'Running'
       GROUP BY e.activity_id`,
-    [tenantKey, versionId],
+    [tenantKey, versionId, activities.filter((a) => a.type === OUTBOUND_ACTIVITY_TYPE).map((a) => a.id)],
   );
   const counts = new Map<string, ActivityCount>();
   for (const a of activities)

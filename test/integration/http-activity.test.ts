@@ -11,6 +11,8 @@ let server: Server;
 let baseUrl: string;
 const received: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[] = [];
 let respondWith = 200;
+/** While set, requests wait for it to be called (a call that stays out). */
+let holding: Promise<void> | undefined;
 
 const sendRequest = (connectionName: string | null) => ({
   id: 'call',
@@ -47,8 +49,10 @@ beforeAll(async () => {
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     req.on('end', () => {
       received.push({ method: req.method!, url: req.url!, headers: req.headers, body });
-      res.statusCode = respondWith;
-      res.end('{}');
+      void (holding ?? Promise.resolve()).then(() => {
+        res.statusCode = respondWith;
+        res.end('{}');
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -164,6 +168,36 @@ describe('Elsa.Http.SendHttpRequest through a saved connection', () => {
     const crossTenant = await runToEnd('call-b');
     expect(crossTenant.subStatus).toBe('Faulted');
     expect(received).toHaveLength(calls);
+  });
+
+  it("counts an instance whose call is out as having the call scheduled on its definition's activity counts", async () => {
+    await h.request('POST', '/connection-configuration', {
+      body: { name: 'held-api', connectionType: HTTP, connectionConfiguration: { baseUrl } },
+    });
+    expect((await h.request('POST', '/workflow-definitions', { body: workflow('call-held', 'held-api') })).status).toBe(
+      201,
+    );
+    let release!: () => void;
+    holding = new Promise<void>((resolve) => (release = resolve));
+    const counts = async () =>
+      (await h.request('GET', '/workflow-definitions/call-held/activity-counts')).body.items.map(
+        (a: { activityId: string; waiting: number; scheduled: number; faulted: number }) =>
+          `${a.activityId} ${a.waiting}/${a.scheduled}/${a.faulted}`,
+      );
+    try {
+      const calls = received.length;
+      const r = await h.request('POST', '/workflow-instances', { body: { definitionId: 'call-held' } });
+      expect(r.status).toBe(202);
+      await eventually(async () => (received.length > calls ? true : undefined), 'the call to go out');
+      expect(await counts()).toEqual(['call 0/1/0', 'after 0/0/0']);
+    } finally {
+      holding = undefined;
+      release();
+    }
+    await eventually(
+      async () => ((await counts()).join() === 'call 0/0/0,after 0/0/0' ? true : undefined),
+      'the instance to finish and leave the counts',
+    );
   });
 
   it('rejects a definition whose connection input is not {connectionName}', async () => {
