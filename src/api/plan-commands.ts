@@ -146,9 +146,10 @@ export async function cancelPlanCommand(deps: Deps, principal: Principal, planId
 
 /**
  * Submits the plan that retries what a finished plan did not get done (contract section 12): the same
- * alterations and rollout over `filter: {planJobs: {planId, statuses: ['Failed']}}`, recorded as `retryOf`. It is
- * a plan like any other: the approval policy, the schedule rules and the permissions apply. A 409 while the plan
- * is not finished, for a revert (revert again instead), or when nothing is left to retry.
+ * alterations, rollout and `verify` over `filter: {planJobs: {planId, statuses: ['Failed', 'Completed'],
+ * verifications: ['Unverified']}}` (what `include` asks for), recorded as `retryOf`. It is a plan like any
+ * other: the approval policy, the schedule rules and the permissions apply. A 409 while the plan is not
+ * finished, for a revert (revert again instead), or when nothing is left to retry.
  */
 export async function retryFailedCommand(
   deps: Deps,
