@@ -62,7 +62,10 @@ const ENGINE_BACKLOG_SQL = `
           UNION ALL
           SELECT 'resumptions', count(*), min(triggered_at) FROM instance_resumptions) q`;
 
-/** The tables that grow with use: their rows (the planner's estimate) and bytes (with indexes and TOAST). */
+/**
+ * The tables that grow with use: their rows (counted when small, else the planner's estimate) and bytes (with
+ * indexes and TOAST). Their names are written into a count's SQL: identifiers of our own, never input.
+ */
 const MEASURED_TABLES = [
   'workflow_instances',
   PLAN_TABLE,
@@ -71,6 +74,8 @@ const MEASURED_TABLES = [
   'journal_entries',
   'activity_records',
 ];
+/** A table up to this size (indexes and TOAST included) has its rows counted, not estimated. */
+const COUNTED_UP_TO_BYTES = 16 * 1024 * 1024;
 /** A partitioned table counts its partitions. */
 const TABLE_SIZES_SQL = `
   SELECT t.name, COALESCE(sum(greatest(c.reltuples, 0)), 0)::float8 AS rows,
@@ -196,7 +201,7 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
 
   const tableRows = new Gauge({
     name: 'wfa_table_rows',
-    help: "Rows of each table that grows with use (the planner's estimate, as of its last ANALYZE), read at scrape time",
+    help: "Rows of each table that grows with use, read at scrape time: counted up to 16 MiB of table, the planner's estimate (as of its last ANALYZE) past that",
     labelNames: ['table'] as const,
     registers,
   });
@@ -213,7 +218,12 @@ export function createServiceMetrics(options: { temporalMetricsUrl?: string | un
         MEASURED_TABLES,
       ]);
       for (const r of rows) {
-        tableRows.set({ table: r.name }, r.rows);
+        // A small table is counted (a few ms): the planner's estimate is 0 until its first ANALYZE.
+        const counted =
+          r.bytes <= COUNTED_UP_TO_BYTES
+            ? Number((await backlogPool.query<{ n: string }>(`SELECT count(*) AS n FROM "${r.name}"`)).rows[0]!.n)
+            : r.rows;
+        tableRows.set({ table: r.name }, counted);
         tableBytes.set({ table: r.name }, r.bytes);
       }
     } catch {

@@ -139,6 +139,13 @@ describe('the audit trail', () => {
       ).status,
     ).toBe(200);
     expect(await written()).toBe(before + 1);
+    // A small table's rows are counted, not the planner's 0 before its first ANALYZE.
+    const text = await (await h.app.request('/metrics', { headers: { authorization: `ApiKey ${h.adminKey}` } })).text();
+    for (const table of ['alteration_plans', 'audit_entries']) {
+      const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
+      expect(rows[0].n).toBeGreaterThan(0);
+      expect(text).toMatch(new RegExp(`^wfa_table_rows\\{table="${table}"\\} ${rows[0].n}$`, 'm'));
+    }
   });
 
   it('keeps every secret out of every entry', async () => {
