@@ -12,12 +12,18 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import {
+  PausedVerification,
+  VERIFY_AFTER_STOP_PATCH,
+  VERIFY_PATCH,
+  VERIFY_WHILE_PAUSED_PATCH,
+  verifyEffect,
+} from './plan-verify.js';
 import {
   batchSizeFor,
   evenBatchSize,
@@ -70,15 +76,6 @@ const STEP_ASIDE_PATCH = 'plan-step-aside';
  * jobs are made (the policy counts them then too); it then waits for approval with its jobs.
  */
 const APPROVED_SET_PATCH = 'plan-approved-set';
-/**
- * Since this patch (section 12): a plan with `verify` stays Running after its batches until no completed job is
- * Pending verification: it checks (a local activity, set-based), then waits on a durable timer until the next
- * check, so a deadline passes and is checked whatever process stopped meanwhile.
- */
-const VERIFY_PATCH = 'plan-verify';
-/** The first wait between two checks of a plan's effect; each wait after it doubles, up to the longest. */
-const VERIFY_FIRST_WAIT_MS = 1_000;
-const VERIFY_LONGEST_WAIT_MS = 60_000;
 /** On the batches queue, a plan keeps this many windows of batches scheduled (PlanScheduler `windowsAhead`). */
 const LOOKAHEAD = 2;
 
@@ -174,7 +171,7 @@ const FINISHED: Record<number, WorkflowStatus> = {
   [PLAN_STATUS.Cancelled]: 'Cancelled',
 };
 /** While paused, the plan row is read again this often even without a signal (a lost signal costs this much). */
-const PAUSED_POLL = '1 minute';
+const PAUSED_POLL = 60_000;
 
 const number = (v: number) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
@@ -297,7 +294,13 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
     if (changedEarly) plan.markChanged();
     show(state.status);
     await runBatches(plan, input, { total, batchQueue, state, window }, show);
-    if (plan.stopping) return show(FINISHED[plan.control.status] ?? 'Cancelled');
+    if (plan.stopping) {
+      const stopped = FINISHED[plan.control.status] ?? 'Cancelled';
+      // Its completed jobs are checked all the same: a stopped plan says which of them worked.
+      if (input.verify && patched(VERIFY_PATCH) && patched(VERIFY_AFTER_STOP_PATCH))
+        await verifyEffect(local.checkVerification, planId, state, (note) => show(stopped, note));
+      return show(stopped);
+    }
     // This run's share is done (or it waited paused long enough): the next run carries on.
     if (plan.unfinished)
       await continueAsNew<typeof alterationPlan>({
@@ -305,7 +308,8 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
         progress: plan.progress(),
         ...(window ? { windowClosesAt: window.closesAt } : {}),
       });
-    if (input.verify && patched(VERIFY_PATCH)) await verifyEffect(planId, state, show);
+    if (input.verify && patched(VERIFY_PATCH))
+      await verifyEffect(local.checkVerification, planId, state, (note) => show('Running', note));
     await (localSteps ? local.completePlan : completePlan)(planId);
     return show('Completed');
   } catch (err) {
@@ -326,27 +330,6 @@ export async function alterationPlan(input: AlterationPlanInput): Promise<PlanWo
 }
 
 /**
- * Checks a plan's effect until no completed job is Pending verification (a plan without `verify`: one check that
- * says so). The waits between checks grow from a second to a minute, and never pass the next deadline.
- */
-async function verifyEffect(
-  planId: string,
-  state: PlanWorkflowProgress,
-  show: (status: WorkflowStatus, note?: string) => PlanWorkflowProgress,
-): Promise<void> {
-  for (let wait = VERIFY_FIRST_WAIT_MS; ; wait = Math.min(wait * 2, VERIFY_LONGEST_WAIT_MS)) {
-    const check = await local.checkVerification(planId);
-    if (check.verified !== undefined) {
-      state.verified = check.verified;
-      state.unverified = check.unverified ?? 0;
-    }
-    if (!check.verifying || check.pending === 0) return;
-    show('Running', `verifying: ${check.pending} job(s) still to match verify.expect`);
-    await sleep(Math.max(100, Math.min(wait, check.nextDeadlineInMs ?? wait)));
-  }
-}
-
-/**
  * Turns the scheduler's steps into commands until the run ends (the plan stopped, every batch done, the
  * run's share of batches started, or a paused run that Temporal suggests continuing): batch activities,
  * reads of the plan row, pauses, durable timers. Returns with no batch in flight.
@@ -359,6 +342,7 @@ async function runBatches(
 ): Promise<void> {
   const { planId } = input;
   const inFlight = new Set<Promise<void>>();
+  let paused: PausedVerification | undefined;
   const checkWindow = async (w: ScheduleWindow) => {
     const gate = await local.checkSchedule(planId);
     plan.steer(gate.control, Date.now());
@@ -382,6 +366,11 @@ async function runBatches(
     if (step.kind === 'idle') {
       show('Paused');
       if (step.endRun) break;
+      // A paused plan checks what its batches completed while it waits (a canary says whether it worked).
+      if (input.verify && !paused && patched(VERIFY_WHILE_PAUSED_PATCH))
+        paused = new PausedVerification(local.checkVerification, planId, o.state);
+      const verifyMs = paused ? await paused.next() : null;
+      const soonest = (ms: number) => (verifyMs === null ? ms : Math.min(ms, verifyMs));
       if (o.window && plan.pauseReason === 'schedule') {
         // Paused by the schedule (a batch found the window closed): recorded, then a durable timer until the
         // next window opens, unless the row changes first (a resume with ignoreSchedule, a cancel).
@@ -389,10 +378,10 @@ async function runBatches(
         if (plan.pauseReason !== 'schedule') continue;
         const until = o.window.resumesAt;
         const waitMs = until === null ? PAUSED_POLL : Math.max(1, until - Date.now());
-        if (!(await condition(() => plan.controlChanged, waitMs))) await checkWindow(o.window);
+        if (!(await condition(() => plan.controlChanged, soonest(waitMs)))) await checkWindow(o.window);
         continue;
       }
-      if (!(await condition(() => plan.controlChanged, PAUSED_POLL))) plan.markChanged();
+      if (!(await condition(() => plan.controlChanged, soonest(PAUSED_POLL)))) plan.markChanged();
       continue;
     }
     if (o.state.status !== 'Running') show('Running');

@@ -224,6 +224,38 @@ describe('verify', () => {
     expect(reverted.jobs[0]).toMatchObject({ verification: 'Unverified' });
   });
 
+  it('checks while its plan is paused (a canary says whether it worked), and after its plan is cancelled', async () => {
+    const canaryPlan = await submit({
+      alterations: cancelWait,
+      filter: { workflowInstanceIds: [await suspended('one-wait'), await suspended('one-wait')] },
+      rollout: { canary: 1 },
+      verify: { expect: { statuses: ['Finished'] }, withinSeconds: 3600 },
+    });
+    const paused = await eventually(async () => {
+      const view = await plan(canaryPlan);
+      return view.plan.status === 7 && view.plan.verification.verified === 1 ? view : undefined;
+    }, 'the canary job verified while its plan is paused');
+    expect(paused.plan).toMatchObject({ pauseReason: 'canary', jobCounts: { completed: 1 } });
+
+    const stopped = await submit({
+      alterations: cancelWait,
+      filter: { workflowInstanceIds: [await suspended('two-waits'), await suspended('two-waits')] },
+      rollout: { canary: 1 },
+      verify: { expect: { statuses: ['Finished'] }, withinSeconds: 2 },
+    });
+    await eventually(async () => ((await plan(stopped)).plan.status === 7 ? true : undefined), 'the canary pause');
+    expect((await h.request('POST', `/alterations/${stopped}/cancel`)).status).toBe(202);
+    const cancelled = await finished(stopped);
+    const settled = await eventually(async () => {
+      const view = await plan(stopped);
+      return view.plan.verification.pending === 0 ? view : undefined;
+    }, 'the cancelled plan to check its completed job');
+    expect(cancelled.plan.status).toBe(6);
+    expect(settled.plan).toMatchObject({ status: 6, verification: { verified: 0, unverified: 1, pending: 0 } });
+    const retry = await h.request('POST', `/alterations/${stopped}/retry-failed`, { body: {} });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+  });
+
   it('verifies at once what matches at once, and names what is wrong with a verify', async () => {
     const id = await suspended('one-wait');
     const quick = await submit({
