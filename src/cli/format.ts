@@ -101,8 +101,19 @@ export const jobStatusName = nameOf(JOB_STATUS);
  * A plan's status with what its jobs came to when that is not plain success: a Completed plan whose jobs
  * failed is still Completed (contract section 4), which alone would read as success.
  */
-export function planStatusText(status: number, counts: JobCounts): string {
+export function planStatusText(
+  status: number,
+  counts: JobCounts,
+  verification?: { unverified: number } | null,
+): string {
   const name = planStatusName(status);
+  // Under `verify`, a completed job not verified did not work either: Completed alone would read as success.
+  const unverified = verification?.unverified ?? 0;
+  if (status === PLAN_STATUS.Completed && unverified > 0) {
+    const ran = counts.total - (counts.skipped ?? 0);
+    const failed = counts.failed ? `${n(counts.failed)} failed, ` : '';
+    return `${name} — ${failed}${n(unverified)} not verified, of ${n(ran)} jobs`;
+  }
   if (status !== PLAN_STATUS.Completed || counts.failed === 0) return name;
   if (counts.failed < counts.total) return `${name} — ${n(counts.failed)} of ${n(counts.total)} jobs failed`;
   return `${name} — ${counts.total === 1 ? 'its one job failed' : `all ${n(counts.total)} jobs failed`}`;

@@ -38,6 +38,10 @@ export async function runCli(
   env: CliEnvironment = cliEnvironment(),
   io: Io = defaultIo(),
 ): Promise<number> {
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+    io.out(packageVersion());
+    return 0;
+  }
   const program = new Command('wfa');
   const cli = new Cli(program, argv, env, io);
   describeProgram(program, cli);
@@ -57,7 +61,9 @@ export async function runCli(
 function describeProgram(program: Command, cli: Cli): void {
   program
     .description('Bulk, safe alterations of workflow instances: the CLI of workflow-alterations')
-    .version(packageVersion(), '-V, --version', 'print the version of wfa')
+    // `wfa --version` (runCli): the program's, only as its first word, since a command may have a --version of its
+    // own (`definitions counts --version 2`) that commander would otherwise take for the program's anywhere.
+    .addHelpText('after', '\n`wfa --version` (or -V) prints the version of wfa.')
     .option('--url <url>', 'the service URL (WFA_URL; default: the one `wfa login` stored, else http://localhost:3000)')
     .option('--json', 'machine-readable JSON output; a failure is {"error": {…}} on standard error')
     .option('--timeout <seconds>', 'how long a request may take', positive, 60)

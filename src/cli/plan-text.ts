@@ -47,7 +47,7 @@ export function planRow(p: PlanSummaryView) {
   const c = p.jobCounts;
   return {
     id: p.id,
-    status: planStatusText(p.status, c),
+    status: planStatusText(p.status, c, p.verification),
     // The summary names its alterations' types, not the alterations (`plans show` reads the plan).
     alterations: p.revertOf ? `reverts ${p.revertOf}` : `${n(p.alterationCount)}: ${p.alterationTypes.join(', ')}`,
     done: n(c.completed),
@@ -71,7 +71,7 @@ export function showPlan(p: PlanView): string {
   );
   const rollout = rolloutWords(p.rollout);
   return [
-    `${safeCell(p.id)}  ${planStatusText(p.status, c)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
+    `${safeCell(p.id)}  ${planStatusText(p.status, c, p.verification)}${p.pauseReason ? ` (${safeCell(p.pauseReason)})` : ''}${p.failureReason ? `: ${safeCell(p.failureReason)}` : ''}`,
     `  ${p.revertOf ? `reverts plan ${safeCell(p.revertOf)}` : p.alterations.map((a) => safeCell(alterationText(a))).join(', ')}`,
     ...(p.retryOf ? [`  retries what plan ${safeCell(p.retryOf)} did not get done`] : []),
     ...(rollout.length ? [`  rollout: ${rollout.join(', ')}`] : []),

@@ -199,7 +199,7 @@ function printFinal(final: PlanView, planId: string, io: WatchIo): void {
   const c = final.jobCounts;
   if (io.json) return io.out(JSON.stringify({ event: 'done', ...final }));
   io.out(
-    `${planStatusText(final.status, c)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled${c.skipped ? `, ${n(c.skipped)} skipped` : ''} of ${n(c.total)}` +
+    `${planStatusText(final.status, c, final.verification)}: ${n(c.completed)} completed, ${n(c.failed)} failed, ${n(c.cancelled)} cancelled${c.skipped ? `, ${n(c.skipped)} skipped` : ''} of ${n(c.total)}` +
       (final.failureReason ? ` (${safeCell(final.failureReason)})` : '') +
       (c.failed ? `\n  see them: wfa plans jobs ${safeCell(planId)} --failed` : '') +
       (final.verification ? `\n  ${verificationText(final.verification)}` : '') +

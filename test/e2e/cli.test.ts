@@ -517,6 +517,10 @@ describe('wfa, where a newcomer stumbled', () => {
     expect(groups.out).toMatch(/^3\s+cli-fragile v1\s+boom \(Elsa\.Fault\)\s+Gateway timed out/m);
     const counts = await wfa(['definitions', 'counts', 'cli-fragile']);
     expect(counts.out).toMatch(/^boom\s+Elsa\.Fault\s+0\s+0\s+3\s*$/m);
+    // The command's own --version, not the program's.
+    const ofVersion = await wfa(['definitions', 'counts', 'cli-fragile', '--version', '1']);
+    expect(ofVersion.out).toMatch(/^boom\s+Elsa\.Fault\s+0\s+0\s+3\s*$/m);
+    expect((await wfa(['definitions', 'counts', 'cli-fragile', '--version', '2'])).code).toBe(1);
 
     // "wait" is no activity of cli-fragile: every job fails, and the retry fails them again.
     const planId = `cli-cancel-${run}`;
@@ -559,6 +563,11 @@ describe('wfa, where a newcomer stumbled', () => {
     ]);
     expect(submitted.code).toBe(1);
     expect(submitted.out).toContain('verify within 1 s: 0 verified, 3 not verified, 0 pending');
+    // Completed, but not what it was for: said wherever the plan's status is.
+    expect(submitted.out).toContain('Completed — 3 not verified, of 3 jobs: 3 completed, 0 failed');
+    expect((await wfa(['plans', 'show', verified])).out.split('\n')[0]).toBe(
+      `${verified}  Completed — 3 not verified, of 3 jobs`,
+    );
     const shown = await wfa(['plans', 'show', verified, '--json']);
     expect(JSON.parse(shown.out).verification).toMatchObject({
       expect: { hasIncidents: false },

@@ -538,14 +538,16 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await page.getByRole('button', { name: 'Submit plan' }).click();
     await page.getByText('Unknown property "tenantId"').first().waitFor();
     const body = {
-      id: `json-${run}`,
       alterations: [{ type: 'ModifyVariable', variableId: 'note', value: 'from JSON' }],
       filter: { correlationIds: [`console-${run}-3`], statuses: ['Running'] },
       rollout: { rate: 100 },
     };
     await json.fill(JSON.stringify(body));
+    // A Plan id typed into its field counts, Plan JSON naming none.
+    await page.getByLabel('Plan id (optional)').fill(`json-${run}`);
     await page.getByRole('button', { name: 'Dry run' }).click();
     await page.getByText('1 instance match.').waitFor();
+    expect(await page.getByLabel('Plan id (optional)').inputValue()).toBe(`json-${run}`);
     // The form took the body's values.
     expect(await page.getByLabel('Correlation ids').inputValue()).toBe(`console-${run}-3`);
     expect(await page.getByLabel('Running').isChecked()).toBe(true);
@@ -556,6 +558,22 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     await page.getByRole('button', { name: 'Submit plan' }).first().click();
     await page.waitForURL(`${base}/console/plans/json-${run}?notice=submitted`);
     expect((await call('GET', `/alterations/json-${run}`)).body.plan.rollout.rate).toBe(100);
+    await context.close();
+  });
+
+  it('brings Plan JSON up to date once per field changed, not per keystroke: one audit entry', async () => {
+    const name = `typist-${run}`;
+    await createUser(name, ['alterations:*']);
+    const { context, page } = await signedIn(name);
+    await page.goto(`${base}/console/new-plan`);
+    await page.getByLabel('Search term').pressSequentially('order', { delay: 400 });
+    await page.getByLabel('Correlation ids').click();
+    await eventually(
+      async () => JSON.parse(await page.getByLabel('Plan JSON').inputValue()).filter?.searchTerm === 'order',
+      'Plan JSON to follow the search term',
+    );
+    const drafts = await call('GET', `/audit?actor=${name}&action=plan.draft`);
+    expect(drafts.body.items).toHaveLength(1);
     await context.close();
   });
 

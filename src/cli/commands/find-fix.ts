@@ -37,7 +37,9 @@ export function registerFindFix(program: Command, cli: Cli): void {
     });
   program
     .command('retry-failed <planId>')
-    .description("a new plan with a finished plan's alterations and rollout over the instances of its failed jobs")
+    .description(
+      "a new plan with a finished plan's alterations, rollout and verify over the instances of its failed and unverified jobs (--include)",
+    )
     .option('--id <id>', 'id of the retry plan (idempotent)')
     .option('--include <list>', 'which jobs to retry: Failed, Unverified or both (default both)')
     .option('--watch', 'draw the retry plan until it ends')

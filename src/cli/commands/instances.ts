@@ -38,10 +38,11 @@ export function registerInstances(program: Command, cli: Cli): void {
         o,
         cli.paging(),
         {
-          columns: ['plan', 'status', 'alterations', 'completed', 'log'],
+          columns: ['plan', 'status', 'verification', 'alterations', 'completed', 'log'],
           row: (ch) => ({
             plan: ch.planId,
             status: jobStatusName(ch.status),
+            verification: ch.verification ?? '-',
             alterations: ch.alterationTypes.join(', '),
             completed: ch.completedAt ?? '-',
             log: ch.log.at(-1)?.message ?? '',

@@ -302,7 +302,8 @@ function syncPlanJson() {
       // Plan JSON catches up at the next change or the next button.
     }
   };
-  form.addEventListener('input', (event) => {
+  // On a field's change (left, picked, ticked), not each keystroke: every request is an entry of the audit trail.
+  form.addEventListener('change', (event) => {
     if (event.target === textarea || edited) return;
     clearTimeout(timer);
     timer = setTimeout(sync, 300);

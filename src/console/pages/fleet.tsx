@@ -60,7 +60,7 @@ function IncidentTable(props: { groups: readonly IncidentGroup[]; canAlter: bool
   return (
     <Table
       label={props.label}
-      columns={['Definition', 'Activity', 'Message', 'Instances', 'First', 'Last', '']}
+      columns={['Definition', 'Activity', 'Message', 'Instances', 'First', 'Last', 'Retry']}
       rows={props.groups}
       empty={<p>No instance has an incident.</p>}
       head={(g) => (

@@ -248,6 +248,10 @@ function readPosted(f: URLSearchParams): {
       jsonProblem: [{ path: '', message: `Plan JSON is not JSON: ${(err as Error).message}` }],
     };
   }
+  // A Plan id typed into its field counts where Plan JSON names none (else a second submit would make a second plan).
+  const id = (f.get('plan-id') ?? '').trim();
+  if (id && body !== null && typeof body === 'object' && !Array.isArray(body) && !('id' in body))
+    body = { id, ...body };
   const form = formFromBody(body);
   form.previewLimit = (f.get('preview-limit') ?? '').trim() || '10';
   return { form, body, typedJson: typed };
