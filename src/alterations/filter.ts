@@ -114,12 +114,13 @@ function planJobsCondition(f: PlanJobsFilter, param: (value: unknown, cast?: str
   const statuses = present(f.statuses) ? [...new Set(f.statuses.map((name) => JOB_STATUS[name]))] : undefined;
   const written = statuses?.filter((s) => s !== JOB_STATUS.Pending);
   // Each part is made only when it is used: a parameter no statement text names is an error in Postgres.
-  // `verifications` chooses among the jobs that have one (completed under `verify`); a job without one (failed,
-  // cancelled, skipped, not run, or of a plan without `verify`) is chosen only where `statuses` names its status:
-  // `{verifications: ["Unverified"]}` alone never widens to the failed jobs.
+  // `verifications` chooses among the completed jobs (a verification is a completed job's): one of a plan without
+  // `verify` has none, and is not chosen. A job of another status (failed, cancelled, skipped, not run) has none
+  // either, and is chosen only where `statuses` names it: `{verifications: ["Unverified"]}` alone never widens to
+  // the failed jobs, nor `{statuses: ["Completed"], verifications: ["Unverified"]}` to a plan without `verify`.
   const verified = () =>
     present(f.verifications)
-      ? ` AND (${statuses ? 'j.verification IS NULL OR ' : ''}j.verification = ANY(${param(
+      ? ` AND (${statuses ? `j.status <> ${JOB_STATUS.Completed} OR ` : ''}j.verification = ANY(${param(
           f.verifications.map((v) => VERIFICATIONS.indexOf(v)),
           '::smallint[]',
         )}))`

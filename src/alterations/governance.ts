@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
@@ -209,11 +210,19 @@ export async function fourEyesRefusal(
 ): Promise<string | undefined> {
   const s = await creationLine(db, submitter);
   const a = await creationLine(db, approver);
-  if (s[0] === a[0] || ownerOf(s) === ownerOf(a)) return SELF_APPROVAL;
-  if (a.includes(s[0]!)) return CREATURE_APPROVAL;
-  if (s.includes(a[0]!)) return CREATOR_APPROVAL;
+  const submitterOwner = ownerOf(s);
+  const approverOwner = ownerOf(a);
+  if (s[0] === a[0] || submitterOwner === approverOwner) return SELF_APPROVAL;
+  // A creature of the submitter, or of whom the submitter stands for (a user and a key made by the one who made
+  // the submitting key): the same person twice.
+  if (a.includes(s[0]!) || a.includes(submitterOwner)) return CREATURE_APPROVAL;
+  if (s.includes(a[0]!) || s.includes(approverOwner)) return CREATOR_APPROVAL;
   return undefined;
 }
+
+/** How long an approval waits for a just-submitted plan's jobs (its fixed set) before its 409, and how often it looks. */
+const JOBS_WAIT_MS = 5_000;
+const JOBS_POLL_MS = 100;
 
 /**
  * Decides a plan awaiting approval. Approved: the plan goes on as if just submitted (Pending; its rollout and
@@ -235,9 +244,20 @@ export async function decidePlan(
   const refusal = submitter ? await fourEyesRefusal(pool, submitter, by) : undefined;
   if (refusal)
     throw new ForbiddenError(decision === 'Rejected' && refusal === SELF_APPROVAL ? SELF_REJECTION : refusal);
+  // An approval right after the submission waits a moment for the plan's jobs (its workflow makes them at once).
+  for (let waited = 0; decision === 'Approved' && waited < JOBS_WAIT_MS; waited += JOBS_POLL_MS) {
+    if ((await readGoverned(pool, tenantKey, planId)).job_total !== null) break;
+    await sleep(JOBS_POLL_MS);
+  }
   return withTransaction(pool, async (client) => {
     const row = await readGoverned(client, tenantKey, planId, true);
     checkDecidable(planId, row, now);
+    // What is approved is the set its jobs fixed (contract section 12): none yet (its workflow makes them at once
+    // after the submission, under this row's lock), nothing to approve. A rejection needs no set.
+    if (decision === 'Approved' && row.job_total === null)
+      throw new ConflictError(
+        `Plan ${planId} is still fixing its instance set: approve it once its jobs exist (jobCounts.total)`,
+      );
     const approval: Approval = {
       ...row.approval,
       state: decision,

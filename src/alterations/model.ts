@@ -142,7 +142,7 @@ const PlanJobsSchema = z
       .openapi({ description: 'Only jobs with these statuses; absent: every job of the plan' }),
     verifications: z.array(z.enum(VERIFICATIONS)).max(3).nullish().openapi({
       description:
-        'Only jobs with these verifications; a job without one (failed, cancelled, skipped, not run, or of a plan without verify) only where `statuses` names its status',
+        'Only completed jobs with these verifications (a plan without verify has none); a job of another status only where `statuses` names its status',
     }),
   })
   .openapi('PlanJobsFilter', {

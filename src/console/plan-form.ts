@@ -419,6 +419,8 @@ export function fieldIdOf(path: string): string | undefined {
       return index === undefined ? 'incident-filters' : sub ? `if-${index}-${sub}` : `if-${index}-activityId`;
     if (key === 'timestampFilters')
       return index === undefined ? 'timestamp-filters' : sub ? `tf-${index}-${sub}` : `tf-${index}-timestamp`;
+    // No field of the form shows planJobs: said at Plan JSON, where it was typed.
+    if (key === 'planJobs') return undefined;
     return `f-${key}`;
   }
   if (top === 'filter') return 'filter';

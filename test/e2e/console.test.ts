@@ -1150,6 +1150,21 @@ describe.skipIf(!available)('the console, in Chromium', () => {
     }
     await page.goto(`${base}/console/instances`);
     await page.getByText('No instances yet.').waitFor();
+    // Nor by a dry run or a preview naming another tenant's plan in planJobs: refused as the API refuses it.
+    for (const action of ['dry-run', 'preview']) {
+      const named = await page.request.post(`${base}/console/new-plan`, {
+        headers: { origin: base },
+        form: {
+          'plan-json': JSON.stringify({
+            alterations: [{ type: 'Cancel' }],
+            filter: { planJobs: { planId: completedPlan } },
+          }),
+          action,
+        },
+      });
+      expect(named.status(), action).toBe(400);
+      expect(await named.text()).toContain('Not a plan of this tenant');
+    }
     await context.close();
   });
 
@@ -1456,6 +1471,9 @@ describe.skipIf(!available)('the console, in Chromium', () => {
       .map((l) => JSON.parse(l) as { action: string });
     expect(lines.length).toBeGreaterThanOrEqual(await entries.locator('tbody tr').count());
     expect(new Set(lines.map((l) => l.action))).toEqual(new Set(['plan.submit']));
+    // A time that is none never widens the export to the whole trail.
+    const wrongTime = await page.request.get(`${base}/console/audit/export?from=2099-13-01T00:00`);
+    expect(wrongTime.status()).toBe(400);
 
     // A plan's page lists the entries about it.
     await page.goto(`${base}/console/plans/${pausedPlan}`);

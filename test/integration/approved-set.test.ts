@@ -150,6 +150,44 @@ describe('a plan awaiting approval', () => {
     );
   });
 
+  it('approves only a fixed set: an approval before the jobs exist waits for them, and is a 409 while there are none', async () => {
+    const ids = await seedInstances(h.pool, {
+      definitionVersionId: versionId,
+      count: 2,
+      tenantId: TENANT,
+      variables: { amount: 0 },
+    });
+    const body = (id: string) => ({
+      id,
+      alterations: [{ type: 'ModifyVariable', variableId: 'amount', value: 9 }],
+      filter: { workflowInstanceIds: ids },
+      approval: { required: true },
+    });
+    // Approved at once after the submission: the approval waits for the jobs, and the plan runs its set.
+    const quick = `approved-at-once-${RUN}`;
+    expect((await h.request('POST', '/alterations/submit', { key: submitter, body: body(quick) })).status).toBe(202);
+    const approved = await h.request('POST', `/alterations/${quick}/approve`, { key: approver, body: {} });
+    expect(approved.status, JSON.stringify(approved.body)).toBe(202);
+    expect((await finished(quick)).plan).toMatchObject({ status: 4, jobCounts: { total: 2, completed: 2 } });
+    // No worker to make its jobs: no set, nothing to approve; approved once they exist.
+    await h.stopWorker();
+    const stalled = `approved-no-set-${RUN}`;
+    try {
+      expect((await h.request('POST', '/alterations/submit', { key: submitter, body: body(stalled) })).status).toBe(
+        202,
+      );
+      const refused = await h.request('POST', `/alterations/${stalled}/approve`, { key: approver, body: {} });
+      expect(refused.status).toBe(409);
+      expect(refused.body.detail).toContain('still fixing its instance set');
+      expect((await plan(stalled)).plan).toMatchObject({ status: 8, approval: { state: 'Pending' } });
+    } finally {
+      await h.startWorker();
+    }
+    await eventually(async () => ((await plan(stalled)).plan.jobCounts.total === 2 ? true : undefined), 'its jobs');
+    expect((await h.request('POST', `/alterations/${stalled}/approve`, { key: approver, body: {} })).status).toBe(202);
+    expect((await finished(stalled)).plan.status).toBe(4);
+  }, 120_000);
+
   it('a plan that needed no approval has no drift', async () => {
     const [id] = await seedInstances(h.pool, {
       definitionVersionId: versionId,

@@ -181,6 +181,11 @@ describe('retry what did not work', () => {
     expect(await matched({ planJobs: { planId, statuses: ['Completed'] } })).toEqual(sorted(ids.orders));
     expect(await matched({ planJobs: { planId } })).toEqual(sorted([...ids.orders, ...ids.payments]));
     expect(await matched({ planJobs: { planId, statuses: ['Pending'] } })).toEqual([]);
+    // A plan without verify has no verification: a filter by one never takes its completed jobs.
+    expect(await matched({ planJobs: { planId, statuses: ['Completed'], verifications: ['Unverified'] } })).toEqual([]);
+    expect(
+      await matched({ planJobs: { planId, statuses: ['Failed', 'Completed'], verifications: ['Unverified'] } }),
+    ).toEqual(sorted(ids.payments));
     // With the other fields, AND as ever.
     expect(await matched({ planJobs: { planId }, definitionIds: ['orders'] })).toEqual(sorted(ids.orders));
 

@@ -136,6 +136,30 @@ describe('four eyes count creators', () => {
     expect(byCreator.body.detail).toBe(CREATOR);
   });
 
+  it("refuses a user made by the person behind the submitting key: a user's key and the user's creature are one person", async () => {
+    const t = await tenant();
+    const dave = await makeUser(asKey(t.admin.key), [
+      'identity/api-keys:create',
+      'identity/users:create',
+      ...SUBMITTER,
+      ...APPROVER,
+    ]);
+    const bot = await makeKey(dave.as, SUBMITTER);
+    const alt = await makeUser(dave.as, APPROVER);
+    const planId = await submit(bot.as, t.ids);
+    const byAlt = await decide('approve', planId, alt.as);
+    expect(byAlt.status).toBe(403);
+    expect(byAlt.body.detail).toBe(CREATURE);
+    // And the other way round: a key of the person who made the submitter.
+    const altKey = await makeKey(dave.as, APPROVER);
+    const altUser = await makeUser(dave.as, SUBMITTER);
+    const second = await submit(altUser.as, t.ids);
+    const byDavesKey = await decide('approve', second, altKey.as);
+    expect(byDavesKey.status).toBe(403);
+    expect(byDavesKey.body.detail).toBe(CREATOR);
+    expect((await h.request('GET', `/alterations/${planId}`, asKey(t.admin.key))).body.plan.status).toBe(8);
+  });
+
   it('lets two keys the operator made approve each other: its creatures stand for themselves', async () => {
     const t = await tenant();
     const x = await makeKey(asKey(OPERATOR_KEY), SUBMITTER, t.tenantId);

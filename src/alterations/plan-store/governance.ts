@@ -10,6 +10,8 @@ export interface GovernedRow {
   status: PlanStatus;
   approval: Approval | null;
   submitted_by: PrincipalRef | null;
+  /** The plan's job count once its jobs (its fixed instance set) exist; null before. */
+  job_total: number | null;
 }
 
 /** A plan's status, approval and submitter (locked for the decision when `lock`). */
@@ -20,7 +22,7 @@ export async function readGoverned(
   lock = false,
 ): Promise<GovernedRow> {
   const { rows } = await db.query<GovernedRow>(
-    `SELECT status, approval, submitted_by FROM alteration_plans WHERE id = $1 AND tenant_id = $2${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT status, approval, submitted_by, job_total FROM alteration_plans WHERE id = $1 AND tenant_id = $2${lock ? ' FOR UPDATE' : ''}`,
     [planId, tenantKey],
   );
   if (!rows[0]) throw new NotFoundError(`Plan ${planId} not found`);

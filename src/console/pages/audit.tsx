@@ -8,6 +8,7 @@ import { Pager, Table, Time } from '../components.js';
 import { gate, type PageAccess } from '../gate.js';
 import { Layout, renderPage } from '../layout.js';
 import type { ShellOf } from '../shell.js';
+import { ValidationError } from '../../errors.js';
 
 /**
  * Audit (contract section 13): the tenant's trail, newest first, filtered by actor, action and time, paged, and
@@ -127,11 +128,20 @@ export function auditRoutes(shell: ShellOf) {
   });
   app.get('/audit/export', gate(shell, AUDIT), async (c) => {
     const f = Object.fromEntries(FIELDS.map((k) => [k, (c.req.query(k) ?? '').trim()])) as Fields;
+    const from = utc(f.from);
+    const to = utc(f.to);
+    // A time that is not one never widens the export to the whole trail.
+    const wrong = [from === null ? 'from' : '', to === null ? 'to' : ''].filter(Boolean);
+    if (wrong.length)
+      throw new ValidationError(
+        'Not a date and time',
+        wrong.map((k) => ({ path: `/query/${k}`, message: 'Expected a date and time, such as 2026-11-30T09:00' })),
+      );
     return exportAudit(c, callerTenant(c), {
       actor: f.actor || undefined,
       action: f.action || undefined,
-      from: utc(f.from) ?? undefined,
-      to: utc(f.to) ?? undefined,
+      from: from ?? undefined,
+      to: to ?? undefined,
       limit: 1000,
     });
   });

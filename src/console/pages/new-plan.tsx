@@ -2,9 +2,9 @@ import { noteAudit } from '../../audit/scope.js';
 import { mayReadInstances } from '../../api/authorize.js';
 import { type Context, Hono } from 'hono';
 import type { z } from '@hono/zod-openapi';
-import { countInstances } from '../../alterations/filter.js';
+import { checkFilterReferences, countInstances } from '../../alterations/filter.js';
 import { type ApprovalPolicy, getPolicy } from '../../alterations/governance.js';
-import { FilterSchema } from '../../alterations/model.js';
+import { type Filter, FilterSchema } from '../../alterations/model.js';
 import { previewPlan, previewShown } from '../../alterations/preview.js';
 import type { PreviewItem } from '../../alterations/views.js';
 import { type AppEnv, callerTenant } from '../../api/context.js';
@@ -329,6 +329,18 @@ export function newPlanRoutes(shell: ShellOf) {
       outcome.focus = [...outcome.errors.keys()][0];
     };
 
+    // What the schema cannot check (a planJobs plan of this tenant), as the API checks it: marked, and true.
+    const referencesFail = async (filter: Filter): Promise<boolean> => {
+      try {
+        await checkFilterReferences(c.get('deps').pool, callerTenant(c), filter, '/filter');
+        return false;
+      } catch (err) {
+        if (!(err instanceof DomainError) || !err.errors?.length) throw err;
+        fail(err.errors);
+        return true;
+      }
+    };
+
     if (posted.jsonProblem) {
       fail(posted.jsonProblem);
       outcome.focus = 'plan-json';
@@ -378,7 +390,7 @@ export function newPlanRoutes(shell: ShellOf) {
       } else if (action === 'dry-run') {
         const checked = validate(FilterSchema, body?.filter ?? {}, ['filter']);
         if (!checked.ok) fail(checked.errors);
-        else {
+        else if (!(await referencesFail(checked.data))) {
           outcome.dryRunCount = await countInstances(c.get('deps').pool, checked.data, callerTenant(c));
           outcome.focus = 'dry-run-result';
         }
@@ -389,7 +401,7 @@ export function newPlanRoutes(shell: ShellOf) {
           limit: previewLimitOf(form),
         });
         if (!checked.ok) fail(checked.errors);
-        else {
+        else if (!(await referencesFail(checked.data.filter))) {
           const { pool, definitions } = c.get('deps');
           outcome.preview = previewShown(
             await previewPlan({ pool, definitions }, callerTenant(c), checked.data, c.req.raw.signal),
