@@ -6,7 +6,10 @@
 export const MASKED = '[masked]';
 
 /** Field names whose values are secrets, or may hold one. */
-const SECRET = /password|secret|token|apikey|^key$|credential|authorization|cookie|csrf|connectionconfiguration/i;
+const SECRET =
+  /password|passwd|pwd|secret|token|api[-_]?key|private[-_]?key|^key$|credential|authorization|cookie|csrf|connectionconfiguration/i;
+/** The fields that name a variable whose `value` stands beside them (a ModifyVariable): a secret's name masks it. */
+const NAMING = ['variableId', 'variableName'] as const;
 const MAX_STRING = 200;
 const MAX_ITEMS = 10;
 const MAX_DEPTH = 4;
@@ -34,8 +37,10 @@ function shrink(value: unknown, depth: number): unknown {
     return items;
   }
   const out: Record<string, unknown> = {};
+  const record = value as Record<string, unknown>;
+  const namesSecret = NAMING.some((k) => typeof record[k] === 'string' && SECRET.test(record[k]));
   for (const [key, v] of Object.entries(value)) {
-    if (SECRET.test(key)) {
+    if (SECRET.test(key) || (namesSecret && key === 'value')) {
       out[clean(key)] =
         v && typeof v === 'object' && !Array.isArray(v)
           ? Object.fromEntries(Object.keys(v).map((k) => [k, MASKED]))

@@ -180,6 +180,17 @@ describe('the audit trail', () => {
         connectionConfiguration: { password: `${secret}-conn`, token: `${secret}-token` },
       },
     });
+    // A variable named as a secret is one: its new value is masked, in a preview as in a plan.
+    for (const [variableId, path] of [
+      ['dbPassword', '/alterations/preview'],
+      ['api_key', '/alterations/dry-run'],
+    ])
+      await h.request('POST', path, {
+        body: {
+          alterations: [{ type: 'ModifyVariable', variableId, value: `${secret}-${variableId}` }],
+          filter: { correlationIds: ['none'] },
+        },
+      });
     const written = await entriesAfter(before);
     expect(written.map((e) => e.action)).toEqual(
       expect.arrayContaining([
@@ -189,6 +200,7 @@ describe('the audit trail', () => {
         'apiKey.create',
         'secret.hash',
         'connection.create',
+        'plan.preview',
       ]),
     );
     const text = JSON.stringify(written);
