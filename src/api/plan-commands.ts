@@ -146,7 +146,7 @@ export async function cancelPlanCommand(deps: Deps, principal: Principal, planId
 
 /**
  * Submits the plan that retries what a finished plan did not get done (contract section 12): the same
- * alterations, rollout and `verify` over `filter: {planJobs: {planId, statuses: ['Failed', 'Completed'],
+ * alterations, rollout, maintenance windows and `verify` over `filter: {planJobs: {planId, statuses: ['Failed', 'Completed'],
  * verifications: ['Unverified']}}` (what `include` asks for), recorded as `retryOf`. It is a plan like any
  * other: the approval policy, the schedule rules and the permissions apply. A 409 while the plan is not
  * finished, for a revert (revert again instead), or when nothing is left to retry.
@@ -177,6 +177,8 @@ export async function retryFailedCommand(
     alterations: plan.alterations,
     filter: { planJobs: { planId, statuses, ...(unverified ? { verifications: ['Unverified' as const] } : {}) } },
     ...(plan.rollout ? { rollout: plan.rollout } : {}),
+    // Its maintenance windows hold for the retry too (its notBefore has passed: the plan finished).
+    ...(plan.schedule?.windows ? { schedule: { windows: plan.schedule.windows } } : {}),
     ...(plan.verification
       ? { verify: { expect: plan.verification.expect, withinSeconds: plan.verification.withinSeconds } }
       : {}),

@@ -184,7 +184,7 @@ describe('the audit trail', () => {
     for (const [variableId, path] of [
       ['dbPassword', '/alterations/preview'],
       ['api_key', '/alterations/dry-run'],
-    ])
+    ] as const)
       await h.request('POST', path, {
         body: {
           alterations: [{ type: 'ModifyVariable', variableId, value: `${secret}-${variableId}` }],

@@ -304,3 +304,24 @@ describe('what happened to an instance', () => {
     expect((await h.request('GET', `/workflow-instances/${payment}/alterations`, { key: other })).status).toBe(404);
   });
 });
+
+describe('retry with a schedule', () => {
+  it("keeps the plan's maintenance windows for its retry", async () => {
+    const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+    const DAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+    // Open now: from an hour ago to two hours ahead, every day (past midnight, it ends the next day).
+    const windows = [
+      { days: DAYS, from: hhmm(Date.now() - 3_600_000), to: hhmm(Date.now() + 7_200_000), timeZone: 'UTC' },
+    ];
+    const windowed = await submit({
+      alterations: [{ type: 'CancelActivity', activityId: 'wait' }],
+      filter: { definitionIds: ['payments'] },
+      schedule: { windows },
+    });
+    expect((await finished(windowed)).plan.jobCounts.failed).toBeGreaterThan(0);
+    const r = await h.request('POST', `/alterations/${windowed}/retry-failed`, { body: {} });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    const retry = await h.request('GET', `/alterations/${r.body.planId}`);
+    expect(retry.body.plan.schedule).toMatchObject({ windows });
+  });
+});
