@@ -147,7 +147,9 @@ describe('the README walk-through', () => {
     expect(out).toMatch(/Not verified within 5 s: the instance is Running\/Faulted, /);
     expect(out).toContain('Retrying what plan retry-copy-1 did not get done with plan retry-copy-2');
     expect(out).toContain('verify within 5 s: 2 verified, 0 not verified, 0 pending');
-    expect(out).toMatch(/^retry-copy-2 +Completed +ScheduleActivity .*\nretry-copy-1 +Completed +ScheduleActivity /m);
+    expect(out).toMatch(
+      /^retry-copy-2 +Completed +Verified +ScheduleActivity .*\nretry-copy-1 +Completed +Unverified +ScheduleActivity /m,
+    );
     // Change management.
     expect(out).toMatch(/Created user carol \(/);
     expect(out).toMatch(/carol +alterations:view,alterations:approve +ADMIN_API_KEY \(key\)/);
